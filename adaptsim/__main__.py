@@ -1,0 +1,3 @@
+from adaptsim.cli import main
+
+main()

@@ -1,0 +1,37 @@
+"""`adaptsim bench`: seconds per segment for translating and updating, for later speed targets.
+
+    python -m adaptsim bench model=small-ende-probe dataset=ted segments=40 method=full
+    python -m adaptsim bench -m method=none,full,lasso      # one line per method
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from adaptsim.outputs import RunWriter
+
+
+def main(argv: list[str]) -> int:
+    from adaptsim.hydra_app import launch
+
+    launch(task, "bench", argv, "bench")
+    return 0
+
+
+def task(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from adaptsim.simulate import simulate
+
+    writer = RunWriter(Path(HydraConfig.get().runtime.output_dir))
+    try:
+        s = simulate(cfg, writer, limit=int(cfg.segments))
+    finally:
+        writer.close()
+    t = s["timing"]
+    print(f"bench method={s['method']} model={s['model']} segments={s['segments']} "
+          f"threads={cfg.threads or 'default'}: translate median {t['translate_median_s']:.3f} s, "
+          f"update median {t['update_median_s']:.3f} s, {t['segments_per_s']:.2f} segments/s "
+          f"(trainable {s['trainable_parameters']:,} parameters)", flush=True)

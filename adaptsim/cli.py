@@ -1,0 +1,50 @@
+"""`adaptsim <command> [args…]`: dispatch to one module per command.
+
+Commands are imported lazily so `adaptsim score` does not pay for importing torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from adaptsim.errors import UserError
+
+# name -> ("module:function", one-line help). Each function takes argv (list[str]) and returns an exit code.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("adaptsim.simulate:main", "simulate post-editing with online adaptation (Hydra overrides)"),
+    "bench": ("adaptsim.bench:main", "time translate/update per segment for a model config (Hydra overrides)"),
+    "score": ("adaptsim.score:main", "score hypothesis files: R0, R1, R0+1, BLEU, SBLEU, TER, chrF"),
+}
+
+USAGE = "usage: adaptsim <command> [args…]   (also: python -m adaptsim …)"
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [USAGE, "", "commands:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "`adaptsim <command> --help` shows a command's own options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        sys.exit(0 if argv else 2)
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(usage(), file=sys.stderr)
+        print(f"adaptsim: error: unknown command {name!r}", file=sys.stderr)
+        sys.exit(2)
+    module, func = COMMANDS[name][0].split(":")
+    try:
+        code = getattr(importlib.import_module(module), func)(rest)
+    except UserError as e:
+        print(f"adaptsim {name}: error: {e}", file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        print(f"adaptsim {name}: interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code or 0)

@@ -1,0 +1,14 @@
+"""Errors a user can act on: the CLI prints them as one line, never as a traceback."""
+
+
+class UserError(Exception):
+    """Bad input or settings; the message says what and where (file, line, setting)."""
+
+
+class DataError(UserError):
+    """A dataset file is missing or malformed."""
+
+    def __init__(self, path, message: str, line: int | None = None):
+        where = f"{path}:{line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {message}")
+        self.path, self.line = path, line

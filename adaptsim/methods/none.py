@@ -1,0 +1,7 @@
+"""`none`: the baseline, the same loop without adaptation."""
+
+from adaptsim.methods.base import Method
+
+
+class NoAdaptation(Method):
+    pass

@@ -1,0 +1,95 @@
+"""The model layer: a seq2seq NMT model + its sentencepiece tokenizer, translating and scoring one pair.
+
+The model stays in eval() mode for its whole life: the paper adapts without dropout, so updates run
+in eval mode with gradients enabled.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from adaptsim.arch import Architecture, describe
+from adaptsim.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+class Seq2SeqModel:
+    def __init__(self, net, tokenizer, device: str = "cpu"):
+        self.net = net.to(device).eval()
+        self.tokenizer = tokenizer
+        self.device = device
+        self.arch: Architecture = describe(net)
+        for name, param in self.net.named_parameters():
+            if name in self.arch.constants:
+                param.requires_grad_(False)
+        self._output_bias_hook = None
+
+    @classmethod
+    def load(cls, path: str, device: str = "cpu") -> "Seq2SeqModel":
+        """Load from a local directory, or (online) a Hugging Face hub name such as Helsinki-NLP/opus-mt-en-de."""
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        local = Path(path).expanduser()
+        looks_local = local.exists() or str(path).startswith((".", "/", "~")) or str(path).count("/") != 1
+        if looks_local and not (local / "config.json").is_file():
+            raise UserError(f"model.path={path}: no model there (expected a directory with config.json, "
+                            "a tokenizer and weights, e.g. from `adaptsim train` or a downloaded OPUS-MT model)")
+        source = str(local) if looks_local else str(path)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source)
+            net = AutoModelForSeq2SeqLM.from_pretrained(source)
+        except OSError as e:
+            raise UserError(f"model.path={path}: could not load ({str(e).splitlines()[0]}); offline, "
+                            "point model.path at a local copy of the model") from None
+        log.info("loaded %s (%s, %d parameters)", path, net.config.model_type, sum(p.numel() for p in net.parameters()))
+        return cls(net, tokenizer, device)
+
+    # -- tokens -------------------------------------------------------------------------------------
+    @property
+    def max_tokens(self) -> int:
+        """The longest input (in tokens, with </s>) the model's position table accepts."""
+        return int(self.net.config.max_position_embeddings)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text).input_ids)
+
+    def pieces(self, text: str) -> list[str]:
+        """The sentencepiece pieces of a target-side text (for the subword-level metrics)."""
+        ids = self.tokenizer(text_target=text, add_special_tokens=False).input_ids
+        return self.tokenizer.convert_ids_to_tokens(ids)
+
+    def pair(self, source: str, reference: str) -> dict[str, torch.Tensor]:
+        """A batch of one (source, reference) pair for `loss`."""
+        batch = self.tokenizer(source, text_target=reference, return_tensors="pt")
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    # -- inference and loss ------------------------------------------------------------------------
+    @torch.inference_mode()
+    def translate(self, source: str, beam_size: int = 5, max_length: int = 256, length_penalty: float = 1.0) -> str:
+        inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
+        out = self.net.generate(**inputs, num_beams=beam_size, max_new_tokens=max_length,
+                                length_penalty=length_penalty, do_sample=False, early_stopping=True)
+        return self.tokenizer.decode(out[0], skip_special_tokens=True)
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mean per-token cross-entropy of the reference (no label smoothing); exp() is the perplexity."""
+        return self.net(**batch).loss
+
+    # -- parameters --------------------------------------------------------------------------------
+    def named_parameters(self) -> dict[str, nn.Parameter]:
+        return {n: p for n, p in self.net.named_parameters() if n not in self.arch.constants}
+
+    def add_output_bias(self) -> nn.Parameter:
+        """A second, zero-initialised bias on the output logits (Michel & Neubig 2018), trained by `bias`/`lasso`."""
+        if self._output_bias_hook is not None:
+            raise RuntimeError("the output bias was added already")
+        vocab = self.arch.output_layer.weight.shape[0]
+        bias = nn.Parameter(torch.zeros(vocab, device=self.device))
+        self._output_bias_hook = self.arch.output_layer.register_forward_hook(lambda _m, _i, out: out + bias)
+        return bias
+

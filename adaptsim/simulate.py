@@ -1,0 +1,158 @@
+"""`adaptsim run`: the simulated post-editing loop (DESIGN §1).
+
+For each document, from θ0: translate segment i with θ_{i-1}, reveal the reference, adapt on the pair
+(adaptsim/update.py), score the hypothesis, log the step. Data flows one way:
+data → model → method/updater → metrics → outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from adaptsim import methods
+from adaptsim.data import check_lengths, load_documents
+from adaptsim.errors import UserError
+from adaptsim.metrics import Evaluator, write_curves
+from adaptsim.model import Seq2SeqModel
+from adaptsim.outputs import RunWriter
+from adaptsim.update import Snapshot, Updater
+
+log = logging.getLogger("adaptsim")
+
+_failed_runs: list[str] = []  # run directories of jobs that failed in this process (exit code of `run`)
+
+
+def main(argv: list[str]) -> int:
+    from adaptsim.hydra_app import launch
+
+    _failed_runs.clear()
+    launch(task, "run", argv, "run")
+    return 1 if _failed_runs else 0
+
+
+def task(cfg: DictConfig) -> None:
+    """One Hydra job: simulate into the job's output directory; a failure is recorded, not lost."""
+    from hydra.core.hydra_config import HydraConfig
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    writer = RunWriter(run_dir)
+    try:
+        simulate(cfg, writer)
+    except UserError as e:
+        log.error("%s", e)
+        print(f"adaptsim run: error: {e}", file=sys.stderr)
+        writer.summary(_failure(cfg, str(e)))
+        _failed_runs.append(str(run_dir))
+    except Exception:
+        writer.summary(_failure(cfg, traceback.format_exc()))
+        _failed_runs.append(str(run_dir))
+        raise
+    finally:
+        writer.close()
+
+
+def _failure(cfg: DictConfig, error: str) -> dict:
+    return {"status": "failed", "error": error, **_identity(cfg)}
+
+
+def _identity(cfg: DictConfig) -> dict:
+    return {"method": cfg.method.name, "model": cfg.model.name, "model_path": str(cfg.model.path),
+            "dataset": cfg.dataset.name}
+
+
+def fingerprint(documents) -> str:
+    """A short hash of the data itself, so reports can refuse to compare runs on different data."""
+    h = hashlib.sha256()
+    for doc in documents:
+        for s in doc.segments:
+            h.update(f"{s.doc_id}\t{s.source}\t{s.reference}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> dict:
+    """Run the loop over the dataset (the first `limit` segments if given) and return the summary."""
+    torch.manual_seed(cfg.seed)
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    model = Seq2SeqModel.load(cfg.model.path, cfg.device)
+    documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens)
+    skipped = dict(documents.skipped)
+    if limit is not None:
+        documents = _first_segments(documents, limit)
+    segments = [s for d in documents for s in d.segments]
+    if not segments:
+        raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
+
+    method = methods.build(cfg.method, model)
+    trainable = method.parameters()
+    updater = Updater(model, method, **cfg["update"])  # cfg.update is DictConfig.update
+    theta0 = Snapshot(trainable)
+    evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
+                                      subword_tokenize=model.pieces)
+    summary = {"status": "running", **_identity(cfg), "data_fingerprint": fingerprint(documents),
+               "documents": len(documents), "segments": len(segments), "skipped": skipped,
+               "model_parameters": sum(p.numel() for p in model.net.parameters()),
+               "trainable_parameters": sum(p.numel() for p in updater.params)}
+    writer.summary(summary)
+    log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
+             len(segments), summary["trainable_parameters"])
+
+    hyps, translate_s, update_s, per_doc = [], [], [], []
+    start = time.perf_counter()
+    bar = tqdm(total=len(segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg", dynamic_ncols=True)
+    for d, doc in enumerate(documents):
+        if cfg.reset == "document" or d == 0:
+            theta0.restore()
+            method.start_document()
+        for seg in doc.segments:
+            i = len(hyps)
+            t = time.perf_counter()
+            hyp = model.translate(seg.source, **cfg.decode)
+            translate_s.append(time.perf_counter() - t)
+            result = updater(model.pair(seg.source, seg.reference))
+            update_s.append(result.seconds)
+            hyps.append(hyp)
+            writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
+                         "reference": seg.reference, "hypothesis": hyp, "updates": result.updates,
+                         "ppl_before": result.ppl_before, "ppl_after": result.ppl_after,
+                         "translate_s": translate_s[-1], "update_s": result.seconds,
+                         **evaluator.segment(i, hyp)})
+            bar.set_postfix({k: f"{v:.1f}" for k, v in evaluator.running().items() if v is not None}, refresh=False)
+            bar.update()
+        per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": theta0.changed()})
+    bar.close()
+    total = time.perf_counter() - start
+
+    write_curves(evaluator.curves(hyps), writer.dir / "curves.csv")
+    corpus = evaluator.corpus(hyps)
+    summary.update(
+        status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
+        per_document=per_doc,
+        changed_parameters_max=max(p["changed_parameters"] for p in per_doc), method_info=method.info(),
+        timing={"total_s": total, "segments_per_s": len(segments) / total,
+                "translate_median_s": statistics.median(translate_s), "update_median_s": statistics.median(update_s),
+                "translate_total_s": sum(translate_s), "update_total_s": sum(update_s)})
+    writer.summary(summary)
+    log.info("finished %s in %.1f s: %s", cfg.method.name, total,
+             {k: round(v, 2) for k, v in evaluator.running().items() if v is not None})
+    return summary
+
+
+def _first_segments(documents, limit: int):
+    out, left = [], limit
+    for doc in documents:
+        if left <= 0:
+            break
+        out.append(type(doc)(doc.doc_id, doc.segments[:left]))
+        left -= len(out[-1])
+    return out

@@ -1,0 +1,85 @@
+"""The paper's update rule (§5.1) and the reset to θ0.
+
+One pair is the batch. Plain SGD (no momentum, so the optimizer has no state and is reused), each
+parameter tensor's gradient clipped to L2 norm ≤ clip_norm on its own, and the update repeated until
+the pair's per-token perplexity is ≤ ppl_threshold, with at least min_updates and at most max_updates.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+
+from adaptsim.methods.base import Method
+from adaptsim.model import Seq2SeqModel
+
+
+@dataclass
+class UpdateResult:
+    updates: int
+    ppl_before: float
+    ppl_after: float
+    seconds: float
+
+
+def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> None:
+    """Rescale every gradient tensor to L2 norm ≤ max_norm independently (not one global norm)."""
+    if not grads:
+        return
+    norms = torch._foreach_norm(grads)
+    torch._foreach_mul_(grads, [torch.clamp(max_norm / (n + 1e-6), max=1.0) for n in norms])
+
+
+class Updater:
+    def __init__(self, model: Seq2SeqModel, method: Method, clip_norm: float = 1.0, ppl_threshold: float = 2.0,
+                 min_updates: int = 1, max_updates: int = 3):
+        self.model, self.method = model, method
+        self.params = [p for p in method.parameters().values() if p.requires_grad]
+        self.optimizer = torch.optim.SGD(self.params, lr=method.lr) if self.params else None
+        self.clip_norm, self.ppl_threshold = clip_norm, ppl_threshold
+        self.min_updates, self.max_updates = min_updates, max_updates
+
+    def __call__(self, batch: dict[str, torch.Tensor]) -> UpdateResult:
+        start = time.perf_counter()
+        if self.optimizer is None:  # nothing to train: report the pair's perplexity only
+            with torch.no_grad():
+                ppl = math.exp(self.model.loss(batch).item())
+            return UpdateResult(0, ppl, ppl, time.perf_counter() - start)
+        loss = self.model.loss(batch)
+        ppl_before = ppl = math.exp(loss.item())
+        updates = 0
+        while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            clip_per_tensor_([p.grad for p in self.params if p.grad is not None], self.clip_norm)
+            self.method.before_step()
+            self.optimizer.step()
+            self.method.after_step()
+            updates += 1
+            last = updates == self.max_updates
+            with torch.set_grad_enabled(not last):  # the last forward only measures perplexity
+                loss = self.model.loss(batch)
+            ppl = math.exp(loss.item())
+        self.optimizer.zero_grad(set_to_none=True)
+        return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start)
+
+
+class Snapshot:
+    """θ0 of the trainable tensors, restored in place (no model copies) at each document start."""
+
+    def __init__(self, params: dict[str, torch.nn.Parameter]):
+        self.params = params
+        self.initial = {name: p.detach().clone() for name, p in params.items()}
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        for name, p in self.params.items():
+            p.copy_(self.initial[name])
+
+    @torch.no_grad()
+    def changed(self) -> int:
+        """How many scalar parameters differ from θ0."""
+        return int(sum((p != self.initial[n]).sum().item() for n, p in self.params.items()))

@@ -1,0 +1,82 @@
+"""The paper's update rule: per-tensor clipping, the perplexity stopping rule, reset to θ0."""
+
+import math
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from adaptsim import methods
+from adaptsim.model import Seq2SeqModel
+from adaptsim.update import Snapshot, Updater, clip_per_tensor_
+
+FULL = OmegaConf.create({"_target_": "adaptsim.methods.full.Full", "name": "full", "lr": 1e-2})
+NONE = OmegaConf.create({"_target_": "adaptsim.methods.none.NoAdaptation", "name": "none", "lr": 0.0})
+PAIR = ("The dog sees the man.", "Der Hund sieht den Mann.")
+
+
+@pytest.fixture
+def model(tiny_model_dir):
+    return Seq2SeqModel.load(str(tiny_model_dir))
+
+
+def test_clipping_rescales_each_tensor_on_its_own():
+    big, small = torch.full((4,), 1.5), torch.tensor([0.3, 0.4])  # norms 3.0 and 0.5
+    clip_per_tensor_([big, small], 1.0)
+    assert big.norm().item() == pytest.approx(1.0, abs=1e-4)
+    assert small.tolist() == pytest.approx([0.3, 0.4])  # below the bound: untouched, not scaled globally
+
+
+def test_one_update_moves_every_tensor_by_at_most_lr_times_clip(model):
+    cfg = OmegaConf.merge(FULL, {"lr": 1.0})
+    method = methods.build(cfg, model)
+    before = {n: p.detach().clone() for n, p in method.parameters().items()}
+    Updater(model, method, clip_norm=1.0, ppl_threshold=1e9)(model.pair(*PAIR))
+    deltas = [(p.detach() - before[n]).norm().item() for n, p in method.parameters().items()]
+    assert max(deltas) <= 1.0 + 1e-4
+    # with one global norm the whole update would have norm ≤ 1; per tensor, it is far larger
+    assert math.sqrt(sum(d * d for d in deltas)) > 2.0
+
+
+@pytest.mark.parametrize("threshold, expected", [(1e9, 1), (0.0, 3)])
+def test_perplexity_rule_bounds_the_number_of_updates(model, threshold, expected):
+    updater = Updater(model, methods.build(FULL, model), ppl_threshold=threshold)
+    result = updater(model.pair(*PAIR))
+    assert result.updates == expected
+
+
+def test_perplexity_rule_stops_as_soon_as_the_threshold_is_reached(model):
+    """Set the threshold just above the perplexity after two updates: exactly two are made."""
+    method = methods.build(OmegaConf.merge(FULL, {"lr": 0.05}), model)
+    snapshot = Snapshot(method.parameters())
+    probe = Updater(model, method, ppl_threshold=0.0, max_updates=2)(model.pair(*PAIR))
+    assert probe.ppl_after < probe.ppl_before
+    snapshot.restore()
+    result = Updater(model, method, ppl_threshold=probe.ppl_after * 1.0001)(model.pair(*PAIR))
+    assert result.updates == 2
+    assert result.ppl_after == pytest.approx(probe.ppl_after, rel=1e-4)
+
+
+def test_none_trains_nothing_but_reports_perplexity(model):
+    before = {n: p.detach().clone() for n, p in model.named_parameters().items()}
+    result = Updater(model, methods.build(NONE, model))(model.pair(*PAIR))
+    assert result.updates == 0 and result.ppl_before == result.ppl_after > 1
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters().items())
+
+
+def test_snapshot_restores_theta0_in_place(model):
+    method = methods.build(FULL, model)
+    params = method.parameters()
+    snapshot = Snapshot(params)
+    ids = {n: id(p) for n, p in params.items()}
+    Updater(model, method, ppl_threshold=0.0)(model.pair(*PAIR))
+    assert snapshot.changed() > 0
+    snapshot.restore()
+    assert snapshot.changed() == 0
+    assert {n: id(p) for n, p in method.parameters().items()} == ids  # same tensors, no copies
+
+
+def test_position_tables_are_never_trained(model):
+    names = set(methods.build(FULL, model).parameters())
+    assert not any("embed_positions" in n for n in names)
+    assert "model.shared.weight" in names
