@@ -59,7 +59,7 @@ def check_overrides(config_name: str, argv: list[str]) -> str | None:
                 compose(config_name, overrides=overrides, return_hydra_config=True)
     except Exception as e:  # ConfigCompositionException, MissingConfigException, …
         msg = " ".join(str(e).split())
-        return msg[:400]
+        return msg.split(" Config search path")[0][:400]
     finally:
         GlobalHydra.instance().clear()
     return None

@@ -33,6 +33,9 @@ class Seq2SeqModel:
     def load(cls, path: str, device: str = "cpu") -> "Seq2SeqModel":
         """Load from a local directory, or (online) a Hugging Face hub name such as Helsinki-NLP/opus-mt-en-de."""
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         local = Path(path).expanduser()
         looks_local = local.exists() or str(path).startswith((".", "/", "~")) or str(path).count("/") != 1

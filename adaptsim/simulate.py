@@ -49,7 +49,6 @@ def task(cfg: DictConfig) -> None:
     try:
         simulate(cfg, writer)
     except UserError as e:
-        log.error("%s", e)
         print(f"adaptsim run: error: {e}", file=sys.stderr)
         writer.summary(_failure(cfg, str(e)))
         _failed_runs.append(str(run_dir))

@@ -1,0 +1,90 @@
+"""`adaptsim run` end to end on a tiny model: outputs, none vs full, reset per document, user errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from adaptsim.cli import main
+
+
+def run(tmp_path, *overrides, name="run"):
+    """Run `adaptsim run` in-process; return the run directory."""
+    out = tmp_path / name
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={out}", "progress=false", *overrides])
+    assert exit_.value.code == 0
+    return out
+
+
+def read(out):
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    return steps, json.loads((out / "summary.json").read_text())
+
+
+@pytest.fixture
+def base(tiny_model_dir, tiny_tsv):
+    return [f"model.path={tiny_model_dir}", "model.name=tiny", "dataset=tsv", f"dataset.path={tiny_tsv}",
+            "decode.beam_size=2", "decode.max_length=20"]
+
+
+def test_full_changes_the_model_and_none_does_not(tmp_path, base):
+    steps_none, none = read(run(tmp_path, *base, "method=none", name="none"))
+    steps_full, full = read(run(tmp_path, *base, "method=full", name="full"))
+    assert none["status"] == full["status"] == "finished"
+    assert none["trainable_parameters"] == 0 and all(d["changed_parameters"] == 0 for d in none["per_document"])
+    assert full["trainable_parameters"] > 0 and all(d["changed_parameters"] > 0 for d in full["per_document"])
+    assert all(s["updates"] == 0 for s in steps_none) and all(1 <= s["updates"] <= 3 for s in steps_full)
+    # θ0 translates the first segment in both runs: same hypothesis
+    assert steps_none[0]["hypothesis"] == steps_full[0]["hypothesis"]
+
+
+def test_outputs_of_a_run(tmp_path, base, tiny_tsv):
+    out = run(tmp_path, *base, "method=full")
+    steps, summary = read(out)
+    n_rows = len(tiny_tsv.read_text().splitlines()) - 1
+    assert len(steps) == summary["segments"] == n_rows
+    assert (out / "hyps.txt").read_text().splitlines() == [s["hypothesis"] for s in steps]
+    for key in ("doc_id", "seg_id", "source", "reference", "hypothesis", "updates", "ppl_before", "ppl_after",
+                "translate_s", "update_s", "SBLEU", "R0_num", "R0_den"):
+        assert key in steps[0]
+    assert [s["doc_id"] for s in steps] == ["doc1"] * 3 + ["doc2"] * 3
+    assert summary["method"] == "full" and summary["documents"] == 2
+    assert set(summary["scores"]) >= {"BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"}
+    assert (out / ".hydra" / "config.yaml").is_file() and (out / "curves.csv").is_file()
+
+
+def test_every_document_starts_again_from_theta0(tmp_path, tiny_model_dir, tiny_corpus):
+    """Two identical documents: with reset=document the second is translated exactly like the first."""
+    rows = ["doc_id\tseg_id\tsource\treference"]
+    rows += [f"{d}\t{i}\t{s}\t{r}" for d in ("a", "b") for i, (s, r) in enumerate(tiny_corpus[:4])]
+    tsv = tmp_path / "twice.tsv"
+    tsv.write_text("\n".join(rows) + "\n")
+    common = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tsv}", "method=full",
+              "method.lr=0.5", "decode.beam_size=2", "decode.max_length=20"]
+    steps, _ = read(run(tmp_path, *common, "reset=document", name="reset"))
+    assert [s["hypothesis"] for s in steps[:4]] == [s["hypothesis"] for s in steps[4:]]
+    assert [s["ppl_before"] for s in steps[:4]] == pytest.approx([s["ppl_before"] for s in steps[4:]])
+    steps, _ = read(run(tmp_path, *common, "reset=never", name="never"))
+    assert [s["ppl_before"] for s in steps[:4]] != pytest.approx([s["ppl_before"] for s in steps[4:]])
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "adaptsim", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_unknown_command_and_bad_override_exit_2():
+    r = cli("frobnicate")
+    assert r.returncode == 2 and "unknown command" in r.stderr and "usage" in r.stderr
+    r = cli("run", "method=no_such_method")
+    assert r.returncode == 2 and "method/no_such_method" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_data_file_is_one_error_line(tmp_path, tiny_model_dir):
+    missing = tmp_path / "nope.tsv"
+    r = cli("run", f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={missing}",
+            f"hydra.run.dir={tmp_path / 'out'}")
+    assert r.returncode == 1
+    assert str(missing) in r.stderr and "Traceback" not in r.stderr + r.stdout
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["status"] == "failed"
