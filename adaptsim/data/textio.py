@@ -1,0 +1,62 @@
+"""Reading user files strictly: UTF-8 only, exact line numbers, one-line errors naming file and line.
+
+Lines are split on "\\n" only (str.splitlines would also split on U+2028, \\x1c … and shift line
+numbers between two parallel files).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from adaptsim.errors import DataError
+
+
+def expand(path) -> Path:
+    return Path(os.path.expanduser(str(path)))
+
+
+def require_file(path) -> Path:
+    path = expand(path)
+    if not path.exists():
+        raise DataError(path, "file not found")
+    if not path.is_file():
+        raise DataError(path, "not a regular file")
+    return path
+
+
+def read_text(path) -> str:
+    """The whole file as text; invalid UTF-8 is an error naming the line of the first bad byte."""
+    path = require_file(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise DataError(path, f"cannot read: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise DataError(path, f"invalid UTF-8 (byte 0x{data[e.start]:02x}); files must be UTF-8", line) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their terminator ("\\n" or "\\r\\n"); a final newline does not add an empty line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def read_lines(path) -> list[str]:
+    return split_lines(read_text(path))
+
+
+_ORIGIN = re.compile(r"^(.*):(\d+)$")
+
+
+def error_at(origin: str, message: str) -> DataError:
+    """A DataError for a segment's origin string ("file:line" or "file: doc …")."""
+    m = _ORIGIN.match(origin)
+    return DataError(m.group(1), message, int(m.group(2))) if m else DataError(origin, message)
