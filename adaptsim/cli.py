@@ -15,6 +15,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("adaptsim.simulate:main", "simulate post-editing with online adaptation (Hydra overrides)"),
     "bench": ("adaptsim.bench:main", "time translate/update per segment for a model config (Hydra overrides)"),
     "score": ("adaptsim.score:main", "score hypothesis files: R0, R1, R0+1, BLEU, SBLEU, TER, chrF"),
+    "select-fixed": ("adaptsim.select_fixed:main", "choose the tensor list of method=fixed by running lasso on held-out data"),
+    "table": ("adaptsim.report.table:main", "the paper's tables (absolute or --relative) from finished runs or sweeps"),
+    "plot": ("adaptsim.report.plot:main", "learning curves (paper Figure 2): cumulative score minus the baseline's"),
+    "data-stats": ("adaptsim.data_stats:main", "documents, segments, tokens and content-word repetition of a dataset"),
+    "train": ("adaptsim.train:main", "train a Marian-architecture base model from parallel text (Hydra overrides)"),
 }
 
 USAGE = "usage: adaptsim <command> [args…]   (also: python -m adaptsim …)"

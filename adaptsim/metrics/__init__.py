@@ -1,0 +1,210 @@
+"""Immediate-adaptation metrics (R0, R1, R0+1, Rk) and sacrebleu corpus metrics (DESIGN §4).
+
+`Evaluator` is built once per run from the references (in corpus order, with their doc ids) and
+then scores hypotheses one at a time (`segment`, `running`: the simulation loop) or all at once
+(`corpus`, `curves`: summaries, the `score` command). All scores are percentages.
+
+Key names, shared by steps.jsonl, summary.json and curves.csv:
+
+- Recall metrics: "R0", "R1", … "R{k_max}" and the unions "R0+1", "R0+1+2", … up to k_max.
+  Variants carry a prefix: "novel.R0" (only words absent from the training vocabulary, paper
+  Table 3; needs `novel_vocab`) and "subword.R0" (sentencepiece pieces, all tokens, Table 4;
+  needs `subword_tokenize`).
+- sacrebleu: "BLEU", "SBLEU" (mean sentence BLEU+1), "TER", "chrF" — all by default; the
+  `sacrebleu` setting can leave some out (sacrebleu's TER and chrF are slow on big corpora).
+
+`segment(i, hyp)` returns for every recall metric M: "M_num", "M_den" and "M" (the segment's
+score, None when "M_den" is 0: no score, not 0), plus the sentence scores "SBLEU" and "TER".
+`running()` returns {M…, "BLEU", "SBLEU", "TER", "chrF"} over the segments scored so far.
+`corpus(hyps)` returns {"scores": {M…, "BLEU", "SBLEU", "TER", "chrF"}, "counts": {M: {"num",
+"den"}}, "signatures": {"R", "BLEU", "SBLEU", "TER", "chrF"}, "segments": n}; corpus recall is
+the micro average (summed numerators over summed denominators), corpus BLEU/TER/chrF are what
+sacrebleu's `corpus_score` gives. A score with nothing to recall is None (JSON null).
+`curves(hyps)` returns one row per segment: {"segment": 1-based index, "doc_id", M…, "BLEU",
+"SBLEU", "TER", "chrF"}, each the corpus score of the segments up to and including that one.
+
+`scope` decides where occurrence counting restarts: "document" at every change of doc id, as the
+model is reset per document; "corpus" never (the paper's definition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from importlib.metadata import version
+from pathlib import Path
+
+from adaptsim.errors import UserError
+from adaptsim.metrics.curves import write_curves
+from adaptsim.metrics.novel import load_known, novelty
+from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict
+from adaptsim.metrics.sacre import METRICS, Running, SacreMetrics, Stats
+from adaptsim.metrics.textfile import read_lines
+from adaptsim.metrics.words import WordPipeline, load_stopwords
+
+__all__ = ["Evaluator", "write_curves", "SCOPES"]
+
+SCOPES = ("document", "corpus")
+NOVEL, SUBWORD = "novel.", "subword."
+
+
+class Evaluator:
+    """Scores hypotheses against one fixed, ordered reference corpus."""
+
+    def __init__(self, references: Sequence[str], doc_ids: Sequence[str] | None = None, *,
+                 lang: str = "de", case: str = "truecase", truecase_text: Sequence[str] | None = None,
+                 stopwords: str | None = None, k_max: int = 1, scope: str = "document",
+                 novel_vocab: str | None = None,
+                 subword_tokenize: Callable[[str], list[str]] | None = None,
+                 sacrebleu: Sequence[str] = METRICS):
+        self.references = list(references)
+        n = len(self.references)
+        self.doc_ids = [str(d) for d in doc_ids] if doc_ids is not None else ["0"] * n
+        if len(self.doc_ids) != n:
+            raise UserError(f"{len(self.doc_ids)} doc ids for {n} references")
+        if scope not in SCOPES:
+            raise UserError(f"metrics scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        if not isinstance(k_max, int) or k_max < 1:
+            raise UserError(f"metrics k_max must be an integer ≥ 1, not {k_max!r}")
+        self.lang, self.case, self.scope, self.k_max = lang, case, scope, k_max
+        self.names = metric_names(k_max)
+        self.words = WordPipeline(lang, load_stopwords(lang, stopwords), case)
+        self.words.fit(self.references if truecase_text is None else truecase_text, keep=truecase_text is None)
+        groups = self.doc_ids if scope == "document" else [None] * n
+
+        # variant prefix -> (hypothesis → unit set, per-segment reference levels)
+        word_levels = occurrence_levels([self.words(r) for r in self.references], groups, k_max)
+        self._variants: dict[str, tuple[Callable[[str], frozenset[str]], list[Levels]]] = {"": (self.words, word_levels)}
+        if novel_vocab is not None:
+            is_novel = novelty(load_known(novel_vocab, self.words.raw_tokens))
+            self._variants[NOVEL] = (self.words, [restrict(lv, is_novel) for lv in word_levels])
+        if subword_tokenize is not None:
+            pieces = _Pieces(subword_tokenize)
+            self._variants[SUBWORD] = (pieces, occurrence_levels([pieces(r) for r in self.references], groups, k_max))
+
+        self.keys = [p + m for p in self._variants for m in self.names]
+        self._signature = "|".join([
+            f"R|lang:{lang}", "tok:moses", f"case:{case}",
+            f"stop:{'iso-' + lang if stopwords is None else 'file:' + Path(stopwords).name}",
+            f"scope:{scope}", f"k:{k_max}",
+            *([f"novel:{Path(novel_vocab).name}"] if novel_vocab is not None else []),
+            *(["subword:yes"] if subword_tokenize is not None else []),
+            f"sacremoses:{version('sacremoses')}", f"stopwordsiso:{version('stopwordsiso')}"])
+        self.sacre = SacreMetrics(sacrebleu)
+        self._records: dict[int, tuple[str, dict[str, tuple[int, int]], Stats]] = {}
+        self._sums = {key: [0, 0] for key in self.keys}
+        self._running = Running(self.sacre)
+        self._last_stats: tuple[list[str], list[Stats]] | None = None
+
+    @classmethod
+    def from_config(cls, cfg, references: Sequence[str], doc_ids: Sequence[str] | None,
+                    subword_tokenize: Callable[[str], list[str]] | None = None) -> Evaluator:
+        """Build from the `metrics` config node; `subword: false` there turns the subword variant off."""
+        text = cfg.get("truecase_text")
+        return cls(references, doc_ids, lang=cfg.get("lang", "de"), case=cfg.get("case", "truecase"),
+                   truecase_text=None if text is None else read_lines(text),
+                   stopwords=cfg.get("stopwords"), k_max=cfg.get("k_max", 1), scope=cfg.get("scope", "document"),
+                   novel_vocab=cfg.get("novel_vocab"),
+                   subword_tokenize=subword_tokenize if cfg.get("subword", True) else None,
+                   sacrebleu=list(cfg.get("sacrebleu", METRICS)))
+
+    def __len__(self) -> int:
+        return len(self.references)
+
+    # -- one segment at a time ------------------------------------------------------------------
+
+    def _counts(self, i: int, hypothesis: str) -> dict[str, tuple[int, int]]:
+        out = {}
+        for prefix, (units, levels) in self._variants.items():
+            for name, nd in counts(units(hypothesis), levels[i]).items():
+                out[prefix + name] = nd
+        return out
+
+    def segment(self, i: int, hypothesis: str) -> dict:
+        """Score hypothesis i (0-based) and remember it for `running`; scoring i again replaces it."""
+        if not 0 <= i < len(self.references):
+            raise IndexError(f"segment {i} out of range for {len(self.references)} references")
+        nd = self._counts(i, hypothesis)
+        stats = self.sacre.stats([hypothesis], [self.references[i]])[0]
+        if i in self._records:
+            self._remember(*self._records[i][1:], sign=-1)
+        self._records[i] = (hypothesis, nd, stats)
+        self._remember(nd, stats, sign=1)
+        record: dict = {}
+        for key, (num, den) in nd.items():
+            record.update({f"{key}_num": num, f"{key}_den": den, key: percent(num, den)})
+        return record | self.sacre.sentence(stats)
+
+    def _remember(self, nd: dict[str, tuple[int, int]], stats: Stats, sign: int) -> None:
+        for key, (num, den) in nd.items():
+            self._sums[key][0] += sign * num
+            self._sums[key][1] += sign * den
+        self._running.add(stats, sign)
+
+    def running(self) -> dict[str, float | None]:
+        """Corpus scores over the segments given to `segment` so far."""
+        return {**{key: percent(*self._sums[key]) for key in self.keys}, **self._running.scores()}
+
+    # -- whole corpus ------------------------------------------------------------------------------
+
+    def _check(self, hypotheses: Sequence[str]) -> list[str]:
+        hypotheses = list(hypotheses)
+        if len(hypotheses) != len(self.references):
+            raise UserError(f"{len(hypotheses)} hypotheses for {len(self.references)} references")
+        return hypotheses
+
+    def _stats(self, hypotheses: list[str]) -> list[Stats]:
+        """Sentence statistics, reusing those `segment` or the last corpus/curves call computed."""
+        if self._last_stats is not None and self._last_stats[0] == hypotheses:
+            return self._last_stats[1]
+        stats: list[Stats | None] = [None] * len(hypotheses)
+        for i, hyp in enumerate(hypotheses):
+            if i in self._records and self._records[i][0] == hyp:
+                stats[i] = self._records[i][2]
+        todo = [i for i, s in enumerate(stats) if s is None]
+        fresh = self.sacre.stats([hypotheses[i] for i in todo], [self.references[i] for i in todo]) if todo else []
+        for i, s in zip(todo, fresh):
+            stats[i] = s
+        self._last_stats = (hypotheses, stats)
+        return stats
+
+    def corpus(self, hypotheses: Sequence[str]) -> dict:
+        """Corpus scores (percent), recall counts and signatures for a full set of hypotheses."""
+        hypotheses = self._check(hypotheses)
+        sums = {key: [0, 0] for key in self.keys}
+        for i, hyp in enumerate(hypotheses):
+            for key, (num, den) in self._counts(i, hyp).items():
+                sums[key][0] += num
+                sums[key][1] += den
+        scores = {key: percent(*sums[key]) for key in self.keys}
+        scores.update(self.sacre.corpus(self._stats(hypotheses)))
+        return {"scores": scores,
+                "counts": {key: {"num": num, "den": den} for key, (num, den) in sums.items()},
+                "signatures": {"R": self._signature, **self.sacre.signatures()},
+                "segments": len(hypotheses)}
+
+    def curves(self, hypotheses: Sequence[str]) -> list[dict]:
+        """Learning curves (paper Appendix B): every metric's corpus score after each segment."""
+        hypotheses = self._check(hypotheses)
+        sums = {key: [0, 0] for key in self.keys}
+        rows = []
+        for i, (hyp, sacre) in enumerate(zip(hypotheses, self.sacre.cumulative(self._stats(hypotheses)))):
+            row = {"segment": i + 1, "doc_id": self.doc_ids[i]}
+            for key, (num, den) in self._counts(i, hyp).items():
+                sums[key][0] += num
+                sums[key][1] += den
+                row[key] = percent(*sums[key])
+            rows.append(row | sacre)
+        return rows
+
+
+class _Pieces:
+    """Set of subword pieces of a string, cached like the word pipeline (the tokenizer is not free)."""
+
+    def __init__(self, tokenize: Callable[[str], list[str]]):
+        self.tokenize, self._cache = tokenize, {}
+
+    def __call__(self, text: str) -> frozenset[str]:
+        pieces = self._cache.get(text)
+        if pieces is None:
+            pieces = self._cache[text] = frozenset(self.tokenize(text))
+        return pieces

@@ -1,0 +1,108 @@
+"""Target text → set of content-word types (DESIGN §4), cached per distinct string and token.
+
+Pipeline: Moses tokenizer (escaped, as the Moses truecaser expects) → Moses truecaser trained on
+target-side text (or lowercasing, or nothing) → unescape → keep tokens that are not stopwords and
+hold a letter or digit. Comparisons after this are case-sensitive: truecasing is what keeps the
+German noun "Mann" apart from the stopword "mann" while turning sentence-initial "Die" into "die".
+
+Speed: the Moses tokenizer runs once per distinct string. Everything after it is a function of
+the token alone — sacremoses' truecaser with its default `use_known=False` maps every token,
+sentence-initial or not, to its most frequent casing — so it runs once per distinct token.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from pathlib import Path
+
+import stopwordsiso
+from sacremoses import MosesTokenizer, MosesTruecaser
+
+from adaptsim.errors import UserError
+from adaptsim.metrics.textfile import read_lines
+
+CASES = ("truecase", "lower", "none")
+_UNSEEN = object()
+
+
+def load_stopwords(lang: str, path: str | Path | None = None) -> frozenset[str]:
+    """The stopwords-iso list for `lang`, or the words of `path` (one per line, compared as written)."""
+    if path is not None:
+        return frozenset(w.strip() for w in read_lines(path) if w.strip())
+    if not stopwordsiso.has_lang(lang):
+        raise UserError(f"no stopwords-iso list for language {lang!r}; "
+                        "give a stopword file (--stopwords FILE, metrics.stopwords=FILE)")
+    return frozenset(stopwordsiso.stopwords(lang))
+
+
+def is_word(token: str) -> bool:
+    """Punctuation and symbols are never content words: a word holds a letter or a digit."""
+    return any(c.isalnum() for c in token)
+
+
+def _unescape(token: str) -> str:
+    return html.unescape(token) if "&" in token else token
+
+
+class WordPipeline:
+    """Tokenises, cases and filters target text; every step keyed on the target language."""
+
+    def __init__(self, lang: str, stopwords: frozenset[str], case: str = "truecase"):
+        if case not in CASES:
+            raise UserError(f"metrics case must be one of {', '.join(CASES)}, not {case!r}")
+        self.lang, self.case, self.stopwords = lang, case, stopwords
+        self._tokenizer = MosesTokenizer(lang=lang)
+        self._truecaser: MosesTruecaser | None = None
+        self._content: dict[str, frozenset[str]] = {}  # text -> content words
+        self._word: dict[str, str | None] = {}  # escaped Moses token -> content word, or None
+
+    def fit(self, texts: Iterable[str], keep: bool = False) -> None:
+        """Train the truecaser on `texts` (case="truecase" only); `keep` caches their content words,
+        for when `texts` are the references, which are scored next anyway."""
+        if self.case != "truecase":
+            return
+        tokenized = {text: self._escaped(text) for text in texts}
+        self._truecaser = MosesTruecaser()
+        self._truecaser.train(list(tokenized.values()))
+        self._content.clear()
+        self._word.clear()
+        if keep:
+            for text, tokens in tokenized.items():
+                self._content[text] = self._words_of(tokens)
+
+    def _escaped(self, text: str) -> list[str]:
+        return self._tokenizer.tokenize(text, escape=True)
+
+    def _cased(self, token: str) -> str:
+        if self.case == "truecase":
+            if self._truecaser is None:
+                raise RuntimeError("WordPipeline.fit() must train the truecaser first")
+            return self._truecaser.truecase(token)[0]
+        return token.lower() if self.case == "lower" else token
+
+    def _words_of(self, escaped_tokens: list[str]) -> frozenset[str]:
+        words = set()
+        for token in escaped_tokens:
+            word = self._word.get(token, _UNSEEN)
+            if word is _UNSEEN:
+                word = _unescape(self._cased(token))
+                word = self._word[token] = word if word not in self.stopwords and is_word(word) else None
+            if word is not None:
+                words.add(word)
+        return frozenset(words)
+
+    def raw_tokens(self, text: str) -> list[str]:
+        """Moses tokens of `text` as written (no casing), unescaped."""
+        return [_unescape(t) for t in self._escaped(text)]
+
+    def tokens(self, text: str) -> list[str]:
+        """Moses tokens of `text` after casing, unescaped (so "&" is "&", not "&amp;")."""
+        return [_unescape(self._cased(t)) for t in self._escaped(text)]
+
+    def __call__(self, text: str) -> frozenset[str]:
+        """Content-word types of `text`."""
+        words = self._content.get(text)
+        if words is None:
+            words = self._content[text] = self._words_of(self._escaped(text))
+        return words
