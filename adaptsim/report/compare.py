@@ -1,0 +1,144 @@
+"""Which runs may share a table, how their rows are named, and which run is the baseline.
+
+The rule (docs/reports.md): a table compares methods on one model, so all runs must share the model
+(its path). Runs on the same data (same `data_fingerprint`, the hash of the segments themselves)
+form one block; several data sets give several blocks, like the paper's Table 5. A data set name
+that comes with two different fingerprints is refused (same name, different data: a changed file, a
+different `limit`), and so is a block whose runs scored with different metric settings (signatures).
+The baseline of a block is its `method=none` run, read from disk and never recomputed; several
+baseline runs are one row if their scores agree (two sweeps each with `none`); if they disagree there
+is no baseline (absolute tables still list them, relative tables and plots refuse).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from adaptsim.errors import UserError
+from adaptsim.report.runs import Run
+
+BASELINE = "none"
+LOWER_IS_BETTER = {"TER"}
+PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
+# Config keys that do not change results: left out when telling two runs of one method apart.
+_NOT_RESULTS = ("hydra", "progress", "threads", "device", "save_offsets")
+
+
+@dataclass
+class Block:
+    dataset: str
+    fingerprint: str
+    model: str
+    model_path: str
+    segments: int
+    rows: list[tuple[str, Run]]  # (label, run), baseline first, then the paper's method order
+    baseline: Run | None
+    ambiguous: str | None = None  # why there is no baseline although there are method=none runs
+
+    @property
+    def adapted(self) -> list[tuple[str, Run]]:
+        return [(label, run) for label, run in self.rows if run.method != BASELINE]
+
+    def need_baseline(self, purpose: str) -> Run:
+        """The baseline run, or a UserError saying how to provide one."""
+        if self.baseline is None:
+            raise UserError(self.ambiguous or f"dataset {self.dataset!r}: {purpose} needs a baseline run "
+                            "(method=none) on the same data and model; add method=none to the sweep or pass "
+                            "its run directory")
+        return self.baseline
+
+
+def blocks(runs: list[Run]) -> list[Block]:
+    """Group runs into comparable blocks, or raise UserError saying why they are not comparable."""
+    _one_model(runs)
+    by_data: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        by_data[run.fingerprint].append(run)
+    names: dict[str, set[str]] = defaultdict(set)
+    for run in runs:
+        names[run.dataset].add(run.fingerprint)
+    for name, fps in names.items():
+        if len(fps) > 1:
+            where = "; ".join(f"data {fp}: {by_data[fp][0].dir}" for fp in sorted(fps))
+            raise UserError(f"dataset {name!r} has runs on different data ({where}); compare runs of one "
+                            "data set, or give each its own name (dataset.name=…)")
+    out = []
+    for fp, group in by_data.items():
+        _same_metrics(group)
+        baseline, group, ambiguous = _baseline(group)
+        group.sort(key=lambda r: (r is not baseline, _order(r.method), r.method))
+        first = group[0]
+        out.append(Block(first.dataset, fp, first.model, first.model_path, first.summary.get("segments", 0),
+                         list(zip(_labels(group), group)), baseline, ambiguous))
+    return sorted(out, key=lambda b: b.dataset)
+
+
+def _one_model(runs: list[Run]) -> None:
+    models: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        models[run.model_path].append(run)
+    if len(models) > 1:
+        listed = "; ".join(f"{g[0].model} at {path} ({len(g)} run{'s' * (len(g) > 1)}, e.g. {g[0].dir})"
+                           for path, g in models.items())
+        raise UserError(f"runs use different models, and a table compares methods on one model: {listed}")
+
+
+def _same_metrics(group: list[Run]) -> None:
+    sigs: dict[str, list[Run]] = defaultdict(list)
+    for run in group:
+        sigs[repr(sorted((run.summary.get("signatures") or {}).items()))].append(run)
+    if len(sigs) > 1:
+        listed = "; ".join(f"{g[0].dir}" for g in sigs.values())
+        raise UserError(f"dataset {group[0].dataset!r}: runs scored with different metric settings "
+                        f"(summary.json signatures differ), e.g. {listed}")
+
+
+def _baseline(group: list[Run]) -> tuple[Run | None, list[Run], str | None]:
+    """The block's baseline, the group without duplicate baselines, and why there is none if ambiguous."""
+    found = [r for r in group if r.method == BASELINE]
+    if not found:
+        return None, list(group), None
+    different = [r for r in found[1:] if r.scores != found[0].scores]
+    if not different:
+        return found[0], [r for r in group if r.method != BASELINE or r is found[0]], None
+    a, b = found[0], different[0]
+    keys = [k for k in sorted({*a.config, *b.config}) if repr(a.config.get(k)) != repr(b.config.get(k))]
+    why = ", ".join(f"{k}: {a.config.get(k)} vs {b.config.get(k)}" for k in keys[:4]) or "same config"
+    return None, list(group), (f"dataset {group[0].dataset!r}: baseline runs (method=none) with different "
+                               f"scores ({why}): {a.dir} and {b.dir}; pass the directories of runs with one setting")
+
+
+def _order(method: str) -> int:
+    return PAPER_ORDER.index(method) if method in PAPER_ORDER else len(PAPER_ORDER)
+
+
+def _labels(runs: list[Run]) -> list[str]:
+    """Method names ("baseline" for none); runs of one method get the config values that differ."""
+    labels = []
+    for run in runs:
+        same = [r for r in runs if r.method == run.method]
+        name = "baseline" if run.method == BASELINE else run.method
+        keys = sorted({k for r in same for k in {*r.config, *run.config}
+                       if not k.startswith(_NOT_RESULTS) and repr(r.config.get(k)) != repr(run.config.get(k))})
+        labels.append(f"{name} ({', '.join(f'{k}={run.config.get(k)}' for k in keys)})" if keys else name)
+    for i, label in enumerate(labels):
+        if labels.count(label) > 1:
+            labels[i] = f"{label} [{runs[i].dir.name}]"
+    return labels
+
+
+def relative(value: float | None, base: float | None) -> float | None:
+    """Difference to the baseline in percent of the baseline (paper Table 5); None if undefined."""
+    if value is None or base is None or base == 0:
+        return None
+    return 100.0 * (value - base) / base
+
+
+def best(values: list[float | None], metric: str) -> list[bool]:
+    """Which values are the column's best (ties all marked; TER: lowest); none if fewer than two differ."""
+    present = [v for v in values if v is not None]
+    if len(present) < 2 or max(present) - min(present) <= 1e-9:
+        return [False] * len(values)
+    top = min(present) if metric.split(".")[-1] in LOWER_IS_BETTER else max(present)
+    return [v is not None and abs(v - top) <= 1e-9 for v in values]

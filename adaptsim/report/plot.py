@@ -1,0 +1,111 @@
+"""`adaptsim plot DIR… --out FILE.png`: learning curves like the paper's Figure 2 (Appendix B).
+
+One panel per metric: after each segment i, the corpus score of segments 1..i of every adapted run
+minus the baseline's (each run's curves.csv), so a dip shows where adaptation hurt. The baseline's
+curve is read from its run in the sweep, never recomputed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from adaptsim.errors import UserError
+from adaptsim.report.compare import LOWER_IS_BETTER, Block, blocks
+from adaptsim.report.runs import discover
+
+DEFAULT_METRICS = "R0,R1,R0+1,BLEU"  # Figure 2's panels, in its order
+_MAX_DOC_LINES = 40  # document boundaries are drawn when there are at most this many documents
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adaptsim plot", description=__doc__.split("\n\n")[0])
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories (searched recursively)")
+    p.add_argument("--out", required=True, help="image file to write (.png, .pdf, .svg)")
+    p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated panels (default: {DEFAULT_METRICS})")
+    p.add_argument("--dataset", help="the data set to draw when the runs cover several")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    found = discover(args.dirs)
+    for problem in found.problems:
+        print(f"adaptsim plot: {problem}", file=sys.stderr)
+    if not found.runs:
+        raise UserError("no finished runs in " + " ".join(args.dirs))
+    block = _one_block(blocks(found.runs), args.dataset)
+    baseline = block.need_baseline("a learning-curve plot")
+    if not block.adapted:
+        raise UserError(f"dataset {block.dataset!r}: only the baseline finished; nothing to compare with it")
+    base = baseline.curves()
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    missing = [m for m in metrics if m not in base]
+    if missing or not metrics:
+        known = ", ".join(k for k in base if k != "doc_id")
+        raise UserError(f"unknown metric {', '.join(missing) or '(none given)'}; curves.csv has: {known}")
+    lines = []
+    for label, run in block.adapted:
+        curves = run.curves()
+        if len(curves["doc_id"]) != len(base["doc_id"]) or any(m not in curves for m in metrics):
+            raise UserError(f"{run.dir}: curves.csv does not match the baseline's ({baseline.dir})")
+        lines.append((label, {m: [a - b for a, b in zip(curves[m], base[m])] for m in metrics}))
+    draw(block, metrics, lines, base["doc_id"], Path(args.out))
+    print(f"wrote {args.out}: {len(lines)} run(s) against the baseline, {len(metrics)} panel(s)")
+    return 0
+
+
+def _one_block(groups: list[Block], dataset: str | None) -> Block:
+    chosen = groups if dataset is None else [b for b in groups if b.dataset == dataset]
+    if len(chosen) != 1:
+        have = ", ".join(b.dataset for b in groups)
+        raise UserError(f"a plot shows one data set; these runs cover: {have}; choose one with --dataset NAME")
+    return chosen[0]
+
+
+def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_ids: list[str], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display needed, works on a cluster node
+    import matplotlib.pyplot as plt
+
+    from matplotlib.ticker import MaxNLocator
+
+    n = len(metrics)
+    ncols = 1 if n == 1 else 2
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.4 * ncols, 3.4 * nrows + 0.8), sharex=True,
+                             squeeze=False, layout="constrained")
+    x = range(1, len(doc_ids) + 1)
+    starts = [i + 1 for i in range(1, len(doc_ids)) if doc_ids[i] != doc_ids[i - 1]]
+    marker = "o" if len(doc_ids) <= 60 else None  # few segments: show where the points are
+    for ax, metric in zip(axes.flat, metrics):
+        for k, start in enumerate(starts if len(starts) < _MAX_DOC_LINES else []):
+            ax.axvline(start - 0.5, color="0.6", lw=0.9, ls=":", zorder=0, label="new document" if k == 0 else None)
+        ax.axhline(0, color="0.2", lw=0.9, ls="--", zorder=1, label="baseline")
+        for label, diffs in lines:
+            ax.plot(x, diffs[metric], lw=1.6, marker=marker, ms=3, label=label, zorder=2)
+        better = "lower is better" if metric.split(".")[-1] in LOWER_IS_BETTER else "higher is better"
+        ax.set_title(f"{metric}  ({better})", fontsize=11)
+        ax.set_ylabel("Δ to baseline (points)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3, lw=0.5)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("segment")
+    if n % ncols and nrows > 1:  # the empty cell's neighbour above needs its own x labels
+        axes[-2][-1].xaxis.set_tick_params(labelbottom=True)
+        axes[-2][-1].set_xlabel("segment")
+    fig.suptitle(f"{block.dataset}: cumulative score minus the baseline's "
+                 f"(model {block.model}, {len(doc_ids)} segments)", fontsize=12)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    order = [i for i, lb in enumerate(labels) if lb not in ("baseline", "new document")]
+    order += [i for i, lb in enumerate(labels) if lb in ("baseline", "new document")]
+    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
+               ncol=min(len(labels), 6), frameon=False, fontsize=10)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)

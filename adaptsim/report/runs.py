@@ -1,0 +1,157 @@
+"""Find and load runs under sweep or run directories, and say which runs failed or are missing.
+
+A run directory holds `summary.json` or Hydra's `.hydra/config.yaml` (DESIGN §6). A sweep directory
+holds `multirun.yaml`; from it the jobs the sweep should have produced are recomputed the way Hydra's
+basic sweeper expands them, so a job that never got a directory (sweep interrupted, cluster job lost)
+is reported too, not silently left out of a table.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from adaptsim.errors import UserError
+
+_SKIP = {".hydra", ".submitit"}
+_BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+@dataclass
+class Run:
+    dir: Path
+    summary: dict
+    config: dict = field(default_factory=dict)  # flattened composed config {"method.lr": 0.01, …}; {} without .hydra
+    overrides: list[str] = field(default_factory=list)
+
+    method = property(lambda self: self.summary.get("method", "?"))
+    model = property(lambda self: self.summary.get("model", "?"))
+    model_path = property(lambda self: str(self.summary.get("model_path", "?")))
+    dataset = property(lambda self: self.summary.get("dataset", "?"))
+    fingerprint = property(lambda self: self.summary.get("data_fingerprint", "?"))
+    scores = property(lambda self: self.summary.get("scores") or {})
+
+    def curves(self) -> dict[str, list]:
+        """curves.csv as columns: metric -> cumulative scores (NaN where none yet), "doc_id" -> ids."""
+        path = self.dir / "curves.csv"
+        if not path.is_file():
+            raise UserError(f"{self.dir}: no curves.csv (needed for learning curves)")
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        if not rows:
+            raise UserError(f"{path}: no rows")
+        out: dict[str, list] = {"doc_id": [r["doc_id"] for r in rows]}
+        for key in rows[0]:
+            if key not in ("segment", "doc_id"):
+                out[key] = [float(r[key]) if r[key] not in ("", None) else math.nan for r in rows]
+        return out
+
+
+@dataclass
+class Problem:
+    where: Path
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.what}"
+
+
+@dataclass
+class Found:
+    runs: list[Run]          # finished runs
+    problems: list[Problem]  # failed, unfinished or missing runs
+
+
+def discover(paths: list[str | Path]) -> Found:
+    """Load every run below `paths` (sweep or run directories, searched recursively)."""
+    run_dirs: dict[Path, None] = {}
+    sweeps: dict[Path, None] = {}
+    for p in map(Path, paths):
+        if p.is_file() and p.name == "summary.json":
+            p = p.parent
+        if not p.is_dir():
+            raise UserError(f"{p}: no such directory")
+        before = len(run_dirs) + len(sweeps)
+        for d, dirnames, filenames in os.walk(p):
+            here = Path(d).resolve()
+            if "multirun.yaml" in filenames:
+                sweeps[here] = None
+            if "summary.json" in filenames or (here / ".hydra" / "config.yaml").is_file():
+                run_dirs[here] = None
+                dirnames[:] = []
+            else:
+                dirnames[:] = sorted(n for n in dirnames if n not in _SKIP)
+        if len(run_dirs) + len(sweeps) == before:
+            raise UserError(f"{p}: no runs below it (no summary.json or .hydra/config.yaml)")
+    runs, problems = [], []
+    for d in run_dirs:
+        run, problem = _load(d)
+        (runs if run else problems).append(run or problem)
+    present = [set(_overrides(d)) for d in run_dirs]
+    for s in sweeps:
+        problems += _missing_jobs(s, [o for d, o in zip(run_dirs, present) if d.is_relative_to(s)])
+    return Found(runs, problems)
+
+
+def _load(d: Path) -> tuple[Run | None, Problem | None]:
+    path = d / "summary.json"
+    if not path.is_file():
+        return None, Problem(d, "no summary.json: the job was killed before it started, or is still starting")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return None, Problem(d, f"unreadable summary.json ({e})")
+    status = summary.get("status")
+    if status == "failed":
+        lines = [ln.strip() for ln in str(summary.get("error", "")).splitlines() if ln.strip()]
+        return None, Problem(d, f"failed: {lines[-1][:300] if lines else 'no error recorded'}")
+    if status != "finished" or not summary.get("scores"):
+        return None, Problem(d, f"unfinished (status {status!r}): still running, or killed")
+    return Run(d, summary, _config(d), _overrides(d)), None
+
+
+def _config(d: Path) -> dict:
+    path = d / ".hydra" / "config.yaml"
+    if not path.is_file():
+        return {}
+    return _flatten(OmegaConf.to_container(OmegaConf.load(path), resolve=False))
+
+
+def _flatten(node, prefix: str = "") -> dict:
+    if not isinstance(node, dict):
+        return {prefix: node}
+    out = {}
+    for k, v in node.items():
+        out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _overrides(d: Path) -> list[str]:
+    path = d / ".hydra" / "overrides.yaml"
+    return [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
+
+
+def _missing_jobs(sweep: Path, present: list[set[str]]) -> list[Problem]:
+    """Jobs the sweep's basic sweeper would have launched that have no run directory."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        hydra = OmegaConf.to_container(OmegaConf.load(sweep / "multirun.yaml"), resolve=False)["hydra"]
+        if hydra["sweeper"].get("_target_") != _BASIC_SWEEPER:
+            return []  # another sweeper (optuna, …) chooses its jobs itself: nothing to recompute
+        params = hydra["sweeper"].get("params") or {}
+        args = [f"{k}={v}" for k, v in params.items()] + list(hydra["overrides"]["task"])
+        jobs = [set(j) for j in BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)[0]]
+    except Exception as e:  # a hand-edited or foreign multirun.yaml: say so, do not guess
+        return [Problem(sweep, f"cannot tell which jobs the sweep should have ({type(e).__name__}: {e})")]
+    common = set.intersection(*jobs) if jobs else set()
+    return [Problem(sweep, f"job {' '.join(sorted(job - common)) or '(the only one)'} has no run directory "
+                           "(never started, or lost)")
+            for job in jobs if job not in present]

@@ -1,0 +1,199 @@
+"""`adaptsim table` / `adaptsim plot` on hand-written run directories: numbers, marks, refusals, problems.
+
+The run directories imitate what `adaptsim run` writes (summary.json, curves.csv, .hydra/), so these
+tests need no model; tests/test_sweep.py checks the same commands on real sweeps.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from adaptsim.errors import UserError
+from adaptsim.report import plot, table
+
+SIG = {"R": "R|lang:de", "BLEU": "bleu-sig"}
+
+
+def make_run(root: Path, name: str, method: str, scores: dict, *, model_path="/models/a", dataset="autodesk",
+             fp="fp1", status="finished", config: dict | None = None, curves: list[dict] | None = None) -> Path:
+    d = root / name
+    (d / ".hydra").mkdir(parents=True)
+    summary = {"status": status, "method": method, "model": "m", "model_path": model_path, "dataset": dataset,
+               "data_fingerprint": fp, "segments": 3, "signatures": SIG}
+    if status == "finished":
+        summary["scores"] = scores
+    if status == "failed":
+        summary["error"] = "Traceback …\n  File x\nValueError: boom\n"
+    (d / "summary.json").write_text(json.dumps(summary))
+    cfg = {"method": {"name": method, **(config or {})}, "seed": 1, "threads": 1}
+    (d / ".hydra" / "config.yaml").write_text(json.dumps(cfg))  # JSON is YAML
+    if curves:
+        with open(d / "curves.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(curves[0]))
+            w.writeheader()
+            w.writerows(curves)
+    return d
+
+
+BASE = {"BLEU": 40.0, "SBLEU": 50.0, "TER": 45.0, "R0": 40.0, "R1": 50.0, "R0+1": 42.0}
+FULL = {"BLEU": 46.0, "SBLEU": 55.0, "TER": 44.0, "R0": 36.0, "R1": 55.0, "R0+1": 41.0}
+LASSO = {"BLEU": 44.0, "SBLEU": 54.0, "TER": 42.0, "R0": 41.0, "R1": 49.0, "R0+1": 43.0}
+
+
+@pytest.fixture
+def sweep(tmp_path) -> Path:
+    root = tmp_path / "sweep"
+    make_run(root, "0_none", "none", BASE)
+    make_run(root, "1_full", "full", FULL)
+    make_run(root, "2_lasso", "lasso", LASSO)
+    return root
+
+
+def run_table(capsys, *argv) -> tuple[str, str]:
+    assert table.main([str(a) for a in argv]) == 0
+    out = capsys.readouterr()
+    return out.out, out.err
+
+
+def csv_rows(text: str) -> dict[str, dict]:
+    return {r["method"]: r for r in csv.DictReader(io.StringIO(text))}
+
+
+def test_absolute_csv_equals_summaries(sweep, capsys):
+    out, err = run_table(capsys, sweep, "--format", "csv")
+    rows = csv_rows(out)
+    assert list(rows) == ["baseline", "full", "lasso"]  # the paper's row order
+    for label, scores in (("baseline", BASE), ("full", FULL), ("lasso", LASSO)):
+        assert {m: float(rows[label][m]) for m in scores} == scores
+        assert rows[label]["values"] == "absolute"
+    assert rows["full"]["best"] == "BLEU;SBLEU;R1"
+    assert rows["lasso"]["best"] == "TER;R0;R0+1"  # TER: lowest is best
+    assert err == ""
+
+
+def test_relative_numbers(sweep, capsys):
+    rows = csv_rows(run_table(capsys, sweep, "--relative", "--format", "csv")[0])
+    assert rows["baseline"]["values"] == "absolute" and float(rows["baseline"]["BLEU"]) == 40.0
+    for label, scores in (("full", FULL), ("lasso", LASSO)):
+        assert rows[label]["values"] == "relative %"
+        for m in BASE:
+            assert float(rows[label][m]) == pytest.approx(100 * (scores[m] - BASE[m]) / BASE[m])
+    assert float(rows["full"]["BLEU"]) == pytest.approx(15.0)
+    assert float(rows["lasso"]["TER"]) == pytest.approx(-6.6667, abs=1e-4)
+
+
+def test_markdown_marks_best_and_rounds(sweep, capsys):
+    out, _ = run_table(capsys, sweep, "--relative")
+    lines = out.splitlines()
+    assert lines[2] == "| method | BLEU | SBLEU | TER | R0+1 | R0 | R1 |"  # Table 5's columns
+    assert "| full | **+15** | **+10** | -2 | -2 | -10 | **+10** |" in lines
+    assert "| lasso | +10 | +8 | **-7** | **+2** | **+2** | -2 |" in lines
+    out, _ = run_table(capsys, sweep, "--metrics", "R0,R1", "--decimals", "2")
+    assert "| baseline | 40.00 | 50.00 |" in out and "| lasso | **41.00** | 49.00 |" in out
+
+
+def test_latex(sweep, capsys):
+    out, _ = run_table(capsys, sweep, "--format", "latex", "--metrics", "BLEU,R0+1")
+    assert r"\textbf{autodesk} & BLEU & R0+1 \\" in out
+    assert r"\textit{full} & \textbf{46.0} & 41.0 \\" in out
+    assert out.rstrip().endswith(r"\end{tabular}")
+
+
+def test_several_datasets_make_blocks(sweep, tmp_path, capsys):
+    other = tmp_path / "ted"
+    make_run(other, "0_none", "none", BASE, dataset="ted", fp="fp2")
+    make_run(other, "1_full", "full", LASSO, dataset="ted", fp="fp2")
+    rows = list(csv.DictReader(io.StringIO(run_table(capsys, sweep, other, "--format", "csv")[0])))
+    assert [(r["dataset"], r["method"]) for r in rows] == [
+        ("autodesk", "baseline"), ("autodesk", "full"), ("autodesk", "lasso"), ("ted", "baseline"), ("ted", "full")]
+    out, _ = run_table(capsys, sweep, other)
+    assert out.count("| method |") == 2
+
+
+def test_refuses_mixed_models(sweep, tmp_path):
+    make_run(tmp_path / "other", "0_top", "top", FULL, model_path="/models/b")
+    with pytest.raises(UserError, match="different models"):
+        table.main([str(sweep), str(tmp_path / "other")])
+
+
+def test_refuses_same_dataset_name_with_different_data(sweep, tmp_path):
+    make_run(tmp_path / "other", "0_top", "top", FULL, fp="fp-changed")
+    with pytest.raises(UserError, match="different data"):
+        table.main([str(sweep), str(tmp_path / "other")])
+
+
+def test_relative_needs_baseline(tmp_path):
+    make_run(tmp_path / "s", "1_full", "full", FULL)
+    with pytest.raises(UserError, match="baseline run"):
+        table.main([str(tmp_path / "s"), "--relative"])
+
+
+def test_duplicate_methods_are_told_apart_and_identical_baselines_merged(sweep, tmp_path, capsys):
+    second = tmp_path / "lr"
+    make_run(second, "0_none", "none", BASE)  # the same baseline in a second sweep: one row
+    make_run(second, "1_full", "full", LASSO, config={"lr": 0.1})
+    out, _ = run_table(capsys, sweep, second, "--format", "csv")
+    assert list(csv_rows(out)) == ["baseline", "full (method.lr=None)", "full (method.lr=0.1)", "lasso"]
+
+
+def test_failed_unfinished_and_missing_runs_are_reported(sweep, capsys):
+    make_run(sweep, "3_top", "top", {}, status="failed")
+    make_run(sweep, "4_bias", "bias", {}, status="running")
+    (sweep / "5_fixed" / ".hydra").mkdir(parents=True)
+    (sweep / "5_fixed" / ".hydra" / "config.yaml").write_text("{}")
+    out, err = run_table(capsys, sweep)
+    assert [ln.split(" | ")[0] for ln in out.splitlines() if ln.startswith("| ")] == [
+        "| method", "| baseline", "| full", "| lasso"]
+    assert "3_top: failed: ValueError: boom" in err
+    assert "4_bias: unfinished" in err and "5_fixed: no summary.json" in err
+    assert "3 run(s) failed or missing" in err
+
+
+def test_sweep_jobs_without_directory_are_reported(sweep, capsys):
+    (sweep / "multirun.yaml").write_text(json.dumps({"hydra": {
+        "sweeper": {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "params": None},
+        "overrides": {"task": ["dataset=autodesk", "method=none,full,lasso,top"]}}}))
+    for d, m in (("0_none", "none"), ("1_full", "full"), ("2_lasso", "lasso")):
+        (sweep / d / ".hydra" / "overrides.yaml").write_text(json.dumps(["dataset=autodesk", f"method={m}"]))
+    _, err = run_table(capsys, sweep)
+    assert "job method=top has no run directory" in err
+    assert "method=full" not in err
+
+
+def test_no_runs_and_unknown_metric(tmp_path, sweep):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="no runs below"):
+        table.main([str(tmp_path / "empty")])
+    with pytest.raises(UserError, match="unknown metric R9"):
+        table.main([str(sweep), "--metrics", "R0,R9"])
+
+
+def _curves(values: list[float]) -> list[dict]:
+    return [{"segment": i + 1, "doc_id": "a" if i < 2 else "b", "R0": v, "R1": "" if i == 0 else v, "R0+1": v,
+             "BLEU": v} for i, v in enumerate(values)]
+
+
+def test_plot_writes_png(tmp_path, capsys):
+    root = tmp_path / "s"
+    make_run(root, "0_none", "none", BASE, curves=_curves([50, 40, 45]))
+    make_run(root, "1_full", "full", FULL, curves=_curves([50, 42, 40]))
+    make_run(root, "2_lasso", "lasso", LASSO, curves=_curves([50, 45, 47]))
+    out = tmp_path / "fig" / "curves.png"
+    assert plot.main([str(root), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert "2 run(s) against the baseline, 4 panel(s)" in capsys.readouterr().out
+
+
+def test_plot_refusals(tmp_path, sweep):
+    with pytest.raises(UserError, match="curves.csv"):  # hand-made sweep has no curves
+        plot.main([str(sweep), "--out", str(tmp_path / "x.png")])
+    make_run(tmp_path / "ted", "0_none", "none", BASE, dataset="ted", fp="fp2")
+    with pytest.raises(UserError, match="one data set.*--dataset"):
+        plot.main([str(sweep), str(tmp_path / "ted"), "--out", str(tmp_path / "x.png")])
+    with pytest.raises(UserError, match="only the baseline"):
+        plot.main([str(sweep), str(tmp_path / "ted"), "--dataset", "ted", "--out", str(tmp_path / "x.png")])
