@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import statistics
 import sys
 import time
@@ -30,12 +31,15 @@ from adaptsim.update import Snapshot, Updater
 log = logging.getLogger("adaptsim")
 
 _failed_runs: list[str] = []  # run directories of jobs that failed in this process (exit code of `run`)
+_main_pid: int | None = None  # the process that called main(); parallel launchers run jobs in others
 
 
 def main(argv: list[str]) -> int:
     from adaptsim.hydra_app import launch
 
+    global _main_pid
     _failed_runs.clear()
+    _main_pid = os.getpid()
     launch(task, "run", argv, "run")
     return 1 if _failed_runs else 0
 
@@ -52,6 +56,8 @@ def task(cfg: DictConfig) -> None:
         print(f"adaptsim run: error: {e}", file=sys.stderr)
         writer.summary(_failure(cfg, str(e)))
         _failed_runs.append(str(run_dir))
+        if os.getpid() != _main_pid:  # joblib/submitit worker: only a raise tells the launcher (exit code)
+            raise
     except Exception:
         writer.summary(_failure(cfg, traceback.format_exc()))
         _failed_runs.append(str(run_dir))
@@ -112,7 +118,7 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     for d, doc in enumerate(documents):
         if cfg.reset == "document" or d == 0:
             theta0.restore()
-            method.start_document()
+            method.start_document(theta0.initial)
         for seg in doc.segments:
             i = len(hyps)
             t = time.perf_counter()
@@ -126,9 +132,11 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
                          "ppl_before": result.ppl_before, "ppl_after": result.ppl_after,
                          "translate_s": translate_s[-1], "update_s": result.seconds,
                          **evaluator.segment(i, hyp)})
-            bar.set_postfix({k: f"{v:.1f}" for k, v in evaluator.running().items() if v is not None}, refresh=False)
+            bar.set_postfix(_headline(evaluator.running()), refresh=False)
             bar.update()
         per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": theta0.changed()})
+        if cfg.get("save_offsets"):  # the document's adapted offsets θ − θ0, changed groups only
+            per_doc[-1]["offsets_bytes"] = theta0.save_offsets(writer.dir / "offsets", str(doc.doc_id))
     bar.close()
     total = time.perf_counter() - start
 
@@ -145,6 +153,11 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     log.info("finished %s in %.1f s: %s", cfg.method.name, total,
              {k: round(v, 2) for k, v in evaluator.running().items() if v is not None})
     return summary
+
+
+def _headline(scores: dict) -> dict:
+    """The running scores shown on the progress bar."""
+    return {k: f"{scores[k]:.1f}" for k in ("R0", "R1", "R0+1", "BLEU") if scores.get(k) is not None}
 
 
 def _first_segments(documents, limit: int):

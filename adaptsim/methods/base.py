@@ -4,15 +4,18 @@ The loop owns the paper's update rule (adaptsim/update.py: SGD, tensor-wise clip
 stopping rule) and the reset to θ0. A method only says *what* is trained and may act around each SGD
 step (e.g. lasso's proximal step, or restricting embedding rows):
 
-    method.parameters()     -> the trainable tensors, by name; the loop snapshots them as θ0
-    method.start_document() -> after the loop restored θ0 (per-document state, e.g. counters)
-    method.before_step()    -> after backward and clipping, before the SGD step (edit gradients)
-    method.after_step()     -> after the SGD step (edit parameters)
-    method.info()           -> method-specific figures for summary.json
+    method.parameters()          -> the trainable tensors, by name; the loop snapshots them as θ0
+    method.start_document(theta0) -> after the loop restored θ0; `theta0` is the loop's read-only copy
+                                    of θ0 by name, so methods working on offsets θ − θ0 keep no copy
+    method.start_pair(batch)     -> once per pair, before its first update (e.g. which tokens it has)
+    method.before_step()         -> after backward and clipping, before the SGD step (edit gradients)
+    method.after_step()          -> after the SGD step (edit parameters)
+    method.info()                -> method-specific figures for summary.json
 """
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 
@@ -26,7 +29,10 @@ class Method:
     def parameters(self) -> dict[str, nn.Parameter]:
         return {}
 
-    def start_document(self) -> None:
+    def start_document(self, theta0: dict[str, torch.Tensor]) -> None:
+        pass
+
+    def start_pair(self, batch: dict[str, torch.Tensor]) -> None:
         pass
 
     def before_step(self) -> None:

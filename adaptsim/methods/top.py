@@ -1,0 +1,26 @@
+"""`top`: train only the topmost encoder layer and the topmost decoder layer, all of their tensors (paper §4).
+
+Embeddings and every other layer stay frozen. `layers` (default 1, the paper's setting) generalises it to
+the top N layers of each stack.
+"""
+
+from adaptsim.errors import UserError
+from adaptsim.methods.base import Method
+
+
+class Top(Method):
+    def __init__(self, cfg, model):
+        super().__init__(cfg, model)
+        n = int(cfg.get("layers", 1))
+        arch = model.arch
+        if not 1 <= n <= min(len(arch.encoder_layers), len(arch.decoder_layers)):
+            raise UserError(f"method.layers={n}: the model has {len(arch.encoder_layers)} encoder and "
+                            f"{len(arch.decoder_layers)} decoder layers")
+        ids = {id(p) for layer in arch.encoder_layers[-n:] + arch.decoder_layers[-n:] for p in layer.parameters()}
+        self._params = {name: p for name, p in model.named_parameters().items() if id(p) in ids}
+
+    def parameters(self):
+        return dict(self._params)
+
+    def info(self):
+        return {"tensors": len(self._params)}

@@ -1,0 +1,264 @@
+"""The adaptation methods bias, top, fixed and lasso on tiny models (tied embeddings like OPUS-MT, untied
+like the paper): what each trains, what stays bit-identical, lasso's prox step and budgets."""
+
+import json
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from adaptsim import CONFIG_DIR, methods
+from adaptsim.cli import main
+from adaptsim.errors import UserError
+from adaptsim.methods.bias import OUTPUT_BIAS
+from adaptsim.model import Seq2SeqModel
+from adaptsim.update import Snapshot, Updater, load_offsets
+
+PAIRS = [("The dog sees the man.", "Der Hund sieht den Mann."),
+         ("My friend buys a book.", "Mein Freund kauft ein Buch."),
+         ("The teacher finds the key.", "Die Lehrerin findet den Schlüssel.")]
+
+
+def method_cfg(name: str, **overrides):
+    return OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / f"{name}.yaml"), overrides)
+
+
+@pytest.fixture(params=["tied", "untied"])
+def model(request, tiny_model_dir, tiny_model_dir_untied):
+    return Seq2SeqModel.load(str(tiny_model_dir if request.param == "tied" else tiny_model_dir_untied))
+
+
+@pytest.fixture
+def tied(tiny_model_dir):
+    return Seq2SeqModel.load(str(tiny_model_dir))
+
+
+def frozen_copy(model):
+    return {n: p.detach().clone() for n, p in model.net.named_parameters()}
+
+
+def adapt(model, method, pairs=PAIRS, after_step=None):
+    """Adapt on `pairs` from θ0 with 3 updates each; return the θ0 snapshot."""
+    updater = Updater(model, method, ppl_threshold=0.0)
+    theta0 = Snapshot(method.parameters())
+    method.start_document(theta0.initial)
+    if after_step:
+        step = method.after_step
+        method.after_step = lambda: (step(), after_step())
+    for pair in pairs:
+        updater(model.pair(*pair))
+    return theta0
+
+
+def changed_names(model, before):
+    return {n for n, p in model.net.named_parameters() if not torch.equal(p, before[n])}
+
+
+def test_bias_changes_nothing_but_the_second_bias(model):
+    before = frozen_copy(model)
+    method = methods.build(method_cfg("bias"), model)
+    assert list(method.parameters()) == [OUTPUT_BIAS] and method.lr == 1.0
+    bias = method.parameters()[OUTPUT_BIAS]
+    assert bias.shape == (model.arch.output_layer.weight.shape[0],) and not bias.any()
+    theta0 = adapt(model, method)
+    assert changed_names(model, before) == set()
+    assert theta0.changed() == bias.count_nonzero() > 0
+    theta0.restore()  # the next document starts from a zero bias again
+    assert not bias.any()
+
+
+def test_top_trains_exactly_the_topmost_encoder_and_decoder_layer(model):
+    before = frozen_copy(model)
+    method = methods.build(method_cfg("top"), model)
+    enc, dec = len(model.arch.encoder_layers) - 1, len(model.arch.decoder_layers) - 1
+    expected = {n for n in model.named_parameters()
+                if n.startswith((f"model.encoder.layers.{enc}.", f"model.decoder.layers.{dec}."))}
+    assert set(method.parameters()) == expected
+    adapt(model, method)
+    changed = changed_names(model, before)
+    assert changed <= expected and len(changed) >= len(expected) // 2
+
+
+@pytest.mark.parametrize("rows", ["source", "pair"])
+def test_fixed_trains_listed_tensors_and_only_the_seen_rows_of_the_source_embeddings(model, rows):
+    before = frozen_copy(model)
+    cfg = method_cfg("fixed", params=["model.decoder.layers.*.fc2.*"], embedding_rows=rows)
+    method = methods.build(cfg, model)
+    source = next(n for n, roles in model.arch.embeddings.items() if "source" in roles)
+    listed = {n for n in model.named_parameters() if ".fc2." in n and "decoder" in n}
+    assert set(method.parameters()) == listed | {source}
+    adapt(model, method, PAIRS[:1])
+    assert changed_names(model, before) == listed | {source}
+    batch = model.pair(*PAIRS[0])
+    src_ids = set(batch["input_ids"].flatten().tolist())
+    tgt_ids = set(batch["labels"].flatten().tolist())
+    matrix = dict(model.net.named_parameters())[source]
+    rows_changed = set((matrix != before[source]).any(dim=1).nonzero().flatten().tolist())
+    tied = len(model.arch.embeddings) == 1
+    if rows == "source" or not tied:  # a separate source matrix gets no gradient outside the source tokens
+        assert rows_changed and rows_changed <= src_ids
+    else:
+        assert rows_changed <= src_ids | tgt_ids and rows_changed & (tgt_ids - src_ids)
+
+
+def test_fixed_rejects_patterns_that_match_nothing(tied):
+    with pytest.raises(UserError, match="select-fixed"):
+        methods.build(method_cfg("fixed", params=["encoder.no_such_layer.*"]), tied)
+
+
+def set_offsets(params, theta0, offsets):
+    with torch.no_grad():
+        for name, p in params.items():
+            p.copy_(theta0[name])
+        for (name, row), delta in offsets.items():
+            target = params[name] if row is None else params[name][row]
+            target += torch.as_tensor(delta)
+
+
+def test_lasso_prox_step_shrinks_known_offsets_by_hand_computed_factors(model):
+    # γλ = 0.1 · 1.0 = 0.1: a group with ‖δ‖ = 0.5 is scaled by 1 − 0.1/0.5 = 0.8, one with ‖δ‖ = 0.25
+    # by 0.6, and groups with ‖δ‖ ≤ 0.1 are reset to θ0. Budgets: everything (1.0).
+    method = methods.build(method_cfg("lasso", lr=0.1, **{"lambda": 1.0}, budget=1.0, embedding_budget=1.0), model)
+    params = method.parameters()
+    theta0 = Snapshot(params)
+    method.start_document(theta0.initial)
+    emb = method.emb_names[0]
+    d = params[emb].shape[1]
+    big = "model.encoder.layers.0.fc2.bias"
+    small = "model.encoder.layers.0.fc1.bias"
+    set_offsets(params, theta0.initial, {
+        (big, None): [0.3, 0.4] + [0.0] * (params[big].numel() - 2),
+        (small, None): [0.06, 0.08] + [0.0] * (params[small].numel() - 2),  # ‖δ‖ = 0.1: exactly the threshold
+        (emb, 5): [0.15, 0.2] + [0.0] * (d - 2),
+        (emb, 7): [0.0, 0.05] + [0.0] * (d - 2)})
+    method.after_step()
+    delta = {n: (p.detach() - theta0.initial[n]) for n, p in params.items()}
+    assert delta[big][:2].tolist() == pytest.approx([0.24, 0.32], abs=1e-6)
+    assert not delta[big][2:].any()
+    assert not delta[small].any()
+    assert delta[emb][5, :2].tolist() == pytest.approx([0.09, 0.12], abs=1e-6)
+    assert not delta[emb][7].any() and delta[emb].count_nonzero() == 2
+    assert theta0.changed() == 4  # nothing else moved
+
+
+def test_lasso_budgets_keep_the_largest_groups(tied):
+    # λ = 0: no shrinking; the budget decides alone. Sizes: fc1.bias 64, fc2.bias 32, k_proj.bias 32.
+    names = ["model.encoder.layers.0.fc1.bias", "model.encoder.layers.0.fc2.bias",
+             "model.encoder.layers.1.self_attn.k_proj.bias"]
+    method = methods.build(method_cfg("lasso", **{"lambda": 0.0}, budget=70, embedding_budget=3 * 32), tied)
+    params = method.parameters()
+    theta0 = Snapshot(params)
+    method.start_document(theta0.initial)
+    emb = method.emb_names[0]
+    rows = {2: 0.4, 3: 0.1, 4: 0.3, 5: 0.2, 6: 0.5}
+    set_offsets(params, theta0.initial, {
+        (names[0], None): [0.9], (names[1], None): [0.5], (names[2], None): [0.3],  # 64 fits, then 32 does not
+        **{(emb, r): [v] for r, v in rows.items()}})
+    method.after_step()
+    kept = {n for n in names if not torch.equal(params[n], theta0.initial[n])}
+    assert kept == {names[0]}  # 64 of 70: neither 32-sized tensor fits in what is left
+    changed_rows = (params[emb] != theta0.initial[emb]).any(dim=1).nonzero().flatten().tolist()
+    assert changed_rows == [2, 4, 6]  # the three largest rows fill 3 × 32
+    method.budget = 100
+    set_offsets(params, theta0.initial, {(names[0], None): [0.9], (names[1], None): [0.5], (names[2], None): [0.3]})
+    method.after_step()
+    assert {n for n in names if not torch.equal(params[n], theta0.initial[n])} == {names[0], names[1]}
+
+
+def test_lasso_respects_both_budgets_after_every_step(model):
+    cfg = method_cfg("lasso", lr=0.05, **{"lambda": 0.01}, budget=0.2, embedding_budget=0.05)
+    method = methods.build(cfg, model)
+    params = method.parameters()
+    emb = set(method.emb_names)
+    bias_size = params[OUTPUT_BIAS].numel()
+    checked = []
+
+    def check():
+        ne = sum(int((p != theta0.initial[n]).sum()) for n, p in params.items() if n not in emb and n != OUTPUT_BIAS)
+        e = sum(int((params[n] != theta0.initial[n]).sum()) for n in emb)
+        assert 0 < ne <= method.budget and 0 < e <= method.embedding_budget
+        assert theta0.changed() <= method.budget + method.embedding_budget + bias_size
+        assert params[OUTPUT_BIAS].any()  # the second bias is always trained
+        checked.append(ne + e)
+
+    theta0 = Snapshot(params)  # adapt() snapshots the same θ0; this one is for check()
+    adapt(model, method, after_step=check)
+    assert len(checked) == 3 * len(PAIRS) and method.steps == len(checked)
+    assert method.budget < sum(method.sizes) / 4  # the budgets bind: selection happened
+    info = method.info()
+    assert info["selected_max"]["parameters"] <= method.budget
+    assert info["selected_max"]["embedding_parameters"] <= method.embedding_budget
+
+
+def test_lasso_budget_accepts_fractions_and_counts(tied):
+    method = methods.build(method_cfg("lasso", budget=0.5, embedding_budget=1000), tied)
+    assert method.budget == int(0.5 * sum(method.sizes)) and method.embedding_budget == 1000
+    with pytest.raises(UserError, match="budget"):
+        methods.build(method_cfg("lasso", budget=-1), tied)
+
+
+def test_offsets_store_changed_groups_only_and_restore_the_adapted_model(tied, tmp_path):
+    method = methods.build(method_cfg("fixed", params=["model.decoder.layers.1.fc2.weight"]), tied)
+    theta0 = adapt(tied, method, PAIRS[:1])
+    adapted = {n: p.detach().clone() for n, p in method.parameters().items()}
+    size = theta0.save_offsets(tmp_path, "doc/1")
+    from safetensors.torch import load_file
+
+    stored = load_file(str(tmp_path / "doc_1.safetensors"))
+    rows = stored["model.shared.weight:rows"]
+    assert 0 < len(rows) < tied.net.config.vocab_size  # the tied matrix is stored row by row
+    assert set(stored) == {"model.decoder.layers.1.fc2.weight", "model.shared.weight", "model.shared.weight:rows"}
+    assert size == (tmp_path / "doc_1.safetensors").stat().st_size
+    theta0.restore()
+    load_offsets(tmp_path / "doc_1.safetensors", method.parameters())
+    for n, p in method.parameters().items():
+        assert torch.allclose(p, adapted[n], atol=1e-6)
+
+
+def test_offsets_file_is_written_once_per_document_name(tied, tmp_path):
+    method = methods.build(method_cfg("bias"), tied)
+    theta0 = adapt(tied, method, PAIRS[:1])
+    theta0.save_offsets(tmp_path, "a")
+    theta0.save_offsets(tmp_path, "a")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-2.safetensors", "a.safetensors"]
+
+
+def test_updater_gives_frozen_tensors_no_gradient(tied):
+    method = methods.build(method_cfg("bias"), tied)
+    Updater(tied, method)(tied.pair(*PAIRS[0]))
+    assert not any(p.requires_grad for p in tied.net.parameters())  # backward stops at the logits
+    assert all(p.grad is None for p in tied.net.parameters())
+
+
+def run(tmp_path, name, *overrides):
+    out = tmp_path / name
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=20",
+              *overrides])
+    assert exit_.value.code == 0
+    return out, json.loads((out / "summary.json").read_text())
+
+
+def test_every_method_runs_end_to_end_and_reports_its_parameters(tmp_path, tiny_model_dir, tiny_tsv):
+    data = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}"]
+    model = Seq2SeqModel.load(str(tiny_model_dir))
+    total = sum(p.numel() for p in model.named_parameters().values())
+    vocab = model.arch.output_layer.weight.shape[0]
+    summaries = {}
+    for method, *extra in (["bias"], ["top"], ["fixed", "method.params=[model.decoder.layers.1.fc2.weight]"],
+                           ["lasso", "method.budget=0.2", "method.embedding_budget=0.05", "save_offsets=true"]):
+        out, summaries[method] = run(tmp_path, method, *data, f"method={method}", *extra)
+        s = summaries[method]
+        assert s["status"] == "finished" and s["method"] == method and len(s["per_document"]) == 2
+        assert all(0 < d["changed_parameters"] <= s["trainable_parameters"] for d in s["per_document"])
+    assert summaries["bias"]["trainable_parameters"] == vocab
+    assert summaries["top"]["trainable_parameters"] < total / 2
+    assert summaries["fixed"]["method_info"]["tensors"] == ["model.decoder.layers.1.fc2.weight"]
+    lasso = summaries["lasso"]
+    info = lasso["method_info"]
+    assert lasso["trainable_parameters"] == total + vocab
+    assert info["budget"] == int(0.2 * info["non_embedding_parameters"])
+    for d in lasso["per_document"]:
+        assert d["changed_parameters"] <= info["budget"] + info["embedding_budget"] + info["output_bias_size"]
+        path = out / "offsets" / f"{d['doc_id']}.safetensors"
+        assert path.stat().st_size == d["offsets_bytes"]
