@@ -1,0 +1,73 @@
+"""The embedded demo (scripts/make_demo.py): committed documents, model and their configs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from adaptsim import DATA_DIR, PROJECT_ROOT
+
+DEMO = DATA_DIR / "demo"
+needs_demo = pytest.mark.skipif(not (DEMO / "docs.tsv").exists(), reason="data/demo not generated")
+needs_model = pytest.mark.skipif(not (DEMO / "model" / "config.json").exists(), reason="demo model not trained")
+
+
+def _make_demo():
+    spec = importlib.util.spec_from_file_location("make_demo", PROJECT_ROOT / "scripts" / "make_demo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _compose(config: str, *overrides: str):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from adaptsim import CONFIG_DIR
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config, overrides=list(overrides))
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+@needs_demo
+def test_demo_documents_are_what_the_generator_makes():
+    from adaptsim.synth import Generator
+
+    m = _make_demo()
+    docs = Generator(seed=m.SEED).documents("software", n_docs=m.N_DOCS, segs_per_doc=m.SEGS_PER_DOC)
+    expected = ["doc_id\tseg_id\tsource\treference"] + [f"{d.doc_id}\t{i + 1}\t{en}\t{de}"
+                                                        for d in docs for i, (en, de) in enumerate(d)]
+    assert (DEMO / "docs.tsv").read_text(encoding="utf-8").splitlines() == expected
+
+
+@needs_demo
+def test_dataset_demo_config_reads_the_documents():
+    from adaptsim.data import load_documents
+
+    cfg = _compose("run")
+    assert cfg.dataset.name == "demo" and cfg.model.name == "demo"
+    docs = load_documents(cfg.dataset)
+    assert [len(d) for d in docs] == [15, 15, 15, 15]
+    assert all(s.source and s.reference for d in docs for s in d.segments)
+
+
+@needs_model
+def test_demo_model_is_small_loads_and_translates_general_text():
+    import torch
+    from transformers import MarianMTModel, MarianTokenizer
+
+    path = _compose("run").model.path
+    files = [f for f in (DEMO / "model").iterdir() if f.is_file()]
+    assert sum(f.stat().st_size for f in files) < 7_000_000
+    assert not (DEMO / "model" / "last").exists()  # no optimizer state committed
+    tok, model = MarianTokenizer.from_pretrained(path), MarianMTModel.from_pretrained(path).eval()
+    with torch.no_grad():
+        out = model.generate(**tok(["The old man sees the dog."], return_tensors="pt"), num_beams=2, max_new_tokens=30)
+    assert tok.decode(out[0], skip_special_tokens=True) == "Der alte Mann sieht den Hund."
+    manifest = json.loads((DEMO / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["evaluation"]["general_test"]["bleu_beam5"] >= 60

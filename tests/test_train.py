@@ -1,0 +1,147 @@
+"""The base-model trainer (`adaptsim train`) on a few hundred pairs for a few dozen steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+from transformers import MarianMTModel, MarianTokenizer
+
+from adaptsim import CONFIG_DIR, PROJECT_ROOT
+from adaptsim.errors import UserError
+from adaptsim.train import encode, inverse_sqrt, make_batches, train
+from conftest import _OBJECTS, _SUBJECTS, _VERBS
+
+_BIG = {"den Hund": "den großen Hund", "die Katze": "die große Katze", "das Haus": "das große Haus",
+        "den Tisch": "den großen Tisch", "ein Buch": "ein großes Buch", "den Schlüssel": "den großen Schlüssel"}
+
+TINY = ["model.arch.d_model=32", "model.arch.encoder_layers=1", "model.arch.decoder_layers=1", "model.arch.heads=2",
+        "model.arch.ffn_dim=64", "model.arch.max_position_embeddings=64", "model.arch.dropout=0.1",
+        "model.vocab.size=120", "model.vocab.shared=true", "model.vocab.model_type=unigram"]
+
+
+def corpus() -> list[tuple[str, str]]:
+    """288 pairs: subject × verb × object, with and without 'big'."""
+    out = []
+    for s, S in _SUBJECTS:
+        for v, V in _VERBS:
+            for o, O in _OBJECTS:
+                out.append((f"{s} {v} {o}.", f"{S} {V} {O}."))
+                big = o.replace("the ", "the big ").replace("a book", "a big book")
+                out.append((f"{s} {v} {big}.", f"{S} {V} {_BIG[O]}."))
+    return out
+
+
+@pytest.fixture(scope="module")
+def text_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("train_text")
+    pairs = corpus()
+    valid = pairs[::10]
+    for name, rows in (("train", pairs), ("valid", valid)):
+        (d / f"{name}.en").write_text("".join(s + "\n" for s, _ in rows), encoding="utf-8")
+        (d / f"{name}.de").write_text("".join(t + "\n" for _, t in rows), encoding="utf-8")
+    return d
+
+
+def config(text_files, out, *overrides):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            *TINY, f"train.source={text_files}/train.en", f"train.target={text_files}/train.de",
+            f"train.valid_source={text_files}/valid.en", f"train.valid_target={text_files}/valid.de",
+            f"train.out={out}", "train.batch_tokens=300", "train.lr=3e-3", "train.warmup=5",
+            "train.valid_bleu_sentences=8", "progress=false", "threads=1", *overrides])
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+def test_paper_transformer_config():
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("train", overrides=["train.source=a", "train.target=b"])
+    GlobalHydra.instance().clear()
+    arch = cfg.model.arch
+    assert (arch.encoder_layers, arch.decoder_layers, arch.heads, arch.d_model) == (6, 3, 8, 256)
+    assert not arch.share_encoder_decoder_embeddings and not arch.tie_word_embeddings
+    assert str(cfg.train.out).endswith("adaptsim/models/paper-transformer") == True  # noqa: E712
+
+
+def test_train_loss_falls_and_checkpoint_translates(text_files, tmp_path):
+    out = tmp_path / "model"
+    summary = train(config(text_files, out, "train.max_steps=40", "train.valid_every=20"))
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [20, 40] and summary["steps"] == 40
+    assert log[1]["train_nll"] < log[0]["train_nll"] < 5.0
+    assert log[1]["valid_loss"] < log[0]["valid_loss"]
+    assert "valid_bleu" in log[0] and summary["best_step"] in (20, 40)
+
+    for path in (out, out / "last"):
+        tok = MarianTokenizer.from_pretrained(str(path))
+        model = MarianMTModel.from_pretrained(str(path)).eval()
+        with torch.no_grad():
+            ids = model.generate(**tok(["The man sees the dog."], return_tensors="pt"), max_new_tokens=20)
+        assert tok.decode(ids[0], skip_special_tokens=True).strip()
+    assert (out / "last" / "trainer_state.pt").exists() and (out / "training.json").exists()
+
+    # the project's model layer loads it like any local Marian model
+    from adaptsim.model import Seq2SeqModel
+
+    assert isinstance(Seq2SeqModel.load(str(out)).translate("The woman likes the cat.", beam_size=2), str)
+
+    with pytest.raises(UserError, match="already holds"):
+        train(config(text_files, out, "train.max_steps=1"))
+
+
+def test_resume_continues_exactly(text_files, tmp_path):
+    straight = train(config(text_files, tmp_path / "a", "train.max_steps=16", "train.valid_every=8"))
+    train(config(text_files, tmp_path / "b", "train.max_steps=8", "train.valid_every=8"))
+    resumed = train(config(text_files, tmp_path / "b", "train.max_steps=16", "train.valid_every=8",
+                           "train.resume=true"))
+    assert resumed["steps"] == 16
+    a = MarianMTModel.from_pretrained(str(tmp_path / "a" / "last")).state_dict()
+    b = MarianMTModel.from_pretrained(str(tmp_path / "b" / "last")).state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert straight["last"]["train_nll"] == pytest.approx(resumed["last"]["train_nll"], rel=1e-5)
+
+
+def test_encode_matches_tokenizer(tiny_model_dir, tiny_corpus):
+    tok = MarianTokenizer.from_pretrained(str(tiny_model_dir))
+    src, tgt = [s for s, _ in tiny_corpus[:5]] + ["Ünknöwn wörds ©"], [t for _, t in tiny_corpus[:5]] + ["Straße"]
+    assert encode(tok, src) == tok(src).input_ids
+    assert encode(tok, tgt, target=True) == tok(text_target=tgt).input_ids
+
+
+def test_batches_respect_token_budget():
+    import random
+
+    lens = [random.Random(i).randint(1, 30) for i in range(500)]
+    batches = make_batches(lens, lens[::-1], 200, 100, random.Random(1))
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    assert all(max(max(lens[i], lens[::-1][i]) for i in b) * len(b) <= 200 for b in batches)
+    f = inverse_sqrt(100)
+    assert f(0) == pytest.approx(0.01) and f(99) == pytest.approx(1.0) and f(399) == pytest.approx(0.5)
+
+
+def test_cli_train(text_files, tmp_path):
+    out = tmp_path / "cli"
+    cmd = [sys.executable, "-m", "adaptsim", "train", *TINY, f"train.source={text_files}/train.en",
+           f"train.target={text_files}/train.de", f"train.out={out}", "train.max_steps=3", "train.batch_tokens=300",
+           "progress=false", f"hydra.run.dir={tmp_path}/hydra"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (out / "config.json").exists() and (out / "last" / "trainer_state.pt").exists()
+
+
+def test_model_without_arch_is_a_user_error(text_files, tmp_path):
+    cfg = config(text_files, tmp_path / "x")
+    cfg.model = {"name": "small-ende-probe", "path": "somewhere", "source_lang": "en", "target_lang": "de"}
+    with pytest.raises(UserError, match="no `arch` block"):
+        train(cfg)
