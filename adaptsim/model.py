@@ -75,6 +75,7 @@ class Seq2SeqModel:
     @torch.inference_mode()
     def translate(self, source: str, beam_size: int = 5, max_length: int = 256, length_penalty: float = 1.0) -> str:
         inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
+        max_length = min(max_length, self.max_tokens - 1)  # the decoder start token takes one position
         out = self.net.generate(**inputs, num_beams=beam_size, max_new_tokens=max_length,
                                 length_penalty=length_penalty, do_sample=False, early_stopping=True)
         return self.tokenizer.decode(out[0], skip_special_tokens=True)

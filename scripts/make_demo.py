@@ -8,6 +8,7 @@ and torch run single-threaded, and training stops after a fixed number of steps,
 the same kind of CPU gives the same files.
 
 What it makes:
+- data/demo/heldout.tsv: 4 more such documents (another seed), for `select-fixed` (configs/method/fixed.yaml).
 - data/demo/docs.tsv: 4 software-domain documents × 15 segments (doc_id, seg_id, source, reference). Each
   document has 2 ambiguous focus terms (driver → Treiber, not Fahrer; table → Tabelle, not Tisch …) and 2
   new ones (password → Passwort …) that recur in it; `configs/dataset/demo.yaml` reads it.
@@ -79,6 +80,11 @@ def make_data(work: Path) -> dict:
 
     DEMO.mkdir(parents=True, exist_ok=True)
     write_tsv(DEMO / "docs.tsv", [(d.doc_id, i + 1, en, de) for d in docs for i, (en, de) in enumerate(d)])
+    # held-out documents of the same kind (other seed, other sentences): where `select-fixed` chooses the
+    # tensor list of method=fixed for the demo model, so the choice never sees the test documents
+    heldout = g.documents("software", n_docs=N_DOCS, segs_per_doc=SEGS_PER_DOC, seed=SEED + 3000, exclude=doc_en)
+    write_tsv(DEMO / "heldout.tsv", [(f"heldout-{d.doc_id}", i + 1, en, de)
+                                     for d in heldout for i, (en, de) in enumerate(d)])
     write_tsv(DEMO / "general-test.tsv", [("general-test", i + 1, en, de) for i, (en, de) in enumerate(test)])
     work.mkdir(parents=True, exist_ok=True)
     for name, pairs in (("train", train), ("valid", valid)):

@@ -80,3 +80,13 @@ def test_position_tables_are_never_trained(model):
     names = set(methods.build(FULL, model).parameters())
     assert not any("embed_positions" in n for n in names)
     assert "model.shared.weight" in names
+
+
+def test_translation_stops_at_the_position_table(model):
+    """A decode.max_length beyond the model's positions is capped instead of failing mid-generation."""
+    bias = model.add_output_bias()
+    with torch.no_grad():  # never end: always emit one ordinary token
+        bias[model.tokenizer.eos_token_id] = -1e4
+        bias[5] = 1e4
+    hyp = model.translate("The dog sees the man.", beam_size=1, max_length=10 * model.max_tokens)
+    assert len(model.tokenizer(text_target=hyp, add_special_tokens=False).input_ids) == model.max_tokens - 1
