@@ -25,6 +25,7 @@ from adaptsim.data import check_lengths, load_documents
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, write_curves
 from adaptsim.model import Seq2SeqModel
+from adaptsim.offsets import save_offsets
 from adaptsim.outputs import RunWriter
 from adaptsim.update import Snapshot, Updater
 
@@ -136,7 +137,7 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
             bar.update()
         per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": theta0.changed()})
         if cfg.get("save_offsets"):  # the document's adapted offsets θ − θ0, changed groups only
-            per_doc[-1]["offsets_bytes"] = theta0.save_offsets(writer.dir / "offsets", str(doc.doc_id))
+            per_doc[-1]["offsets_bytes"] = save_offsets(theta0, writer.dir / "offsets", str(doc.doc_id))
     bar.close()
     total = time.perf_counter() - start
 

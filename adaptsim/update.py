@@ -8,10 +8,8 @@ the pair's per-token perplexity is ≤ ppl_threshold, with at least min_updates 
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -90,56 +88,3 @@ class Snapshot:
     def changed(self) -> int:
         """How many scalar parameters differ from θ0."""
         return int(sum((p != self.initial[n]).sum().item() for n, p in self.params.items()))
-
-    @torch.no_grad()
-    def offsets(self) -> dict[str, torch.Tensor]:
-        """δ = θ − θ0 of what changed, only: a whole tensor, or, for a matrix of which only some rows changed
-        (embeddings under lasso or fixed), those rows under `name` and their indices under `name + ROWS`."""
-        out = {}
-        for name, p in self.params.items():
-            changed = p != self.initial[name]
-            if not changed.any():
-                continue
-            delta = p - self.initial[name]
-            rows = changed.any(dim=1) if p.dim() == 2 else None
-            if rows is not None and not rows.all():
-                index = rows.nonzero().squeeze(1)
-                out[name], out[name + ROWS] = delta[index], index
-            else:
-                out[name] = delta
-        return out
-
-    def save_offsets(self, directory: Path, doc_id: str) -> int:
-        """Write `offsets()` to `directory/<doc_id>.safetensors` (doc_id made file-safe; kept in the metadata).
-        Returns the file size: the cost of storing this adapted model."""
-        from safetensors.torch import save_file
-
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        stem = re.sub(r"[^\w.-]", "_", doc_id) or "_"
-        path, n = directory / f"{stem}.safetensors", 1
-        while path.exists():  # two ids that read the same once made file-safe
-            n += 1
-            path = directory / f"{stem}-{n}.safetensors"
-        save_file({k: v.contiguous().cpu() for k, v in self.offsets().items()}, str(path), {"doc_id": doc_id})
-        return path.stat().st_size
-
-
-ROWS = ":rows"  # suffix of the row indices of a row-sparse offset in an offsets file
-
-
-@torch.no_grad()
-def load_offsets(path: Path, params: dict[str, torch.Tensor]) -> None:
-    """Add the offsets saved by `Snapshot.save_offsets` to θ0 `params` in place: θ = θ0 + δ."""
-    from safetensors.torch import load_file
-
-    offsets = load_file(str(path))
-    for name, delta in offsets.items():
-        if name.endswith(ROWS):
-            continue
-        p = params[name]
-        index = offsets.get(name + ROWS)
-        if index is None:
-            p.add_(delta.to(p.device))
-        else:
-            p.index_add_(0, index.to(p.device), delta.to(p.device))

@@ -12,7 +12,8 @@ from adaptsim.cli import main
 from adaptsim.errors import UserError
 from adaptsim.methods.bias import OUTPUT_BIAS
 from adaptsim.model import Seq2SeqModel
-from adaptsim.update import Snapshot, Updater, load_offsets
+from adaptsim.offsets import load_offsets, save_offsets
+from adaptsim.update import Snapshot, Updater
 
 PAIRS = [("The dog sees the man.", "Der Hund sieht den Mann."),
          ("My friend buys a book.", "Mein Freund kauft ein Buch."),
@@ -201,7 +202,7 @@ def test_offsets_store_changed_groups_only_and_restore_the_adapted_model(tied, t
     method = methods.build(method_cfg("fixed", params=["model.decoder.layers.1.fc2.weight"]), tied)
     theta0 = adapt(tied, method, PAIRS[:1])
     adapted = {n: p.detach().clone() for n, p in method.parameters().items()}
-    size = theta0.save_offsets(tmp_path, "doc/1")
+    size = save_offsets(theta0, tmp_path, "doc/1")
     from safetensors.torch import load_file
 
     stored = load_file(str(tmp_path / "doc_1.safetensors"))
@@ -218,8 +219,8 @@ def test_offsets_store_changed_groups_only_and_restore_the_adapted_model(tied, t
 def test_offsets_file_is_written_once_per_document_name(tied, tmp_path):
     method = methods.build(method_cfg("bias"), tied)
     theta0 = adapt(tied, method, PAIRS[:1])
-    theta0.save_offsets(tmp_path, "a")
-    theta0.save_offsets(tmp_path, "a")
+    save_offsets(theta0, tmp_path, "a")
+    save_offsets(theta0, tmp_path, "a")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-2.safetensors", "a.safetensors"]
 
 
