@@ -90,8 +90,9 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
+    documents = load_documents(cfg.dataset)  # before the model: bad data fails fast
     model = Seq2SeqModel.load(cfg.model.path, cfg.device)
-    documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens)
+    documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens)
     skipped = dict(documents.skipped)
     if limit is not None:
         documents = _first_segments(documents, limit)
