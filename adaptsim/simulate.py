@@ -17,7 +17,7 @@ import traceback
 from pathlib import Path
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm import tqdm
 
 from adaptsim import methods

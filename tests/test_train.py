@@ -11,7 +11,6 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf
 from transformers import MarianMTModel, MarianTokenizer
 
 from adaptsim import CONFIG_DIR, PROJECT_ROOT

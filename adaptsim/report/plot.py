@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from pathlib import Path
 
 from adaptsim.errors import UserError
 from adaptsim.report.compare import LOWER_IS_BETTER, Block, blocks
-from adaptsim.report.runs import discover
+from adaptsim.report.runs import finished_runs
 
 DEFAULT_METRICS = "R0,R1,R0+1,BLEU"  # Figure 2's panels, in its order
 _MAX_DOC_LINES = 40  # document boundaries are drawn when there are at most this many documents
@@ -31,11 +30,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    found = discover(args.dirs)
-    for problem in found.problems:
-        print(f"adaptsim plot: {problem}", file=sys.stderr)
-    if not found.runs:
-        raise UserError("no finished runs in " + " ".join(args.dirs))
+    found = finished_runs(args.dirs, "plot")
     block = _one_block(blocks(found.runs), args.dataset)
     baseline = block.need_baseline("a learning-curve plot")
     if not block.adapted:

@@ -12,6 +12,7 @@ import csv
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,6 +98,17 @@ def discover(paths: list[str | Path]) -> Found:
     for s in sweeps:
         problems += _missing_jobs(s, [o for d, o in zip(run_dirs, present) if d.is_relative_to(s)])
     return Found(runs, problems)
+
+
+def finished_runs(paths: list[str | Path], command: str) -> Found:
+    """`discover`, with every failed, unfinished or missing run reported on stderr, and nothing finished
+    an error: what `table` and `plot` both start with."""
+    found = discover(paths)
+    for problem in found.problems:
+        print(f"adaptsim {command}: {problem}", file=sys.stderr)
+    if not found.runs:
+        raise UserError("no finished runs in " + " ".join(map(str, paths)))
+    return found
 
 
 def _load(d: Path) -> tuple[Run | None, Problem | None]:

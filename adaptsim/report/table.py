@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from adaptsim.errors import UserError
 from adaptsim.report.compare import Block, best, blocks, relative
-from adaptsim.report.runs import discover
+from adaptsim.report.runs import finished_runs
 
 ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"]  # Table 1 then Table 2
 RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"]  # Table 5's order
@@ -47,11 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    found = discover(args.dirs)
-    for problem in found.problems:
-        print(f"adaptsim table: {problem}", file=sys.stderr)
-    if not found.runs:
-        raise UserError("no finished runs in " + " ".join(args.dirs))
+    found = finished_runs(args.dirs, "table")
     groups = blocks(found.runs)
     metrics = choose_metrics(args.metrics, RELATIVE_METRICS if args.relative else ABSOLUTE_METRICS, groups)
     tables = [(b, rows(b, metrics, args.relative)) for b in groups]

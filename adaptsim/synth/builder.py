@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from .german import NUMBERS
-from .lexicon import LexView, Noun, matches
+from .lexicon import LexView, Noun
 from .phrases import NP, PP, SPATIAL, Clause
 
 PRONOUNS = ("I", "you", "he", "she", "we", "they")
