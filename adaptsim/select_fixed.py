@@ -23,13 +23,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from adaptsim import CONFIG_DIR, methods
-from adaptsim.data import check_lengths, load_documents
+from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
 from adaptsim.methods.lasso import Lasso, fill_budget, resolve_budget
-from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import write_json_atomic
-from adaptsim.update import Snapshot, Updater
+from adaptsim.simulate import prepare
 
 log = logging.getLogger("adaptsim")
 
@@ -60,19 +58,11 @@ def task(cfg: DictConfig) -> None:
 
 
 def select(cfg: DictConfig) -> dict:
-    torch.manual_seed(cfg.seed)
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
-    documents = load_documents(cfg.dataset)
-    model = Seq2SeqModel.load(cfg.model.path, cfg.device)
-    documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens)
+    model, documents, method, updater, theta0 = prepare(cfg)
     if not documents:
         raise UserError(f"dataset={cfg.dataset.name}: no documents to select on")
-    method = methods.build(cfg.method, model)
     if not isinstance(method, Lasso):
         raise UserError(f"method={cfg.method.name}: select-fixed selects with lasso (leave method= unset)")
-    updater = Updater(model, method, **cfg["update"])
-    theta0 = Snapshot(method.parameters())
     counts, norms = Counter(), defaultdict(float)
     for doc in tqdm(documents, disable=not cfg.progress, desc="select-fixed", unit="doc", dynamic_ncols=True):
         theta0.restore()

@@ -15,13 +15,14 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
 from adaptsim import methods
-from adaptsim.data import check_lengths, load_documents
+from adaptsim.data import Dataset, check_lengths, load_documents
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, write_curves
 from adaptsim.model import Seq2SeqModel
@@ -85,14 +86,31 @@ def fingerprint(documents) -> str:
     return h.hexdigest()[:16]
 
 
-def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> dict:
-    """Run the loop over the dataset (the first `limit` segments if given) and return the summary."""
+class Setup(NamedTuple):
+    model: Seq2SeqModel
+    documents: Dataset
+    method: methods.Method
+    updater: Updater
+    theta0: Snapshot
+
+
+def prepare(cfg: DictConfig) -> Setup:
+    """Seed, threads, data, model, method, update rule and θ0: what every command that adapts starts with
+    (`run`, `bench`, `select-fixed`)."""
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     documents = load_documents(cfg.dataset)  # before the model: bad data fails fast
     model = Seq2SeqModel.load(cfg.model.path, cfg.device)
     documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens)
+    method = methods.build(cfg.method, model)
+    updater = Updater(model, method, **cfg["update"])  # cfg.update is DictConfig.update
+    return Setup(model, documents, method, updater, Snapshot(method.parameters()))
+
+
+def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> dict:
+    """Run the loop over the dataset (the first `limit` segments if given) and return the summary."""
+    model, documents, method, updater, theta0 = prepare(cfg)
     skipped = dict(documents.skipped)
     if limit is not None:
         documents = _first_segments(documents, limit)
@@ -100,10 +118,6 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     if not segments:
         raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
 
-    method = methods.build(cfg.method, model)
-    trainable = method.parameters()
-    updater = Updater(model, method, **cfg["update"])  # cfg.update is DictConfig.update
-    theta0 = Snapshot(trainable)
     evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
                                       subword_tokenize=model.pieces)
     summary = {"status": "running", **_identity(cfg), "data_fingerprint": fingerprint(documents),
