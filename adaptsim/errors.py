@@ -11,4 +11,7 @@ class DataError(UserError):
     def __init__(self, path, message: str, line: int | None = None):
         where = f"{path}:{line}" if line is not None else f"{path}"
         super().__init__(f"{where}: {message}")
-        self.path, self.line = path, line
+        self.path, self.line, self.message = path, line, message
+
+    def __reduce__(self):  # picklable, so a parallel launcher's worker can hand it back to the main process
+        return type(self), (self.path, self.message, self.line)

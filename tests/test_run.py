@@ -88,3 +88,13 @@ def test_missing_data_file_is_one_error_line(tmp_path, tiny_model_dir):
     assert r.returncode == 1
     assert str(missing) in r.stderr and "Traceback" not in r.stderr + r.stdout
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["status"] == "failed"
+
+
+def test_data_errors_survive_pickling():
+    """Parallel launchers (joblib, submitit) send a worker's exception back pickled."""
+    import pickle
+
+    from adaptsim.errors import DataError
+
+    e = pickle.loads(pickle.dumps(DataError("a.tsv", "empty source", line=3)))
+    assert str(e) == "a.tsv:3: empty source" and e.line == 3
