@@ -16,8 +16,7 @@ from adaptsim.outputs import RunWriter
 def main(argv: list[str]) -> int:
     from adaptsim.hydra_app import launch
 
-    launch(task, "bench", argv, "bench")
-    return 0
+    return launch(task, "bench", argv, "bench")
 
 
 def task(cfg: DictConfig) -> None:

@@ -6,6 +6,8 @@ overrides first (composing once per sweep value) so the user gets a short usage 
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 from typing import Callable
 
@@ -15,6 +17,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
+from adaptsim.errors import UserError
 
 # Hydra's own flags that take a value as the next argument.
 _FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
@@ -65,17 +68,36 @@ def check_overrides(config_name: str, argv: list[str]) -> str | None:
     return None
 
 
-def launch(task: Callable, config_name: str, argv: list[str], command: str) -> None:
-    """Run `task(cfg)` as a Hydra app (single run or `-m` multirun) with `argv` as its command line."""
+def launch(task: Callable, config_name: str, argv: list[str], command: str) -> int:
+    """Run `task(cfg)` as a Hydra app (single run or `-m` multirun) with `argv` as its command line.
+
+    A job's UserError is printed as one line, not Hydra's traceback, and the other jobs of a sweep go on.
+    Returns the exit code: 1 if any job in this process failed so. In a parallel launcher's worker process
+    (joblib, submitit) the error is raised again after printing: that is how such a launcher learns of it.
+    """
     error = check_overrides(config_name, argv)
     if error:
         print(f"usage: adaptsim {command} [-m] [key=value …]   (--help lists config groups)", file=sys.stderr)
         print(f"adaptsim {command}: error: {error}", file=sys.stderr)
         sys.exit(2)
-    app = hydra.main(config_path=str(CONFIG_DIR), config_name=config_name, version_base="1.3")(task)
+    failures: list[str] = []
+    main_pid = os.getpid()
+
+    @functools.wraps(task)
+    def job(cfg):
+        try:
+            return task(cfg)
+        except UserError as e:
+            print(f"adaptsim {command}: error: {e}", file=sys.stderr)
+            failures.append(str(e))
+            if os.getpid() != main_pid:
+                raise
+
+    app = hydra.main(config_path=str(CONFIG_DIR), config_name=config_name, version_base="1.3")(job)
     saved = sys.argv
     sys.argv = [f"adaptsim {command}", *argv]
     try:
         app()
     finally:
         sys.argv = saved
+    return 1 if failures else 0

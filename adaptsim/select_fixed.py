@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -31,27 +30,17 @@ from adaptsim.simulate import prepare
 
 log = logging.getLogger("adaptsim")
 
-_errors: list[str] = []  # user errors of this process's jobs (Hydra would print them as tracebacks)
-
-
 def main(argv: list[str]) -> int:
     from adaptsim.hydra_app import launch
 
-    _errors.clear()
-    launch(task, "select_fixed", argv, "select-fixed")
-    return 1 if _errors else 0
+    return launch(task, "select_fixed", argv, "select-fixed")
 
 
 def task(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    try:
-        report = select(cfg)
-    except UserError as e:
-        print(f"adaptsim select-fixed: error: {e}", file=sys.stderr)
-        _errors.append(str(e))
-        return
+    report = select(cfg)
     write_json_atomic(run_dir / "select_fixed.json", report)
     print(f"select-fixed: {len(report['params'])} tensors, {report['parameters']:,} parameters "
           f"(budget {report['budget']:,}) from {report['documents']} documents -> {report['output']}", flush=True)

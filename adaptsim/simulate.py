@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import statistics
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -32,37 +30,24 @@ from adaptsim.update import Snapshot, Updater
 
 log = logging.getLogger("adaptsim")
 
-_failed_runs: list[str] = []  # run directories of jobs that failed in this process (exit code of `run`)
-_main_pid: int | None = None  # the process that called main(); parallel launchers run jobs in others
-
-
 def main(argv: list[str]) -> int:
     from adaptsim.hydra_app import launch
 
-    global _main_pid
-    _failed_runs.clear()
-    _main_pid = os.getpid()
-    launch(task, "run", argv, "run")
-    return 1 if _failed_runs else 0
+    return launch(task, "run", argv, "run")
 
 
 def task(cfg: DictConfig) -> None:
     """One Hydra job: simulate into the job's output directory; a failure is recorded, not lost."""
     from hydra.core.hydra_config import HydraConfig
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    writer = RunWriter(run_dir)
+    writer = RunWriter(Path(HydraConfig.get().runtime.output_dir))
     try:
         simulate(cfg, writer)
     except UserError as e:
-        print(f"adaptsim run: error: {e}", file=sys.stderr)
         writer.summary(_failure(cfg, str(e)))
-        _failed_runs.append(str(run_dir))
-        if os.getpid() != _main_pid:  # joblib/submitit worker: only a raise tells the launcher (exit code)
-            raise
+        raise
     except Exception:
         writer.summary(_failure(cfg, traceback.format_exc()))
-        _failed_runs.append(str(run_dir))
         raise
     finally:
         writer.close()

@@ -41,16 +41,7 @@ STATE = "trainer_state.pt"
 def main(argv: list[str]) -> int:
     from adaptsim.hydra_app import launch
 
-    launch(task, "train", argv, "train")
-    return 0
-
-
-def task(cfg: DictConfig) -> None:
-    try:
-        train(cfg)
-    except UserError as e:  # Hydra would print a traceback: one line instead, exit code 1
-        print(f"adaptsim train: error: {e}", file=sys.stderr)
-        sys.exit(1)
+    return launch(train, "train", argv, "train")
 
 
 # -- data -------------------------------------------------------------------------------------------
