@@ -319,6 +319,9 @@ def train(cfg: DictConfig) -> dict:
     done = lambda: (max_steps and state["step"] >= max_steps) or (max_epochs and state["epoch"] >= max_epochs)
     patience = int(tc.patience or 0)
     last_record = None
+    if resume and done() and log_path.exists():  # already trained this far: report, don't validate again
+        last_record = json.loads(log_path.read_text(encoding="utf-8").splitlines()[-1])
+        last_record.pop("example", None)
     model.train()
     with logging_redirect_tqdm(), tqdm(total=max_steps, initial=state["step"], disable=not cfg.progress,
                                        unit="step", dynamic_ncols=True, file=sys.stderr, desc="train") as bar:

@@ -109,6 +109,13 @@ def test_resume_continues_exactly(text_files, tmp_path):
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert straight["last"]["train_nll"] == pytest.approx(resumed["last"]["train_nll"], rel=1e-5)
 
+    # resuming a finished training (a rerun of the experiment script) reports it without training or validating
+    log = (tmp_path / "b" / "train_log.jsonl").read_text()
+    again = train(config(text_files, tmp_path / "b", "train.max_steps=16", "train.valid_every=8",
+                         "train.resume=true"))
+    assert (tmp_path / "b" / "train_log.jsonl").read_text() == log
+    assert again["last"] == resumed["last"] and again["steps"] == 16
+
 
 def test_encode_matches_tokenizer(tiny_model_dir, tiny_corpus):
     tok = MarianTokenizer.from_pretrained(str(tiny_model_dir))

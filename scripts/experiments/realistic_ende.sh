@@ -11,16 +11,20 @@
 # Model weights go to the cache directory (MODEL_PATH), never into git. Every step is seeded; run again after
 # an interruption and training resumes from its last checkpoint (raise MAX_STEPS to train longer).
 #
-# Settings (environment): MODEL (a configs/model entry with an arch block; default paper-transformer),
-# VOCAB (sentencepiece size per side, default 8000), MAX_STEPS (training updates, default 30000),
+# Settings (environment): MODEL (a configs/model entry with an arch block; default realistic-cpu, the 2-core
+# CPU model; paper-transformer on a GPU), VOCAB (sentencepiece size per side, default 8000), MAX_STEPS
+# (training updates, default 4000), LR / WARMUP (peak learning rate 1e-3 after 1000 steps), VALID_EVERY (500),
 # MODEL_PATH (where the model is saved), DEVICE (cpu | cuda), MAX_SEGMENTS (per document in the sweeps, default 60), RESULTS (default docs/results).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 SHARED=${ADAPTSIM_SHARED:-$(cd .. && pwd)/shared}
-MODEL=${MODEL:-paper-transformer}
+MODEL=${MODEL:-realistic-cpu}
 VOCAB=${VOCAB:-8000}
-MAX_STEPS=${MAX_STEPS:-30000}
+MAX_STEPS=${MAX_STEPS:-4000}
+LR=${LR:-1e-3}
+WARMUP=${WARMUP:-1000}
+VALID_EVERY=${VALID_EVERY:-500}
 DEVICE=${DEVICE:-cpu}
 MAX_SEGMENTS=${MAX_SEGMENTS:-60}
 RESULTS=${RESULTS:-docs/results}
@@ -32,7 +36,7 @@ export ADAPTSIM_SHARED=$SHARED
 
 [ -d "$GENERAL" ] || { echo "realistic_ende.sh: $GENERAL not found (set ADAPTSIM_SHARED)" >&2; exit 1; }
 mkdir -p "$RESULTS" "$SWEEPS"
-MODEL_PATH=${MODEL_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/adaptsim/models/realistic-$MODEL}
+MODEL_PATH=${MODEL_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/adaptsim/models/realistic_ende-$MODEL}
 CONFIGS=$PWD/$SWEEPS/configs   # the generated method config of step 2, found through hydra.searchpath
 COMMON=(model="$MODEL" model.path="$MODEL_PATH" device="$DEVICE" progress=false)
 
@@ -40,7 +44,8 @@ echo "== 1. base model: $MODEL → $MODEL_PATH"
 python -m adaptsim train "${COMMON[@]}" model.vocab.size="$VOCAB" \
   train.source="$GENERAL/train.en" train.target="$GENERAL/train.de" \
   train.valid_source="$GENERAL/dev.en" train.valid_target="$GENERAL/dev.de" \
-  train.max_steps="$MAX_STEPS" train.resume="$([ -d "$MODEL_PATH/last" ] && echo true || echo false)"
+  train.max_steps="$MAX_STEPS" train.lr="$LR" train.warmup="$WARMUP" \
+  train.valid_every="$VALID_EVERY" train.resume="$([ -d "$MODEL_PATH/last" ] && echo true || echo false)"
 
 echo "== 2. select-fixed on held-out GNOME topics $GNOME_HELDOUT"
 python -m adaptsim select-fixed "${COMMON[@]}" name=realistic output="$CONFIGS/method/fixed_realistic.yaml" \
