@@ -1,6 +1,6 @@
 """Regenerate the embedded demo (issue 5): generated data in data/demo/ and the demo model in data/demo/model.
 
-    python scripts/make_demo.py              # data + model (about 15 minutes on a 2-core CPU)
+    python scripts/make_demo.py              # data + model (about 8 minutes on a 2-core CPU)
     python scripts/make_demo.py --data-only  # documents and test text only
 
 Everything is seeded: the generator (adaptsim.synth) draws each set from its own seeded RNG, sentencepiece
@@ -14,9 +14,13 @@ What it makes:
   new ones (password → Passwort …) that recur in it; `configs/dataset/demo.yaml` reads it.
 - data/demo/general-test.tsv: 500 held-out general-domain pairs (the base model's own domain).
 - data/demo/model/: the base model (configs/model/demo.yaml), trained on 100k generated pairs: general text
-  plus 5 % software sentences whose software vocabulary excludes the documents' focus terms and every
-  ambiguous word's technical sense. So the model has never seen driver → Treiber or password → Passwort,
-  and translates driver as Fahrer. Only the best checkpoint is kept.
+  plus 5 % software sentences whose software vocabulary excludes the documents' focus terms and every other
+  ambiguous word's technical sense, plus RARE_COUNT software sentences per focus term. So the model knows
+  Treiber and Passwort as words but has seen driver → Treiber in 53 of the 3,735 training sentences with
+  "driver" (the rest: Fahrer): it translates driver as Fahrer, and one correction can tip it over.
+  With focus terms never seen at all, their German words are spelt from characters the model never learnt
+  to produce, and three SGD steps at γ = 1e-2 cannot teach them (R1 did not move). Only the best
+  checkpoint is kept.
 - data/demo/manifest.json: the settings, focus terms, figures (training time, BLEU) and file hashes.
 Training and validation text go to a work directory (outputs/demo-work, not committed).
 """
@@ -39,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 SEED = 1
 N_DOCS, SEGS_PER_DOC = 4, 15
 N_TRAIN, SOFTWARE_SHARE = 100_000, 0.05
+RARE_COUNT = 60  # training sentences per focus term: a rare sense (driver: 1.4 % of its sentences), not an unseen one
 N_VALID, N_TEST = 500, 500
 # `adaptsim train` settings for the demo (the architecture is in configs/model/demo.yaml)
 TRAIN = {"train.max_steps": 1500, "train.batch_tokens": 2000, "train.lr": 2e-3, "train.warmup": 400,
@@ -71,9 +76,11 @@ def make_data(work: Path) -> dict:
     doc_en = {en for d in docs for en, _ in d}
     focus = {k for d in docs for k in d.focus}
     # the software sentences in training may use the software-only vocabulary (terms "new" to general text)
-    # except the documents' focus terms; the technical senses of ambiguous words stay unseen
+    # except the documents' focus terms, which occur in RARE_COUNT sentences each; the technical senses of
+    # the other ambiguous words stay unseen
     seen_terms = [t for t in g.terms("new") if t not in focus]
-    train = g.corpus(N_TRAIN, software_share=SOFTWARE_SHARE, software_terms=seen_terms, exclude=doc_en)
+    train = g.corpus(N_TRAIN, software_share=SOFTWARE_SHARE, software_terms=seen_terms, exclude=doc_en,
+                     rare_terms=sorted(focus), rare_count=RARE_COUNT)
     train_en = {en for en, _ in train}
     valid = g.sentences("general", N_VALID, seed=SEED + 1000, exclude=train_en | doc_en)
     test = g.sentences("general", N_TEST, seed=SEED + 2000, exclude=train_en | doc_en | {en for en, _ in valid})
@@ -95,7 +102,7 @@ def make_data(work: Path) -> dict:
         "generator": g, "docs": docs, "test": test,
         "info": {"seed": SEED, "documents": {d.doc_id: {"focus": d.focus, "segments": len(d)} for d in docs},
                  "training_pairs": len(train), "software_share": SOFTWARE_SHARE,
-                 "software_terms_seen_in_training": seen_terms,
+                 "software_terms_seen_in_training": seen_terms, "focus_term_training_sentences": RARE_COUNT,
                  "focus_terms_ambiguous": sorted(focus & ambiguous), "focus_terms_new": sorted(focus & new),
                  "validation_pairs": len(valid), "general_test_pairs": len(test)},
     }

@@ -247,6 +247,16 @@ def test_corpus_limits_software_terms(gen, lex):
     assert not _tokens(pairs) & {f for k in unseen for f in lex.forms(k)}
 
 
+def test_corpus_rare_terms_occur_exactly_so_often(gen, lex):
+    seen = gen.terms("new", "noun")[:5]
+    rare = [k for k in gen.terms("ambiguous", "noun") if k not in seen][:2]
+    pairs = gen.corpus(300, software_share=0.1, software_terms=seen, rare_terms=rare, rare_count=4)
+    assert len(pairs) == 300 + 2 * 4
+    for key in rare:  # the technical sense occurs in its rare_count sentences and nowhere else
+        assert sum(bool(set(re.findall(r"[\wÄÖÜäöüß-]+", de)) & lex.forms(key)) for _, de in pairs) == 4
+    assert len({en for en, _ in pairs}) == len(pairs)
+
+
 def test_bad_lexicon_row_names_file_and_line(tmp_path):
     lexdir = Lexicon().dir
     for p in lexdir.glob("*.tsv"):

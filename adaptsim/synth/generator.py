@@ -109,19 +109,26 @@ class Generator:
         return out
 
     def corpus(self, n: int, software_share: float = 0.0, software_terms=None, seed: int | None = None,
-               exclude: set[str] | None = None) -> list[Pair]:
+               exclude: set[str] | None = None, rare_terms=(), rare_count: int = 0) -> list[Pair]:
         """General-domain training text with a share of software sentences.
 
         software_terms: keys of software-only entries those sentences may use (None = all); leaving
-        most out keeps their technical senses unseen by a model trained on this text. Pairs are
-        shuffled deterministically.
+        most out keeps their technical senses unseen by a model trained on this text. rare_terms: keys
+        seen only in rare_count software sentences each (a rare sense, as in real training data: the
+        model knows the German word but prefers the general sense). Pairs are shuffled deterministically.
         """
         n_sw = round(n * software_share)
         allowed = set(software_terms) if software_terms is not None else None
         pairs = self.sentences("general", n - n_sw, seed=seed, exclude=exclude)
+        seen = set(exclude or ()) | {p[0] for p in pairs}
         if n_sw:
-            pairs += self.sentences("software", n_sw, seed=seed, allowed=allowed,
-                                    exclude=set(exclude or ()) | {p[0] for p in pairs})
+            pairs += self.sentences("software", n_sw, seed=seed, allowed=allowed, exclude=seen)
+        rng = self._rng("rare", n, seed)
+        for key in rare_terms:
+            b = Builder(self.lexicon.view("software", None if allowed is None else allowed | {key}), rng)
+            for _ in range(rare_count):
+                pair = self._focused(b, "software", key, {key}, seen | {p[0] for p in pairs})
+                pairs.append(pair)
         self._rng("corpus", n, software_share, seed).shuffle(pairs)
         return pairs
 
