@@ -11,12 +11,12 @@ What it makes:
 - data/demo/heldout.tsv: 4 more such documents (another seed), for `select-fixed` (configs/method/fixed.yaml).
 - data/demo/docs.tsv: 4 software-domain documents × 15 segments (doc_id, seg_id, source, reference). Each
   document has 2 ambiguous focus terms (driver → Treiber, not Fahrer; table → Tabelle, not Tisch …) and 2
-  new ones (password → Passwort …) that recur in it; `configs/dataset/demo.yaml` reads it.
+  new ones (directory → Verzeichnis …) that recur in it; `configs/dataset/demo.yaml` reads it.
 - data/demo/general-test.tsv: 500 held-out general-domain pairs (the base model's own domain).
 - data/demo/model/: the base model (configs/model/demo.yaml), trained on 100k generated pairs: general text
   plus 5 % software sentences whose software vocabulary excludes the documents' focus terms and every other
   ambiguous word's technical sense, plus RARE_COUNT software sentences per focus term. So the model knows
-  Treiber and Passwort as words but has seen driver → Treiber in 53 of the 3,735 training sentences with
+  Treiber and Verzeichnis as words but has seen driver → Treiber in 60 of the 3,742 training sentences with
   "driver" (the rest: Fahrer): it translates driver as Fahrer, and one correction can tip it over.
   With focus terms never seen at all, their German words are spelt from characters the model never learnt
   to produce, and three SGD steps at γ = 1e-2 cannot teach them (R1 did not move). Only the best
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 SEED = 1
 N_DOCS, SEGS_PER_DOC = 4, 15
 N_TRAIN, SOFTWARE_SHARE = 100_000, 0.05
-RARE_COUNT = 60  # training sentences per focus term: a rare sense (driver: 1.4 % of its sentences), not an unseen one
+RARE_COUNT = 60  # training sentences per focus term: a rare sense (driver: 1.6 % of its sentences), not an unseen one
 N_VALID, N_TEST = 500, 500
 # `adaptsim train` settings for the demo (the architecture is in configs/model/demo.yaml)
 TRAIN = {"train.max_steps": 1500, "train.batch_tokens": 2000, "train.lr": 2e-3, "train.warmup": 400,

@@ -81,5 +81,5 @@ def test_full_adaptation_acquires_the_demo_vocabulary(tmp_path):
 
     scores = {m: simulate(_compose("run", f"method={m}", "progress=false", "threads=1"), RunWriter(tmp_path / m))["scores"]
               for m in ("none", "full")}
-    assert scores["full"]["R1"] > scores["none"]["R1"] + 2
-    assert scores["full"]["BLEU"] > scores["none"]["BLEU"] + 2
+    assert scores["full"]["R1"] > scores["none"]["R1"] + 1
+    assert scores["full"]["BLEU"] > scores["none"]["BLEU"] + 1

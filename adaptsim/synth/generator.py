@@ -7,6 +7,7 @@ output does not depend on which calls came before it.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,9 +179,11 @@ class Generator:
             if res is None or res[0][0] in seen:
                 continue
             pair, used = res
-            if req in used:
+            # `used` also names entries a template drew and then dropped: check the German words
+            words = set(re.findall(r"[\wÄÖÜäöüß-]+", pair[1]))
+            if req in used and words & self.forms(req):
                 return pair
-            if fallback is None and focus & set(used):
+            if fallback is None and any(words & self.forms(k) for k in focus & set(used)):
                 fallback = pair
         if fallback is None:
             raise RuntimeError(f"cannot generate a sentence with {req!r}")

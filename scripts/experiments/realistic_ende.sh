@@ -16,7 +16,7 @@
 #   MODEL         a configs/model entry with an arch block [realistic-cpu, the 2-core CPU model; on a GPU:
 #                 paper-transformer]
 #   VOCAB         sentencepiece pieces per side [8000]
-#   MAX_STEPS     training updates [3500]
+#   MAX_STEPS     training updates [2500, about 5.5 epochs]
 #   LR, WARMUP    peak learning rate and the steps of warm-up to it [1e-3, 1000]
 #   VALID_EVERY   validate and checkpoint every N steps [500]
 #   MODEL_PATH    where the model is saved [~/.cache/adaptsim/models/realistic_ende-$MODEL]
@@ -30,7 +30,7 @@ cd "$(dirname "$0")/../.."
 SHARED=${ADAPTSIM_SHARED:-$(cd .. && pwd)/shared}
 MODEL=${MODEL:-realistic-cpu}
 VOCAB=${VOCAB:-8000}
-MAX_STEPS=${MAX_STEPS:-3500}
+MAX_STEPS=${MAX_STEPS:-2500}
 LR=${LR:-1e-3}
 WARMUP=${WARMUP:-1000}
 VALID_EVERY=${VALID_EVERY:-500}
