@@ -47,8 +47,9 @@ export ADAPTSIM_SHARED=$SHARED
 [ -d "$GENERAL" ] || { echo "realistic_ende.sh: $GENERAL not found (set ADAPTSIM_SHARED)" >&2; exit 1; }
 mkdir -p "$RESULTS" "$SWEEPS"
 MODEL_PATH=${MODEL_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/adaptsim/models/realistic_ende-$MODEL}
-CONFIGS=$PWD/$SWEEPS/configs   # the generated method config of step 2, found through hydra.searchpath
+CONFIGS=$(realpath -m "$SWEEPS")/configs   # the generated method config of step 2, found through hydra.searchpath
 COMMON=(model="$MODEL" model.path="$MODEL_PATH" device="$DEVICE" progress=false)
+SKIP=(dataset.on_too_long=skip)   # GNOME help has a 288-token reference; skipped segments are counted in summary.json
 
 echo "== 1. base model: $MODEL → $MODEL_PATH"
 python -m adaptsim train "${COMMON[@]}" model.vocab.size="$VOCAB" \
@@ -59,22 +60,22 @@ python -m adaptsim train "${COMMON[@]}" model.vocab.size="$VOCAB" \
 
 echo "== 1b. the base model on general/dev (newstest2018, beam 5, no adaptation), beside steps 2 and 3"
 { python -m adaptsim run "${COMMON[@]}" threads=1 method=none dataset=plain dataset.path="$GENERAL/dev" \
-    dataset.name=general_dev dataset.on_too_long=skip hydra.run.dir="$SWEEPS/general_dev" >"$SWEEPS/general_dev.log" 2>&1
+    dataset.name=general_dev "${SKIP[@]}" hydra.run.dir="$SWEEPS/general_dev" >"$SWEEPS/general_dev.log" 2>&1
   python -c "import json,sys; print('general/dev BLEU %.1f' % json.load(open(sys.argv[1]))['scores']['BLEU'])" \
     "$SWEEPS/general_dev/summary.json" >"$RESULTS/general_dev_bleu.txt"; } &
 DEV=$!
 
 echo "== 2. select-fixed on held-out GNOME topics $GNOME_HELDOUT"
-python -m adaptsim select-fixed "${COMMON[@]}" threads=1 name=realistic output="$CONFIGS/method/fixed_realistic.yaml" \
+python -m adaptsim select-fixed "${COMMON[@]}" "${SKIP[@]}" threads=1 name=realistic output="$CONFIGS/method/fixed_realistic.yaml" \
   dataset=gnome_help "dataset.documents=$GNOME_HELDOUT" dataset.max_segments="$MAX_SEGMENTS" \
   hydra.run.dir="$SWEEPS/select_fixed"
 
 echo "== 3. sweeps"
 METHODS=none,full,bias,fixed_realistic,top,lasso
 PARALLEL=(hydra/launcher=joblib hydra.launcher.n_jobs="$JOBS" threads=1)   # JOBS single-threaded jobs at once
-python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${PARALLEL[@]}" "hydra.searchpath=[file://$CONFIGS]" \
+python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${SKIP[@]}" "${PARALLEL[@]}" "hydra.searchpath=[file://$CONFIGS]" \
   dataset=ted dataset.max_segments="$MAX_SEGMENTS" hydra.sweep.dir="$SWEEPS/ted"
-python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${PARALLEL[@]}" "hydra.searchpath=[file://$CONFIGS]" \
+python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${SKIP[@]}" "${PARALLEL[@]}" "hydra.searchpath=[file://$CONFIGS]" \
   dataset=gnome_help "dataset.documents=$GNOME_TEST" dataset.max_segments="$MAX_SEGMENTS" \
   hydra.sweep.dir="$SWEEPS/gnome_help"
 
