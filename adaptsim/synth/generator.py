@@ -121,14 +121,16 @@ class Generator:
         n_sw = round(n * software_share)
         allowed = set(software_terms) if software_terms is not None else None
         pairs = self.sentences("general", n - n_sw, seed=seed, exclude=exclude)
-        seen = set(exclude or ()) | {p[0] for p in pairs}
+        seen = set(exclude or ()) | {p[0] for p in pairs}  # English sentences taken: none is drawn twice
         if n_sw:
             pairs += self.sentences("software", n_sw, seed=seed, allowed=allowed, exclude=seen)
+            seen.update(p[0] for p in pairs[-n_sw:])
         rng = self._rng("rare", n, seed)
         for key in rare_terms:
             b = Builder(self.lexicon.view("software", None if allowed is None else allowed | {key}), rng)
             for _ in range(rare_count):
-                pair = self._focused(b, "software", key, {key}, seen | {p[0] for p in pairs})
+                pair = self._focused(b, "software", key, {key}, seen)
+                seen.add(pair[0])
                 pairs.append(pair)
         self._rng("corpus", n, software_share, seed).shuffle(pairs)
         return pairs
