@@ -282,13 +282,13 @@ def train(cfg: DictConfig) -> dict:
     log_path = out / "train_log.jsonl"
     pad, ls = tokenizer.pad_token_id, float(tc.label_smoothing)
     started = time.perf_counter() - state["elapsed"]
-    window = {"loss": 0.0, "nll": 0.0, "tokens": 0}
+    window = {"nll": 0.0, "tokens": 0}  # since the last validation
 
-    def checkpoint(final: bool = False) -> dict:
+    def checkpoint() -> dict:
         """Validate, write last/ (and OUT/ when best), log one line; return the record."""
         record = {"step": state["step"], "epoch": state["epoch"] + 1, "lr": scheduler.get_last_lr()[0],
                   "train_nll": window["nll"] / max(window["tokens"], 1), "elapsed_s": 0.0}
-        window.update(loss=0.0, nll=0.0, tokens=0)
+        window.update(nll=0.0, tokens=0)
         if valid:
             record.update(validate(model, tokenizer, valid, v_src, v_tgt, tc, device))
         score = record.get("valid_bleu", -record.get("valid_loss", -record["train_nll"]))
@@ -339,7 +339,6 @@ def train(cfg: DictConfig) -> dict:
                 scheduler.step()
                 state["step"] += 1
                 state["batch"] += 1
-                window["loss"] += loss.item()
                 window["nll"] += nll
                 window["tokens"] += ntok
                 bar.update(1)
