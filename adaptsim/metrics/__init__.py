@@ -14,7 +14,10 @@ Key names, shared by steps.jsonl, summary.json and curves.csv:
   `sacrebleu` setting can leave some out (sacrebleu's TER and chrF are slow on big corpora).
 
 `segment(i, hyp)` returns for every recall metric M: "M_num", "M_den" and "M" (the segment's
-score, None when "M_den" is 0: no score, not 0), plus the sentence scores "SBLEU" and "TER".
+score, None when "M_den" is 0: no score, not 0), plus the sentence scores "SBLEU" and "TER", and
+"stats": sacrebleu's per-segment sufficient statistics of the chosen metrics, {"bleu": [hyp length,
+ref length, matches n=1..4, totals n=1..4], "ter": [edits, ref length], "chrf": [hyp, ref, match
+counts per order]}, which adaptsim.stats resamples.
 `running()` returns {M…, "BLEU", "SBLEU", "TER", "chrF"} over the segments scored so far.
 `corpus(hyps)` returns {"scores": {M…, "BLEU", "SBLEU", "TER", "chrF"}, "counts": {M: {"num",
 "den"}}, "signatures": {"R", "BLEU", "SBLEU", "TER", "chrF"}, "segments": n}; corpus recall is
@@ -132,7 +135,8 @@ class Evaluator:
         record: dict = {}
         for key, (num, den) in nd.items():
             record.update({f"{key}_num": num, f"{key}_den": den, key: percent(num, den)})
-        return record | self.sacre.sentence(stats)
+        # sacrebleu's sufficient statistics, so that resampling (adaptsim.stats) never re-scores text
+        return record | self.sacre.sentence(stats) | {"stats": stats}
 
     def _remember(self, nd: dict[str, tuple[int, int]], stats: Stats, sign: int) -> None:
         for key, (num, den) in nd.items():
