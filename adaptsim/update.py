@@ -25,12 +25,14 @@ class UpdateResult:
     seconds: float
 
 
-def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> None:
-    """Rescale every gradient tensor to L2 norm ≤ max_norm independently (not one global norm)."""
+def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
+    """Rescale every gradient tensor to L2 norm ≤ max_norm independently (not one global norm); returns the
+    norms before clipping."""
     if not grads:
-        return
+        return []
     norms = torch._foreach_norm(grads)
     torch._foreach_mul_(grads, [torch.clamp(max_norm / (n + 1e-6), max=1.0) for n in norms])
+    return norms
 
 
 class Updater:
@@ -41,8 +43,14 @@ class Updater:
         ids = {id(p) for p in trainable.values()}
         for p in model.named_parameters().values():  # frozen tensors get no gradient: backward skips them
             p.requires_grad_(id(p) in ids)
-        self.params = [p for p in trainable.values() if p.requires_grad]
-        self.optimizer = torch.optim.SGD(self.params, lr=method.lr) if self.params else None
+        named = {n: p for n, p in trainable.items() if p.requires_grad}
+        self.names, self.params = list(named), list(named.values())
+        rates = method.learning_rates()  # per-tensor learning rates, e.g. lasso's second bias at 1.0
+        groups: dict[float, list[torch.nn.Parameter]] = {}
+        for name, p in named.items():
+            groups.setdefault(float(rates.get(name, method.lr)), []).append(p)
+        self.optimizer = (torch.optim.SGD([{"params": ps, "lr": lr} for lr, ps in groups.items()], lr=method.lr)
+                          if self.params else None)
         self.clip_norm, self.ppl_threshold = clip_norm, ppl_threshold
         self.min_updates, self.max_updates = min_updates, max_updates
 
@@ -59,8 +67,9 @@ class Updater:
         while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            clip_per_tensor_([p.grad for p in self.params if p.grad is not None], self.clip_norm)
-            self.method.before_step()
+            with_grad = [(n, p.grad) for n, p in zip(self.names, self.params) if p.grad is not None]
+            norms = clip_per_tensor_([g for _, g in with_grad], self.clip_norm)
+            self.method.before_step(dict(zip((n for n, _ in with_grad), norms)))
             self.optimizer.step()
             self.method.after_step()
             updates += 1

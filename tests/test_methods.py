@@ -20,6 +20,9 @@ PAIRS = [("The dog sees the man.", "Der Hund sieht den Mann."),
          ("The teacher finds the key.", "Die Lehrerin findet den Schlüssel.")]
 
 
+UNLIMITED = dict(budget=10**12, budget_fraction=1.0, embedding_budget=10**12, embedding_budget_fraction=1.0)
+
+
 def method_cfg(name: str, **overrides):
     return OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / f"{name}.yaml"), overrides)
 
@@ -119,7 +122,7 @@ def set_offsets(params, theta0, offsets):
 def test_lasso_prox_step_shrinks_known_offsets_by_hand_computed_factors(model):
     # γλ = 0.1 · 1.0 = 0.1: a group with ‖δ‖ = 0.5 is scaled by 1 − 0.1/0.5 = 0.8, one with ‖δ‖ = 0.25
     # by 0.6, and groups with ‖δ‖ ≤ 0.1 are reset to θ0. Budgets: everything (1.0).
-    method = methods.build(method_cfg("lasso", lr=0.1, **{"lambda": 1.0}, budget=1.0, embedding_budget=1.0), model)
+    method = methods.build(method_cfg("lasso", lr=0.1, **{"lambda": 1.0}, **UNLIMITED), model)
     params = method.parameters()
     theta0 = Snapshot(params)
     method.start_document(theta0.initial)
@@ -146,7 +149,7 @@ def test_lasso_budgets_keep_the_largest_groups(tied):
     # λ = 0: no shrinking; the budget decides alone. Sizes: fc1.bias 64, fc2.bias 32, k_proj.bias 32.
     names = ["model.encoder.layers.0.fc1.bias", "model.encoder.layers.0.fc2.bias",
              "model.encoder.layers.1.self_attn.k_proj.bias"]
-    method = methods.build(method_cfg("lasso", **{"lambda": 0.0}, budget=70, embedding_budget=3 * 32), tied)
+    method = methods.build(method_cfg("lasso", **{**UNLIMITED, "lambda": 0.0, "budget": 70, "embedding_budget": 3 * 32}), tied)
     params = method.parameters()
     theta0 = Snapshot(params)
     method.start_document(theta0.initial)
@@ -161,13 +164,14 @@ def test_lasso_budgets_keep_the_largest_groups(tied):
     changed_rows = (params[emb] != theta0.initial[emb]).any(dim=1).nonzero().flatten().tolist()
     assert changed_rows == [2, 4, 6]  # the three largest rows fill 3 × 32
     method.budget = 100
+    method.start_document(theta0.initial)  # empties the reserve
     set_offsets(params, theta0.initial, {(names[0], None): [0.9], (names[1], None): [0.5], (names[2], None): [0.3]})
     method.after_step()
     assert {n for n in names if not torch.equal(params[n], theta0.initial[n])} == {names[0], names[1]}
 
 
 def test_lasso_respects_both_budgets_after_every_step(model):
-    cfg = method_cfg("lasso", lr=0.05, **{"lambda": 0.01}, budget=0.2, embedding_budget=0.05)
+    cfg = method_cfg("lasso", lr=0.05, **{"lambda": 0.01}, budget_fraction=0.2, embedding_budget_fraction=0.05)
     method = methods.build(cfg, model)
     params = method.parameters()
     emb = set(method.emb_names)
@@ -191,11 +195,18 @@ def test_lasso_respects_both_budgets_after_every_step(model):
     assert info["selected_max"]["embedding_parameters"] <= method.embedding_budget
 
 
-def test_lasso_budget_accepts_fractions_and_counts(tied):
-    method = methods.build(method_cfg("lasso", budget=0.5, embedding_budget=1000), tied)
+def test_lasso_budget_is_the_papers_count_capped_at_a_fraction_of_small_models(tiny_model_dir):
+    def build(**overrides):
+        return methods.build(method_cfg("lasso", **overrides), Seq2SeqModel.load(str(tiny_model_dir)))
+
+    method = build()  # defaults: 1M + 1M, capped at 0.13 / 0.033 of the model's parameters of that kind
+    assert method.budget == int(0.13 * sum(method.sizes)) < 1_000_000
+    method = build(budget_fraction=0.5, embedding_budget=1000, embedding_budget_fraction=1.0)
     assert method.budget == int(0.5 * sum(method.sizes)) and method.embedding_budget == 1000
     with pytest.raises(UserError, match="budget"):
-        methods.build(method_cfg("lasso", budget=-1), tied)
+        build(budget=-1)
+    with pytest.raises(UserError, match="budget"):
+        build(budget_fraction=1.5)
 
 
 def test_offsets_store_changed_groups_only_and_restore_the_adapted_model(tied, tmp_path):
@@ -247,7 +258,8 @@ def test_every_method_runs_end_to_end_and_reports_its_parameters(tmp_path, tiny_
     vocab = model.arch.output_layer.weight.shape[0]
     summaries = {}
     for method, *extra in (["bias"], ["top"], ["fixed", "method.params=[model.decoder.layers.1.fc2.weight]"],
-                           ["lasso", "method.budget=0.2", "method.embedding_budget=0.05", "save_offsets=true"]):
+                           ["lasso", "method.budget_fraction=0.2", "method.embedding_budget_fraction=0.05",
+                            "save_offsets=true"]):
         out, summaries[method] = run(tmp_path, method, *data, f"method={method}", *extra)
         s = summaries[method]
         assert s["status"] == "finished" and s["method"] == method and len(s["per_document"]) == 2
@@ -263,3 +275,91 @@ def test_every_method_runs_end_to_end_and_reports_its_parameters(tmp_path, tiny_
         assert d["changed_parameters"] <= info["budget"] + info["embedding_budget"] + info["output_bias_size"]
         path = out / "offsets" / f"{d['doc_id']}.safetensors"
         assert path.stat().st_size == d["offsets_bytes"]
+
+
+def lasso_at(model, **overrides):
+    """A lasso on `model` with its θ0 snapshot, started on a document."""
+    method = methods.build(method_cfg("lasso", **overrides), model)
+    theta0 = Snapshot(method.parameters())
+    method.start_document(theta0.initial)
+    return method, theta0
+
+
+def step(method, theta0, offsets, grad_norms):
+    """One simulated SGD step: add `offsets` {name: value} to the served parameters, then lasso's after_step."""
+    params = method.parameters()
+    with torch.no_grad():
+        for name, value in offsets.items():
+            params[name].view(-1)[0] += value
+    method.before_step({n: torch.tensor(g) for n, g in grad_norms.items()})
+    method.after_step()
+    return {n for n in method.names if not torch.equal(params[n], theta0.initial[n])}
+
+
+def restart(method, theta0):
+    theta0.restore()
+    method.start_document(theta0.initial)
+
+
+A, B = "model.encoder.layers.0.fc2.bias", "model.decoder.layers.0.fc2.bias"  # 32 parameters each
+
+
+def test_lasso_selection_is_not_decided_by_float_rounding(tied):
+    # Both tensors were clipped to the same step size; B's offset norm is larger by float noise only, A had
+    # the larger gradient before clipping: A is kept. (The old selection kept B: rounding decided.)
+    method, theta0 = lasso_at(tied, **{**UNLIMITED, "lambda": 0.0, "budget": 32})
+    assert step(method, theta0, {A: 0.0099999821, B: 0.0100000100}, {A: 1.85, B: 1.20}) == {A}
+    restart(method, theta0)
+    assert step(method, theta0, {A: 0.0100000100, B: 0.0099999821}, {A: 1.20, B: 1.85}) == {B}
+    restart(method, theta0)  # a real difference in the offsets still wins over the gradient
+    assert step(method, theta0, {A: 0.011, B: 0.010}, {A: 1.20, B: 1.85}) == {A}
+
+
+def test_lasso_group_that_starts_mattering_later_enters_the_kept_set(tied):
+    # Budget: one of the two. A learns first; then only B gets gradient, consistently: its reserved offset
+    # grows while A's decays under the prox step, until B is served and A waits in the reserve.
+    method, theta0 = lasso_at(tied, **{**UNLIMITED, "lambda": 0.1, "lr": 0.01, "budget": 32})
+    assert step(method, theta0, {A: 0.01}, {A: 1.0}) == {A}
+    assert step(method, theta0, {A: 0.01}, {A: 1.0}) == {A}
+    kept = [step(method, theta0, {B: 0.01}, {B: 1.0}) for _ in range(3)]
+    assert kept[0] == {A} and kept[-1] == {B}
+    assert method.selection_changes == 1 and method.info()["kept_tensors"] == [B]
+    assert A in {method.names[i] for i in method.reserve}  # A's offset was kept for later, not forgotten
+
+
+def test_lasso_second_bias_learns_at_its_own_rate(tiny_model_dir):
+    moved = {}
+    for rate in (0.01, 1.0):
+        model = Seq2SeqModel.load(str(tiny_model_dir))
+        method = methods.build(method_cfg("lasso", bias_lr=rate), model)
+        method.start_document(Snapshot(method.parameters()).initial)
+        Updater(model, method, min_updates=1, max_updates=1)(model.pair(*PAIRS[0]))
+        moved[rate] = method.bias.norm().item()
+        assert method.info()["bias_lr"] == rate
+    # tensor-wise clipping bounds one step to γ · 1.0; the bias's gradient is large enough to be clipped
+    assert moved[0.01] <= 0.01 + 1e-6 and moved[1.0] > 50 * moved[0.01]
+
+
+def test_lasso_keeps_the_same_tensors_with_one_or_two_threads():
+    """Float sums differ between thread counts (~1e-7); the kept set, after every update, must not."""
+    import csv
+
+    from adaptsim import DATA_DIR
+
+    with open(DATA_DIR / "demo" / "docs.tsv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))[:12]
+    histories, before = [], torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            model = Seq2SeqModel.load(str(DATA_DIR / "demo" / "model"))
+            method, _ = lasso_at(model)
+            updater, history = Updater(model, method), []
+            for row in rows:
+                updater(model.pair(row["source"], row["reference"]))
+                history.append(list(method.kept))
+            histories.append((history, method.selection_changes))
+    finally:
+        torch.set_num_threads(before)
+    assert histories[0] == histories[1]
+    assert histories[0][1] > 0  # the selection moved during the document: there was something to decide

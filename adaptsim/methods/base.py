@@ -8,7 +8,9 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.start_document(theta0) -> after the loop restored θ0; `theta0` is the loop's read-only copy
                                     of θ0 by name, so methods working on offsets θ − θ0 keep no copy
     method.start_pair(batch)     -> once per pair, before its first update (e.g. which tokens it has)
-    method.before_step()         -> after backward and clipping, before the SGD step (edit gradients)
+    method.learning_rates()      -> {name: γ} for tensors trained at another rate than method.lr
+    method.before_step(grad_norms) -> after backward and clipping, before the SGD step (edit gradients);
+                                    `grad_norms`: each trained tensor's gradient norm *before* clipping
     method.after_step()          -> after the SGD step (edit parameters)
     method.info()                -> method-specific figures for summary.json
 """
@@ -35,7 +37,10 @@ class Method:
     def start_pair(self, batch: dict[str, torch.Tensor]) -> None:
         pass
 
-    def before_step(self) -> None:
+    def learning_rates(self) -> dict[str, float]:
+        return {}
+
+    def before_step(self, grad_norms: dict[str, torch.Tensor]) -> None:
         pass
 
     def after_step(self) -> None:

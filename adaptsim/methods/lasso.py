@@ -1,36 +1,51 @@
-"""`lasso`: fine-tune all parameters with group-lasso-regularised offsets (paper §4, §5.1, after Wuebker,
-Simianer & DeNero 2018, "Compact personalized models for NMT").
+"""`lasso`: fine-tune all parameters with group-lasso-regularised offsets and a budget on what is served
+(paper §4, §5.1, after Wuebker, Simianer & DeNero 2018, "Compact personalized models for NMT").
 
 Parameters are θ = θ0 + δ. Groups: every tensor is one group, except the embedding matrices
-(`arch.embeddings`; a tied matrix is one matrix) whose rows are groups. After every SGD step:
+(`arch.embeddings`; a tied matrix is one matrix) whose rows are groups (Wuebker et al.'s choice: a word's
+embedding is the natural unit for a vocabulary-sized matrix). After every SGD step:
 
-1. prox step of ℓ1/ℓ2 group lasso: δ_g ← δ_g · max(0, 1 − γλ/‖δ_g‖₂), γ = the learning rate;
-2. only the largest ‖δ_g‖₂ are kept within two budgets, on what differs from θ0 (the θ0 the loop restores,
-   i.e. the base model; with `reset: never` the budgets bound the divergence over the whole stream):
-   `budget` for non-embedding parameters (paper 1M) and `embedding_budget` for embedding parameters summed
-   over all embedding matrices (paper 1M); every other group is reset exactly to θ0.
-3. the second output bias of `bias` is always included and trained with the same γ: no prox and not
-   counted against the budgets (it is `output_bias_size` more parameters; summary.json's method_info).
+1. prox step of ℓ1/ℓ2 group lasso (the proximal-gradient form Wuebker et al. use): every group's
+   accumulated offset is shrunk, δ_g ← δ_g · max(0, 1 − γλ/‖δ_g‖₂), γ = the method's learning rate;
+2. the paper's "select a fixed number of parameters after each update": only the groups with the largest
+   ‖δ_g‖₂ are *served* (take part in translation and in the next gradient), within two budgets —
+   non-embedding parameters (paper 1M) and embedding parameters summed over all embedding matrices (paper
+   1M); every other group is served at θ0.
+3. the second output bias of `bias` is always included, outside the budgets and without prox, with its own
+   learning rate `bias_lr` (default 1.0, the paper's rate for `bias`: at the method's γ = 1e-2 it moved by
+   less than 0.01 logits in 36 updates, i.e. did nothing).
 
-Choices where the paper is silent (all settings): budgets ≤ 1.0 are fractions of the model's parameters of
-that kind (its figures are for a ~38M-parameter model with 3 × 10M embeddings: 1M/1M ≈ 0.13 of its
-non-embedding and 0.033 of its embedding parameters); groups are ranked by ‖δ_g‖₂ without any group-size
-weighting, as the formula says; a tensor that does not fit in what is left of the budget is skipped and
-smaller ones after it may still be kept (embedding rows of one width are then a plain top-k); the bias is
-trained with the method's γ (the paper's γ = 1.0 is for the `bias` method alone). λ is not given: the
-default 0.01 makes the prox step shrink every group by γλ = 1e-4 per update, 1% of the largest step a
-clipped gradient can make (γ · clip = 1e-2). That removes what a pair barely touches — on small-ende-probe,
-after one update, 7,942 of the 8,000 rows of its tied embedding matrix (which gets the output layer's
-gradient on every row) and 9 of its 126 other tensors moved by less — while an offset of 1e-3 outlives ten
-updates without gradient, so what a document taught is not forgotten at once and the budgets decide
-among the rest (`method.lambda=…` to study it).
+Which reading of "select after each update" this is, and why. The obvious one — reset the groups outside
+the budget to θ0 and forget them — was implemented first and found wanting: with tensor-wise clipping to 1.0
+every tensor whose gradient norm is ≥ 1 moves by exactly γ = 0.01 at a document's first update, so ‖δ_g‖
+ties across a quarter of the tensors and float32 rounding chose the kept set; and a forgotten group can never
+grow again, so that first choice was final (on TED: 0 changes of the kept set in 87 updates). Here instead:
 
-Everything is tensor-wide work: one norm per tensor (torch._foreach_norm), row norms per embedding
-matrix, and δ is formed, scaled and added back in place, so no second copy of the model is made.
+- out-of-budget groups keep their accumulated, prox-shrunk offset in a *reserve* (not served), so the kept
+  set is a top-k of the proximal-gradient iterate, and a group whose gradient keeps pointing the same way
+  accumulates until it enters the kept set, while one that stops mattering decays (γλ per update) and
+  leaves it. `method_info.selection_changes` counts the updates after which the kept tensor set changed.
+- norms are compared at a relative `resolution` (default 1e-4: well above the ~1e-7 by which float sums
+  differ between thread counts, well below differences that mean something); groups equal at that
+  resolution are ordered by the learning signal clipping hides, their summed unclipped gradient norm, then
+  by position. So rounding does not decide the kept set: 1 and 2 threads keep the same tensors.
+
+Choices where the paper is silent (all settings): the budgets are the paper's absolute 1M + 1M, capped for
+small models at the fraction of parameters the paper's 1M are of its ~38M-parameter model (0.13 of its ~7.5M
+non-embedding, 0.033 of its ~30M embedding parameters), so a small model keeps the paper's sparsity instead
+of being adapted densely; a group that does not fit in what is left of the budget is skipped and smaller
+ones after it may still be kept; λ (not given in the paper) was chosen on held-out documents (see
+configs/method/lasso.yaml). With `reset: never` the budgets bound the divergence from the base model over the
+whole stream.
+
+Cost: the reserve is a second copy of the trainable tensors at most (allocated only for groups that left or
+never entered the kept set); everything else is tensor-wide in-place work (one norm per tensor, row norms
+per embedding matrix).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import torch
@@ -40,12 +55,12 @@ from adaptsim.methods.base import Method
 from adaptsim.methods.bias import OUTPUT_BIAS
 
 
-def resolve_budget(value, total: int, key: str) -> int:
-    """A parameter budget: a fraction of `total` if ≤ 1.0 (1.0 = no limit), else an absolute count."""
-    v = float(value)
-    if v < 0:
-        raise UserError(f"{key}={value}: a budget is ≥ 0 (a count, or a fraction ≤ 1.0)")
-    return int(v * total) if v <= 1.0 else int(v)
+def resolve_budget(count, fraction, total: int, key: str) -> int:
+    """min(count, fraction · total): the paper's absolute budget, capped at a fraction of a small model."""
+    count, fraction = float(count), float(fraction)
+    if count < 0 or not 0 <= fraction <= 1:
+        raise UserError(f"{key}={count:g} with fraction {fraction:g}: a budget is a count ≥ 0 and a fraction in [0, 1]")
+    return int(min(count, fraction * total))
 
 
 def prox_factors(norms: torch.Tensor, threshold: float) -> torch.Tensor:
@@ -54,11 +69,19 @@ def prox_factors(norms: torch.Tensor, threshold: float) -> torch.Tensor:
     return torch.where(norms > 0, (1 - threshold / safe).clamp(min=0), torch.zeros_like(norms))
 
 
-def fill_budget(ranked: Iterable, size, budget: int) -> list:
-    """The groups of `ranked` (best first) that fit in what is left of the budget; one that does not fit is
+def ranked(norms: list[float], signal: list[float], resolution: float) -> list[int]:
+    """Indices of the groups with ‖δ_g‖ > 0, largest first: norms compared on a log grid of relative width
+    `resolution`, ties broken by the larger `signal`, then by position."""
+    def key(i):
+        return (-math.floor(math.log(norms[i]) / resolution), -signal[i], i)
+    return sorted((i for i, n in enumerate(norms) if n > 0), key=key)
+
+
+def fill_budget(order: Iterable, size, budget: int) -> list:
+    """The groups of `order` (best first) that fit in what is left of the budget; one that does not fit is
     skipped and smaller ones after it may still be kept. `size[g]` is a group's parameter count."""
     kept, left = [], budget
-    for g in ranked:
+    for g in order:
         if size[g] <= left:
             kept.append(g)
             left -= size[g]
@@ -67,7 +90,7 @@ def fill_budget(ranked: Iterable, size, budget: int) -> list:
 
 def fill_budget_rows(norms: torch.Tensor, sizes: torch.Tensor, budget: int) -> torch.Tensor:
     """`fill_budget` for rows, vectorised: the largest nonzero rows until the budget is full (the same thing
-    where all rows have one width, as embedding rows do)."""
+    where all rows have one width, as embedding rows do; equal norms: the lower row index first)."""
     order = torch.argsort(norms, descending=True, stable=True)
     fits = (torch.cumsum(sizes[order], 0) <= budget) & (norms[order] > 0)
     keep = torch.zeros_like(fits)
@@ -87,57 +110,105 @@ class Lasso(Method):
         widths, rows = (torch.tensor([e.shape[i] for e in self.embeddings], dtype=torch.long) for i in (1, 0))
         self.row_sizes = widths.repeat_interleave(rows).to(model.device)  # parameters per row, all matrices
         self.lam = float(cfg["lambda"])
-        self.budget = resolve_budget(cfg.budget, sum(self.sizes), "method.budget")
-        self.embedding_budget = resolve_budget(cfg.embedding_budget, sum(e.numel() for e in self.embeddings),
-                                               "method.embedding_budget")
+        self.resolution = float(cfg.resolution)
+        self.bias_lr = float(cfg.bias_lr)
+        if self.lam < 0 or self.resolution <= 0 or self.bias_lr <= 0:
+            raise UserError(f"method.lambda={self.lam:g}, method.resolution={self.resolution:g}, "
+                            f"method.bias_lr={self.bias_lr:g}: expected λ ≥ 0, resolution > 0, bias_lr > 0")
+        self.budget = resolve_budget(cfg.budget, cfg.budget_fraction, sum(self.sizes), "method.budget")
+        self.embedding_budget = resolve_budget(cfg.embedding_budget, cfg.embedding_budget_fraction,
+                                               sum(e.numel() for e in self.embeddings), "method.embedding_budget")
         self.bias = model.add_output_bias()
         self._theta0: list[torch.Tensor] | None = None
         self._emb_theta0: list[torch.Tensor] = []
+        self.reserve: dict[int, torch.Tensor] = {}  # tensor index -> its prox-shrunk offset, while not served
+        self.emb_reserve: list[torch.Tensor] = []  # per embedding matrix: offsets of the rows not served
+        self.signal = [0.0] * len(self.names)  # summed unclipped gradient norms since θ0 (the tie-breaker)
+        self.kept: list[int] | None = None  # indices of the served tensors after the last update
+        self._grad_norms: dict[str, torch.Tensor] = {}
         self.selected = {"tensors": 0, "parameters": 0, "embedding_rows": 0, "embedding_parameters": 0}
         self.selected_max = dict(self.selected)
-        self.steps = 0
+        self.steps = self.selection_changes = 0
 
     def parameters(self):
         return {**dict(zip(self.names, self.tensors)), **dict(zip(self.emb_names, self.embeddings)),
                 OUTPUT_BIAS: self.bias}
 
+    def learning_rates(self):
+        return {OUTPUT_BIAS: self.bias_lr}
+
     def start_document(self, theta0):
         self._theta0 = [theta0[n] for n in self.names]
         self._emb_theta0 = [theta0[n] for n in self.emb_names]
+        self.reserve.clear()
+        self.emb_reserve = [torch.zeros_like(e) for e in self.embeddings]
+        self.signal = [0.0] * len(self.names)
+        self.kept = None
+
+    def before_step(self, grad_norms):
+        self._grad_norms = grad_norms
 
     @torch.no_grad()
     def after_step(self):
         if self._theta0 is None:
             raise RuntimeError("lasso: start_document(theta0) was not called")
         threshold = self.lr * self.lam
-        if self.tensors:  # whole tensors: params become δ, are scaled (0 = dropped), then θ0 is added back
-            torch._foreach_sub_(self.tensors, self._theta0)
-            norms = torch.stack(torch._foreach_norm(self.tensors))
-            shrink = prox_factors(norms, threshold)
-            post = (norms * shrink).tolist()
-            ranked = sorted((i for i, n in enumerate(post) if n > 0), key=lambda i: -post[i])  # ties: in order
-            kept = fill_budget(ranked, self.sizes, self.budget)
-            keep = torch.zeros_like(shrink)
-            keep[kept] = 1
-            torch._foreach_mul_(self.tensors, (shrink * keep).unbind())
-            torch._foreach_add_(self.tensors, self._theta0)
-            self.selected["tensors"] = len(kept)
-            self.selected["parameters"] = sum(self.sizes[i] for i in kept)
-        if self.embeddings:  # rows of all embedding matrices compete for one budget
-            torch._foreach_sub_(self.embeddings, self._emb_theta0)
-            norms = torch.cat([torch.linalg.vector_norm(e, dim=1) for e in self.embeddings])
-            shrink = prox_factors(norms, threshold)
-            keep = fill_budget_rows(norms * shrink, self.row_sizes, self.embedding_budget)
-            factors = (shrink * keep).split([e.shape[0] for e in self.embeddings])
-            for e, f, e0 in zip(self.embeddings, factors, self._emb_theta0):
-                e.mul_(f[:, None]).add_(e0)
-            self.selected["embedding_rows"] = int(keep.sum())
-            self.selected["embedding_parameters"] = int(self.row_sizes[keep].sum())
+        if self.tensors:
+            self._select_tensors(threshold)
+        if self.embeddings:
+            self._select_rows(threshold)
         self.steps += 1
         self.selected_max = {k: max(v, self.selected[k]) for k, v in self.selected_max.items()}
 
+    def _select_tensors(self, threshold: float) -> None:
+        tensors = self.tensors
+        torch._foreach_sub_(tensors, self._theta0)  # served offset (+ this step's update) ...
+        for i, r in self.reserve.items():
+            tensors[i].add_(r)  # ... plus the reserve: the full offset δ of every group
+        norms = torch.stack(torch._foreach_norm(tensors))
+        shrink = prox_factors(norms, threshold)
+        torch._foreach_mul_(tensors, shrink.unbind())
+        grad = self._grad_norms
+        for i, name in enumerate(self.names):
+            if name in grad:
+                self.signal[i] += float(grad[name])
+        kept = fill_budget(ranked((norms * shrink).tolist(), self.signal, self.resolution), self.sizes, self.budget)
+        served = set(kept)
+        self.reserve = {}
+        for i, t in enumerate(tensors):
+            if i not in served:
+                if shrink[i] > 0:
+                    self.reserve[i] = t.clone()
+                t.zero_()
+        torch._foreach_add_(tensors, self._theta0)
+        if self.kept is not None and served != set(self.kept):
+            self.selection_changes += 1
+        self.kept = kept
+        self.selected["tensors"] = len(kept)
+        self.selected["parameters"] = sum(self.sizes[i] for i in kept)
+
+    def _select_rows(self, threshold: float) -> None:
+        # rows of all embedding matrices compete for one budget
+        for e, e0, r in zip(self.embeddings, self._emb_theta0, self.emb_reserve):
+            e.sub_(e0).add_(r)
+        norms = torch.cat([torch.linalg.vector_norm(e, dim=1) for e in self.embeddings])
+        shrink = prox_factors(norms, threshold)
+        keep = fill_budget_rows(norms * shrink, self.row_sizes, self.embedding_budget)
+        splits = [e.shape[0] for e in self.embeddings]
+        for e, e0, r, s, k in zip(self.embeddings, self._emb_theta0, self.emb_reserve,
+                                  shrink.split(splits), keep.split(splits)):
+            e.mul_(s[:, None])
+            torch.mul(e, (~k)[:, None], out=r)
+            e.mul_(k[:, None]).add_(e0)
+        self.selected["embedding_rows"] = int(keep.sum())
+        self.selected["embedding_parameters"] = int(self.row_sizes[keep].sum())
+
     def info(self):
         return {"lambda": self.lam, "budget": self.budget, "embedding_budget": self.embedding_budget,
+                "bias_lr": self.bias_lr, "resolution": self.resolution,
                 "non_embedding_parameters": sum(self.sizes),
                 "embedding_parameters": sum(e.numel() for e in self.embeddings),
-                "output_bias_size": self.bias.numel(), "steps": self.steps, "selected_max": self.selected_max}
+                "output_bias_size": self.bias.numel(), "steps": self.steps, "selected_max": self.selected_max,
+                "selection_changes": self.selection_changes,
+                "kept_tensors": [self.names[i] for i in (self.kept or [])],
+                "reserved_tensors": len(self.reserve)}
