@@ -3,6 +3,10 @@
 One panel per metric: after each segment i, the corpus score of segments 1..i of every adapted run
 minus the baseline's (each run's curves.csv), so a dip shows where adaptation hurt. The baseline's
 curve is read from its run in the sweep, never recomputed.
+
+--bands shades a 95% bootstrap band around each curve: at segment i, the interval of the difference of
+prefix scores under resampled units (adaptsim.stats.prefix_bands, from the per-segment statistics in
+steps.jsonl); where the band leaves 0, the difference so far is unlikely to be resampling noise.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ import math
 from pathlib import Path
 
 from adaptsim.errors import UserError
+from adaptsim.report import significance as sig
 from adaptsim.report.compare import LOWER_IS_BETTER, Block, blocks
 from adaptsim.report.runs import finished_runs
 
 DEFAULT_METRICS = "R0,R1,R0+1,BLEU"  # Figure 2's panels, in its order
 _MAX_DOC_LINES = 40  # document boundaries are drawn when there are at most this many documents
+_BAND_POINTS = 500  # a band is computed at every segment up to this many segments, else at this many points
 
 
 def parser() -> argparse.ArgumentParser:
@@ -25,6 +31,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="image file to write (.png, .pdf, .svg)")
     p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated panels (default: {DEFAULT_METRICS})")
     p.add_argument("--dataset", help="the data set to draw when the runs cover several")
+    p.add_argument("--bands", action="store_true", help="shade a 95%% bootstrap band around each curve")
+    sig.add_arguments(p)
     return p
 
 
@@ -47,8 +55,18 @@ def main(argv: list[str]) -> int:
         if len(curves["doc_id"]) != len(base["doc_id"]) or any(m not in curves for m in metrics):
             raise UserError(f"{run.dir}: curves.csv does not match the baseline's ({baseline.dir})")
         lines.append((label, {m: [a - b for a, b in zip(curves[m], base[m])] for m in metrics}))
-    draw(block, metrics, lines, base["doc_id"], Path(args.out))
-    print(f"wrote {args.out}: {len(lines)} run(s) against the baseline, {len(metrics)} panel(s)")
+    band, note = None, ""
+    if args.bands:
+        cfg = sig.settings(args)
+        n = len(base["doc_id"])
+        ends = sorted({round(n * (k + 1) / _BAND_POINTS) for k in range(_BAND_POINTS)}) if n > _BAND_POINTS \
+            else list(range(1, n + 1))
+        computed = sig.bands([baseline] + [run for _, run in block.adapted], metrics, ends, cfg, "plot")
+        band = (ends, computed)
+        note = f"; 95% bands: {cfg.resamples} resamples of {cfg.unit}s, seed {cfg.seed}"
+    draw(block, metrics, lines, base["doc_id"], Path(args.out), band, note)
+    print(f"wrote {args.out}: {len(lines)} run(s) against the baseline, {len(metrics)} panel(s)"
+          + (f", bands ({sig.settings(args).signature(_units(base['doc_id'], args.unit))})" if args.bands else ""))
     return 0
 
 
@@ -60,7 +78,12 @@ def _one_block(groups: list[Block], dataset: str | None) -> Block:
     return chosen[0]
 
 
-def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_ids: list[str], out: Path) -> None:
+def _units(doc_ids: list[str], unit: str) -> int:
+    return len(set(doc_ids)) if unit == "document" else len(doc_ids)
+
+
+def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_ids: list[str], out: Path,
+         band: tuple[list[int], dict] | None = None, note: str = "") -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed, works on a cluster node
@@ -80,8 +103,11 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
         for k, start in enumerate(starts if len(starts) < _MAX_DOC_LINES else []):
             ax.axvline(start - 0.5, color="0.6", lw=0.9, ls=":", zorder=0, label="new document" if k == 0 else None)
         ax.axhline(0, color="0.2", lw=0.9, ls="--", zorder=1, label="baseline")
-        for label, diffs in lines:
-            ax.plot(x, diffs[metric], lw=1.6, marker=marker, ms=3, label=label, zorder=2)
+        for k, (label, diffs) in enumerate(lines):
+            drawn = ax.plot(x, diffs[metric], lw=1.6, marker=marker, ms=3, label=label, zorder=2)
+            if band is not None:
+                low, high = band[1][metric][k]
+                ax.fill_between(band[0], low, high, color=drawn[0].get_color(), alpha=0.18, lw=0, zorder=1.5)
         better = "lower is better" if metric.split(".")[-1] in LOWER_IS_BETTER else "higher is better"
         ax.set_title(f"{metric}  ({better})", fontsize=11)
         ax.set_ylabel("Δ to baseline (points)")
@@ -95,7 +121,7 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
         axes[-2][-1].xaxis.set_tick_params(labelbottom=True)
         axes[-2][-1].set_xlabel("segment")
     fig.suptitle(f"{block.dataset}: cumulative score minus the baseline's "
-                 f"(model {block.model}, {len(doc_ids)} segments)", fontsize=12)
+                 f"(model {block.model}, {len(doc_ids)} segments{note})", fontsize=12)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     order = [i for i, lb in enumerate(labels) if lb not in ("baseline", "new document")]
     order += [i for i, lb in enumerate(labels) if lb in ("baseline", "new document")]

@@ -5,6 +5,11 @@ absolute scores and every other row shows its difference to the baseline in perc
 The best value per column is marked (bold; in CSV a `best` column) and is judged on absolute scores
 with the baseline competing, so both modes mark the same cells; TER is best when lowest. Failed and
 missing runs are listed on stderr, so stdout stays a clean table.
+
+--significance marks (†) the cells of adapted runs that differ from the baseline at p < 0.05 and --ci
+adds 95% intervals (of the score; with --relative, of the relative difference), both computed by
+resampling the per-segment statistics in steps.jsonl (adaptsim.stats); the footer names the test and
+its signature.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 
 from adaptsim.errors import UserError
 from adaptsim.report.compare import Block, best, blocks, relative
+from adaptsim.report import significance as sig
 from adaptsim.report.runs import finished_runs
 
 ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"]  # Table 1 then Table 2
@@ -31,6 +37,8 @@ class Row:
     is_baseline: bool
     shown: list[float | None]  # what the cell shows: absolute, or relative % for adapted rows in --relative
     best: list[bool]
+    p: list[float | None] | None = None  # p-value of the difference to the baseline (--significance)
+    ci: list[tuple[float, float] | None] | None = None  # 95% interval of what the cell shows (--ci)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", help="comma-separated metric keys, e.g. R0,R1,R0+1 or subword.R0 "
                    f"(default: {','.join(ABSOLUTE_METRICS)}; with --relative {','.join(RELATIVE_METRICS)})")
     p.add_argument("--decimals", type=int, help="digits after the point (default: 1, relative 0; csv: unrounded)")
+    p.add_argument("--significance", action="store_true",
+                   help=f"mark ({sig.MARK}) cells that differ from the baseline at p < {sig.ALPHA}")
+    p.add_argument("--ci", action="store_true", help="show 95%% bootstrap intervals in the cells")
+    sig.add_arguments(p)
     return p
 
 
@@ -50,7 +62,14 @@ def main(argv: list[str]) -> int:
     found = finished_runs(args.dirs, "table")
     groups = blocks(found.runs)
     metrics = choose_metrics(args.metrics, RELATIVE_METRICS if args.relative else ABSOLUTE_METRICS, groups)
-    tables = [(b, rows(b, metrics, args.relative)) for b in groups]
+    cfg = sig.settings(args) if args.significance or args.ci else None
+    tables = []
+    for b in groups:
+        result = None
+        if cfg is not None:
+            b.need_baseline("--significance" if args.significance else "--ci")
+            result = sig.analyse([run for _, run in b.rows], metrics, cfg, "table")
+        tables.append((b, rows(b, metrics, args.relative, result, args.significance, args.ci), result))
     render = {"md": markdown, "csv": to_csv, "latex": latex}[args.format]
     print(render(tables, metrics, args.relative, args.decimals), end="")
     if found.problems:
@@ -71,17 +90,26 @@ def choose_metrics(option: str | None, default: list[str], groups: list[Block]) 
     return metrics
 
 
-def rows(block: Block, metrics: list[str], rel: bool) -> list[Row]:
+def rows(block: Block, metrics: list[str], rel: bool, result=None, marks: bool = False,
+         intervals: bool = False) -> list[Row]:
+    """The block's rows; with a significance `result` (runs in block order, baseline first) p-values
+    (`marks`) and intervals (`intervals`) of what each cell shows."""
     if rel:
         block.need_baseline("--relative")
     absolute = [[run.scores.get(m) for m in metrics] for _, run in block.rows]
-    marks = list(zip(*(best(list(col), m) for col, m in zip(zip(*absolute), metrics))))
+    bests = list(zip(*(best(list(col), m) for col, m in zip(zip(*absolute), metrics))))
     base = [block.baseline.scores.get(m) for m in metrics] if block.baseline else []
     out = []
-    for (label, run), values, mark in zip(block.rows, absolute, marks):
+    for i, ((label, run), values, best_marks) in enumerate(zip(block.rows, absolute, bests)):
         is_base = run is block.baseline
         shown = [relative(v, b) for v, b in zip(values, base)] if rel and not is_base else values
-        out.append(Row(label, str(run.dir), is_base, shown, list(mark)))
+        row = Row(label, str(run.dir), is_base, shown, list(best_marks))
+        if result is not None and marks and not is_base:
+            row.p = [result.differences[i][m].p for m in metrics]
+        if result is not None and intervals:
+            row.ci = [result.differences[i][m].relative_ci if rel and not is_base else result.scores[i][m].ci
+                      for m in metrics]
+        out.append(row)
     return out
 
 
@@ -103,31 +131,62 @@ def _legend(rel: bool) -> str:
     return f"{what}; best per column marked (TER: lowest)"
 
 
+def _nan(v: float | None) -> float | None:
+    return None if v is None or v != v else v
+
+
+def _extras(r: Row, j: int, rel_cell: bool, decimals: int | None, empty: str, mark: str) -> str:
+    """What --significance and --ci add after a cell's number: the mark, the interval."""
+    text = mark if r.p is not None and sig.significant(r.p[j]) else ""
+    if r.ci is not None and r.ci[j] is not None and _nan(r.ci[j][0]) is not None:
+        low, high = (_number(_nan(v), rel_cell, decimals, empty) for v in r.ci[j])
+        text += f" [{low}, {high}]"
+    return text
+
+
+def _footer(result) -> str:
+    return f"{sig.footer(result)}; signature {result.signature}"
+
+
 def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     out = []
-    for block, rs in tables:
+    for block, rs, result in tables:
         out += [f"**{_caption(block)}**", "", "| method | " + " | ".join(metrics) + " |",
                 "|:--" + "|--:" * len(metrics) + "|"]
         for r in rs:
-            cells = [_number(v, rel and not r.is_baseline, decimals, "–") for v in r.shown]
+            rel_cell = rel and not r.is_baseline
+            cells = [_number(v, rel_cell, decimals, "–") for v in r.shown]
             cells = [f"**{c}**" if m and c != "–" else c for c, m in zip(cells, r.best)]
+            cells = [c + _extras(r, j, rel_cell, decimals, "–", sig.MARK) for j, c in enumerate(cells)]
             out.append(f"| {r.label.replace('|', '/')} | " + " | ".join(cells) + " |")
         out.append("")
+        if result is not None:
+            out += [f"_{_footer(result)}._", ""]
     return "\n".join(out + [f"_{_legend(rel)}._", ""])
 
 
 def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["dataset", "data_fingerprint", "model", "method", "values", *metrics, "best", "run_dir"])
-    for block, rs in tables:
+    with_p = any(r.p is not None for _, rs, _ in tables for r in rs)
+    with_ci = any(r.ci is not None for _, rs, _ in tables for r in rs)
+    extra = ([f"p {m}" for m in metrics] if with_p else []) + \
+        ([f"{m} {end}" for m in metrics for end in ("low", "high")] if with_ci else [])
+    w.writerow(["dataset", "data_fingerprint", "model", "method", "values", *metrics, "best", "run_dir", *extra,
+                *(["significance"] if extra else [])])
+    for block, rs, result in tables:
         for r in rs:
             rel_row = rel and not r.is_baseline
             cells = [("" if v is None else repr(v)) if decimals is None else _number(v, rel_row, decimals, "")
                      for v in r.shown]
+            more = ([("" if _nan(p) is None else repr(p)) for p in r.p] if r.p else [""] * len(metrics)) if with_p else []
+            if with_ci:
+                more += [("" if _nan(v) is None else repr(v)) if decimals is None else _number(_nan(v), rel_row, decimals, "")
+                         for ci in (r.ci or [(None, None)] * len(metrics)) for v in ci]
             w.writerow([block.dataset, block.fingerprint, block.model, r.label,
                         "relative %" if rel_row else "absolute", *cells,
-                        ";".join(m for m, b in zip(metrics, r.best) if b), r.run_dir])
+                        ";".join(m for m, b in zip(metrics, r.best) if b), r.run_dir, *more,
+                        *([result.signature if result else ""] if extra else [])])
     return buf.getvalue()
 
 
@@ -139,17 +198,30 @@ def _tex(text: str) -> str:
     return "".join(_TEX.get(c, c) for c in text)
 
 
+def _tex_extras(text: str) -> str:
+    """An interval in LaTeX: thin space before it, minus signs not hyphens (an empty bound "--" stays)."""
+    if " [" not in text:
+        return text
+    mark, interval = text.split(" [", 1)
+    bounds = [b if b == "--" else b.replace("-", "$-$") for b in interval.rstrip("]").split(", ")]
+    return mark + r"\,[" + ", ".join(bounds) + "]"
+
+
 def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     out = [f"% {_legend(rel)} (booktabs)", r"\begin{tabular}{l" + "r" * len(metrics) + "}", r"\toprule"]
-    for i, (block, rs) in enumerate(tables):
+    for i, (block, rs, result) in enumerate(tables):
         if i:
             out.append(r"\midrule")
+        if result is not None:
+            out.append(f"% {_tex(_footer(result))}")
         out += [f"% {_tex(_caption(block))}",
                 rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics)) + r" \\", r"\midrule"]
         for r in rs:
             cells = [_number(v, rel and not r.is_baseline, decimals, "--") for v in r.shown]
             cells = ["$-$" + c[1:] if c.startswith("-") and c != "--" else c for c in cells]  # a minus, not a hyphen
             cells = [rf"\textbf{{{c}}}" if m and c != "--" else c for c, m in zip(cells, r.best)]
+            rel_cell = rel and not r.is_baseline
+            cells = [c + _tex_extras(_extras(r, j, rel_cell, decimals, "--", r"$^\dagger$")) for j, c in enumerate(cells)]
             label = _tex(r.label) if r.is_baseline else rf"\textit{{{_tex(r.label)}}}"
             out.append(f"{label} & " + " & ".join(cells) + r" \\")
     return "\n".join(out + [r"\bottomrule", r"\end{tabular}", ""])

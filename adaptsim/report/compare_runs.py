@@ -1,0 +1,109 @@
+"""`adaptsim compare RUN_A RUN_B [RUN_C…]`: each run's scores with 95% intervals, and every later run's
+difference to RUN_A with its interval and p-value (paired, on the per-segment statistics of steps.jsonl).
+
+RUN_A is usually the baseline (method=none), but any run can be the reference: runs are paired segment by
+segment, so all must be on the same data (data_fingerprint) and scored with the same metric settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from adaptsim.errors import UserError
+from adaptsim.report import significance as sig
+from adaptsim.report.compare import LOWER_IS_BETTER, _labels
+from adaptsim.report.runs import Run, discover
+
+DEFAULT_METRICS = "BLEU,SBLEU,TER,chrF,R0,R1,R0+1"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adaptsim compare", description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run directories; the first is the reference")
+    p.add_argument("--metrics", default=DEFAULT_METRICS,
+                   help=f"comma-separated metric keys; those the runs lack are left out (default: {DEFAULT_METRICS})")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a text table")
+    p.add_argument("--decimals", type=int, default=1, help="digits after the point in the text table (default: 1)")
+    sig.add_arguments(p)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    if len(args.runs) < 2:
+        raise UserError("compare needs at least two run directories")
+    runs = [_one_run(path) for path in args.runs]
+    signatures = {json.dumps(r.summary.get("signatures"), sort_keys=True) for r in runs}
+    if len(signatures) > 1:
+        raise UserError("the runs were scored with different metric settings (summary.json signatures differ)")
+    wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    metrics = [m for m in wanted if all(m in r.scores for r in runs)]
+    if not metrics:
+        raise UserError(f"none of {', '.join(wanted)} is scored in every run")
+    result = sig.analyse(runs, metrics, sig.settings(args), "compare")
+    labels = _labels(runs)
+    print(json.dumps(as_json(runs, labels, metrics, result), indent=2) if args.json
+          else text(runs, labels, metrics, result, args.decimals))
+    return 0
+
+
+def _one_run(path: str) -> Run:
+    found = discover([path])
+    if found.problems and not found.runs:
+        raise UserError(str(found.problems[0]))
+    if len(found.runs) != 1:
+        raise UserError(f"{path}: {len(found.runs)} finished runs below it; compare takes run directories")
+    return found.runs[0]
+
+
+def _f(v: float) -> float | None:
+    return None if v is None or math.isnan(v) else v
+
+
+def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> dict:
+    out = {"signature": result.signature, "test": result.settings.test, "unit": result.settings.unit,
+           "units": result.units, "resamples": result.settings.resamples, "seed": result.settings.seed,
+           "alpha": sig.ALPHA, "runs": [{"label": lb, "run_dir": str(r.dir), "method": r.method}
+                                        for lb, r in zip(labels, runs)],
+           "metrics": {}}
+    for m in metrics:
+        rows = []
+        for i in range(len(runs)):
+            est = result.scores[i][m]
+            row = {"score": _f(est.score), "ci": [_f(v) for v in est.ci]}
+            if i:
+                d = result.differences[i][m]
+                row |= {"diff": _f(d.diff), "diff_ci": [_f(v) for v in d.ci], "relative": _f(d.relative),
+                        "relative_ci": [_f(v) for v in d.relative_ci], "p": _f(d.p),
+                        "significant": sig.significant(d.p)}
+            rows.append(row)
+        out["metrics"][m] = rows
+    return out
+
+
+def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimals: int) -> str:
+    def num(v: float, signed: bool = False) -> str:
+        return "–" if v is None or math.isnan(v) else (f"{v:+.{decimals}f}" if signed else f"{v:.{decimals}f}")
+
+    table = [["metric", "run", "score [95% CI]", f"Δ to {labels[0]} [95% CI]", "p"]]
+    for m in metrics:
+        for i, label in enumerate(labels):
+            est = result.scores[i][m]
+            cells = [m + (" (lower is better)" if m.split(".")[-1] in LOWER_IS_BETTER else "") if i == 0 else "",
+                     label, f"{num(est.score)} [{num(est.ci[0])}, {num(est.ci[1])}]"]
+            if i:
+                d = result.differences[i][m]
+                p = "–" if math.isnan(d.p) else f"{d.p:.4f}" + (f" {sig.MARK}" if sig.significant(d.p) else "")
+                cells += [f"{num(d.diff, True)} [{num(d.ci[0], True)}, {num(d.ci[1], True)}]", p]
+            else:
+                cells += ["", ""]
+            table.append(cells)
+    widths = [max(len(row[j]) for row in table) for j in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    runs_line = "; ".join(f"{lb}: {Path(r.dir)}" for lb, r in zip(labels, runs))
+    return "\n".join([f"{runs[0].dataset} · {runs[0].summary.get('segments', '?')} segments · data {runs[0].fingerprint}",
+                      "", *lines, "", f"{sig.footer(result).replace('the baseline', labels[0])}",
+                      f"signature: {result.signature}", f"runs: {runs_line}"])

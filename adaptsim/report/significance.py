@@ -1,0 +1,130 @@
+"""Significance and intervals for finished runs: read steps.jsonl, pair runs, call adaptsim.stats.
+
+The options (`--resamples`, `--unit`, `--seed`, `--test`) and their defaults are defined here once and
+shared by `table`, `compare` and `plot`. Runs are paired segment by segment, so they must be on the same
+data (`data_fingerprint`) and their steps.jsonl must list the same segments with the same references.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import partial
+
+import numpy as np
+
+from adaptsim.errors import UserError
+from adaptsim.metrics.sacre import METRICS, SacreMetrics
+from adaptsim.report.runs import Run
+from adaptsim.stats import TESTS, UNITS, Result, Series, Settings, compare, prefix_bands, ratio, units_of
+
+ALPHA = 0.05  # a cell is marked when its p-value is below this
+MARK = "†"
+FEW_UNITS = 10  # fewer resampling units than this: warn that the test can hardly find anything
+_SACRE_KIND = {"BLEU": "bleu", "TER": "ter", "chrF": "chrf"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("significance (paired, on per-segment statistics in steps.jsonl)")
+    g.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples / randomisation trials (default: 1000)")
+    g.add_argument("--unit", choices=UNITS, default="document",
+                   help="resampling unit (default: document, because segments of a document are not independent)")
+    g.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")
+    g.add_argument("--test", choices=list(TESTS), default="bs",
+                   help="bs: paired bootstrap (Koehn 2004, sacrebleu's statistic); ar: approximate randomisation "
+                   "(default: bs; intervals are bootstrap intervals either way)")
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    return Settings(args.resamples, args.unit, args.seed, args.test)
+
+
+class Steps:
+    """A run's steps.jsonl, read once: segment identity and the raw rows."""
+
+    def __init__(self, run: Run):
+        path = run.dir / "steps.jsonl"
+        if not path.is_file():
+            raise UserError(f"{run.dir}: no steps.jsonl (significance needs the per-segment statistics)")
+        try:
+            self.rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except ValueError as e:
+            raise UserError(f"{path}: unreadable ({e})") from None
+        expected = run.summary.get("segments")
+        if expected is not None and len(self.rows) != expected:
+            raise UserError(f"{path}: {len(self.rows)} rows for {expected} segments in summary.json")
+        self.run = run
+        self.doc_ids = [str(r.get("doc_id")) for r in self.rows]
+        self.identity = [(str(r.get("doc_id")), str(r.get("seg_id")), r.get("reference")) for r in self.rows]
+
+    def statistics(self, metric: str) -> np.ndarray:
+        """Per-segment sufficient statistics of one metric (segments × columns)."""
+        try:
+            if metric in _SACRE_KIND:
+                return np.array([r["stats"][_SACRE_KIND[metric]] for r in self.rows], dtype=float)
+            if metric == "SBLEU":
+                return np.array([[r["SBLEU"], 1] for r in self.rows], dtype=float)
+            return np.array([[r[f"{metric}_num"], r[f"{metric}_den"]] for r in self.rows], dtype=float)
+        except (KeyError, TypeError):
+            raise UserError(f"{self.run.dir}/steps.jsonl has no per-segment statistics for {metric} (written "
+                            "before adaptsim recorded them, or the metric was not computed); re-run it, or "
+                            f"leave {metric} out with --metrics") from None
+
+
+def scorer(metric: str):
+    """Corpus score from summed statistics: sacrebleu's for BLEU/TER/chrF, a mean for SBLEU, recall otherwise."""
+    if metric in _SACRE_KIND:
+        return partial(SacreMetrics([m for m in METRICS if m in _SACRE_KIND]).vector, metric)
+    return ratio(1.0 if metric == "SBLEU" else 100.0)
+
+
+def paired(runs: list[Run]) -> list[Steps]:
+    """Every run's steps, refusing (one line) runs that are not on the same segments as the first."""
+    first = runs[0]
+    for run in runs[1:]:
+        if run.fingerprint != first.fingerprint:
+            raise UserError(f"{run.dir} is on different data from {first.dir} (data_fingerprint {run.fingerprint} "
+                            f"vs {first.fingerprint}); paired tests need runs on the same data")
+    steps = [Steps(run) for run in runs]
+    for s in steps[1:]:
+        if s.identity != steps[0].identity:
+            raise UserError(f"{s.run.dir}/steps.jsonl lists other segments or references than "
+                            f"{first.dir}/steps.jsonl; paired tests need the same segments in the same order")
+    return steps
+
+
+def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str) -> Result:
+    """Scores, intervals, and differences to runs[0] (the baseline) with p-values, for every metric."""
+    steps = paired(runs)
+    index, n_units = units_of(steps[0].doc_ids, cfg.unit)
+    warn_few(n_units, cfg, command)
+    series = [Series(m, scorer(m), [s.statistics(m) for s in steps]) for m in metrics]
+    return compare(series, index, n_units, cfg)
+
+
+def bands(runs: list[Run], metrics: list[str], ends: list[int], cfg: Settings, command: str) -> dict[str, list]:
+    """Per metric, the learning-curve band of each of runs[1:] against runs[0] at the prefix ends
+    (adaptsim.stats.prefix_bands)."""
+    steps = paired(runs)
+    index, n_units = units_of(steps[0].doc_ids, cfg.unit)
+    warn_few(n_units, cfg, command)
+    return {m: prefix_bands(Series(m, scorer(m), [s.statistics(m) for s in steps]), index, n_units, ends, cfg)
+            for m in metrics}
+
+
+def warn_few(n_units: int, cfg: Settings, command: str) -> None:
+    if n_units < FEW_UNITS:
+        print(f"adaptsim {command}: only {n_units} {cfg.unit}s to resample: the test has few distinct resamples "
+              "and can find only large differences significant"
+              + (" (--unit segment treats segments as independent; they are not)" if cfg.unit == "document" else ""),
+              file=sys.stderr)
+
+
+def significant(p: float | None) -> bool:
+    return p is not None and not np.isnan(p) and p < ALPHA
+
+
+def footer(result: Result) -> str:
+    return (f"{MARK}: differs from the baseline at p < {ALPHA} ({TESTS[result.settings.test]}, "
+            f"{result.settings.resamples} resamples of {result.units} {result.settings.unit}s)")

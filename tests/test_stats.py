@@ -1,0 +1,259 @@
+"""Significance tests and intervals (adaptsim.stats, `table --significance/--ci`, `compare`, `plot --bands`).
+
+The run directories are written here from real metric records: `Evaluator.segment` gives each steps.jsonl
+row (with sacrebleu's statistics) and `Evaluator.corpus` the summary scores, for synthetic hypotheses of
+20 documents × 10 segments whose content words recur within a document (so R1 has occurrences). No model.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from adaptsim.errors import UserError
+from adaptsim.metrics import Evaluator
+from adaptsim.metrics.sacre import SacreMetrics
+from adaptsim.report import compare_runs, plot, table
+from adaptsim.stats import Settings, compare, units_of
+
+METRICS = ["BLEU", "SBLEU", "TER", "chrF", "R0", "R1", "R0+1"]
+_COMMON = "der die das und mit auf ist nicht ein eine".split()
+_TERMS = ("Treiber Ticket Server Datei Ordner Drucker Fenster Konto Passwort Netzwerk Speicher Browser Kabel "
+          "Bildschirm Tastatur Maus Update Lizenz Profil Nutzer Sitzung Pfad Modul Fehler").split()
+
+
+def corpus(docs: int = 20, per_doc: int = 10, seed: int = 0) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    refs, ids = [], []
+    for d in range(docs):
+        terms = rng.sample(_TERMS, 4)  # a document's own terms recur in its segments
+        for _ in range(per_doc):
+            words = rng.choices(_COMMON, k=rng.randint(3, 7)) + rng.sample(terms, 2)
+            rng.shuffle(words)
+            refs.append(" ".join(words).capitalize() + ".")
+            ids.append(f"doc{d:02d}")
+    return refs, ids
+
+
+def noisy(refs: list[str], rate: float, seed: int) -> list[str]:
+    """Each word of the reference replaced by a wrong one with probability `rate`."""
+    rng = random.Random(seed)
+    return [" ".join(w if rng.random() > rate else rng.choice(["Fahrer", "Karte", "etwas", "Ding", "dort"])
+                     for w in r.split()) for r in refs]
+
+
+def write_run(root: Path, name: str, method: str, hyps: list[str], refs: list[str], ids: list[str],
+              fp: str = "fp1", stats: bool = True) -> Path:
+    ev = Evaluator(refs, ids, lang="de")
+    d = root / name
+    d.mkdir(parents=True)
+    with open(d / "steps.jsonl", "w", encoding="utf-8") as f:
+        for i, hyp in enumerate(hyps):
+            row = {"doc_id": ids[i], "seg_id": str(i), "reference": refs[i], "hypothesis": hyp, **ev.segment(i, hyp)}
+            if not stats:
+                row.pop("stats")
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    c = ev.corpus(hyps)
+    (d / "summary.json").write_text(json.dumps({
+        "status": "finished", "method": method, "model": "m", "model_path": "/models/a", "dataset": "synthetic",
+        "data_fingerprint": fp, "segments": len(hyps), "scores": c["scores"], "signatures": c["signatures"]}))
+    return d
+
+
+@pytest.fixture(scope="module")
+def data():
+    return corpus()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, data) -> dict[str, Path]:
+    refs, ids = data
+    root = tmp_path_factory.mktemp("sig") / "sweep"
+    base = noisy(refs, 0.35, seed=1)
+    return {"root": root,
+            "none": write_run(root, "0_none", "none", base, refs, ids),
+            "bias": write_run(root, "1_bias", "bias", base, refs, ids),  # identical to the baseline
+            "full": write_run(root, "2_full", "full", refs, refs, ids),  # hypotheses = references
+            "top": write_run(root, "3_top", "top", noisy(refs, 0.3, seed=2), refs, ids)}
+
+
+def compare_json(capsys, *argv) -> dict:
+    assert compare_runs.main([str(a) for a in argv] + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_vectorised_scores_equal_sacrebleu(data):
+    refs, _ = data
+    sacre = SacreMetrics()
+    stats = sacre.stats(noisy(refs, 0.5, seed=3) + ["", "x"], refs + ["", "Die Datei."])
+    rng = np.random.default_rng(0)
+    for name, kind in (("BLEU", "bleu"), ("TER", "ter"), ("chrF", "chrf")):
+        rows = np.array([s[kind] for s in stats], dtype=float)
+        subsets = [rows[[i]] for i in range(len(rows))] + [rows[rng.integers(0, len(rows), rng.integers(1, 30))]
+                                                            for _ in range(200)]
+        totals = np.array([s.sum(axis=0) for s in subsets])
+        expected = [sacre.scorers[name]._compute_score_from_stats(list(t)).score for t in totals]
+        assert sacre.vector(name, totals) == pytest.approx(expected, abs=1e-9, rel=0)
+
+
+def test_point_estimates_are_the_summary_scores(runs, capsys):
+    out = compare_json(capsys, runs["none"], runs["top"])
+    summary = json.loads((runs["top"] / "summary.json").read_text())["scores"]
+    for m in METRICS:
+        assert out["metrics"][m][1]["score"] == pytest.approx(summary[m], abs=1e-9)
+
+
+def test_identical_runs_p_one_and_no_mark(runs, capsys):
+    for test in ("bs", "ar"):
+        for unit in ("document", "segment"):
+            out = compare_json(capsys, runs["none"], runs["bias"], "--test", test, "--unit", unit, "--resamples", "200")
+            for m in METRICS:
+                row = out["metrics"][m][1]
+                assert row["p"] == 1.0 and row["diff"] == 0.0 and row["diff_ci"] == [0.0, 0.0], (test, unit, m)
+    assert table.main([str(runs["none"]), str(runs["bias"]), "--significance", "--resamples", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert "†" not in printed.split("\n\n_†")[0]  # no cell marked; the footer explains the mark
+
+
+def test_references_as_hypotheses_p_below_001_everywhere(runs, capsys):
+    for test in ("bs", "ar"):
+        for unit in ("document", "segment"):
+            out = compare_json(capsys, runs["none"], runs["full"], "--test", test, "--unit", unit)
+            for m in METRICS:
+                assert out["metrics"][m][1]["p"] < 0.01, (test, unit, m)
+            assert out["metrics"]["BLEU"][1]["score"] == pytest.approx(100) and out["metrics"]["TER"][1]["score"] == 0
+
+
+def test_every_interval_contains_its_point_estimate(runs, capsys):
+    for unit in ("document", "segment"):
+        out = compare_json(capsys, runs["none"], runs["bias"], runs["full"], runs["top"], "--unit", unit)
+        for m, rows in out["metrics"].items():
+            for row in rows:
+                assert row["ci"][0] <= row["score"] <= row["ci"][1], (unit, m, row)
+                if "diff" in row:
+                    assert row["diff_ci"][0] <= row["diff"] <= row["diff_ci"][1], (unit, m, row)
+                    assert row["relative_ci"][0] <= row["relative"] <= row["relative_ci"][1], (unit, m, row)
+
+
+def test_bleu_segment_p_values_agree_with_sacrebleu(data, monkeypatch):
+    """sacrebleu's paired bootstrap and ours estimate the same p from independent resamples (its seed 12345,
+    ours 7), each a binomial proportion: the difference has standard deviation sqrt(p(1-p)(1/B1 + 1/B2)).
+    Allowed: 4 of those (a false alarm under 1e-4 for a fresh seed) plus 1/(B+1) for the +1 in the
+    estimators. Our ≥ versus sacrebleu's > changes nothing here: resampled BLEU differences do not tie."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    refs, ids = data
+    monkeypatch.setenv("SACREBLEU_SEED", "12345")
+    sacre = SacreMetrics(["BLEU"])
+    checked = []
+    for rate_a, rate_b, seed in ((0.30, 0.27, 5), (0.30, 0.33, 6), (0.30, 0.25, 8)):
+        a, b = noisy(refs, rate_a, seed), noisy(refs, rate_b, seed + 100)
+        _, res = PairedTest([("a", a), ("b", b)], {"BLEU": BLEU()}, [refs], test_type="bs", n_samples=1000)()
+        p_sacre = res["BLEU"][1].p_value
+        stats = [np.array([s["bleu"] for s in sacre.stats(h, refs)], dtype=float) for h in (a, b)]
+        from adaptsim.report.significance import scorer
+        from adaptsim.stats import Series
+        index, n = units_of(ids, "segment")
+        ours = compare([Series("BLEU", scorer("BLEU"), stats)], index, n, Settings(2000, "segment", 7, "bs"))
+        p_ours = ours.differences[1]["BLEU"].p
+        tolerance = 4 * math.sqrt(p_sacre * (1 - p_sacre) * (1 / 1000 + 1 / 2000)) + 1 / 1001
+        assert abs(p_ours - p_sacre) <= tolerance, (rate_a, rate_b, p_sacre, p_ours, tolerance)
+        checked.append(p_sacre)
+    assert any(0.02 < p < 0.9 for p in checked), checked  # at least one case where p is not trivially 0 or 1
+
+
+def test_seeded_and_signed(runs, capsys):
+    args = (runs["none"], runs["top"], "--resamples", "300")
+    first, again = compare_json(capsys, *args), compare_json(capsys, *args)
+    assert first == again
+    other = compare_json(capsys, *args, "--seed", "1")
+    assert other["metrics"]["BLEU"][1]["ci"] != first["metrics"]["BLEU"][1]["ci"]
+    assert first["signature"].startswith("test:bs|unit:document|units:20|resamples:300|seed:12345|ci:95%|adaptsim:")
+
+
+def test_table_marks_intervals_and_footer(runs, capsys):
+    assert table.main([str(runs["root"]), "--relative", "--significance", "--ci", "--resamples", "300"]) == 0
+    out = capsys.readouterr().out
+    lines = {ln.split(" | ")[0][2:]: ln for ln in out.splitlines() if ln.startswith("| ")}
+    assert lines["full"].count("†") == len(["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"])
+    assert "†" not in lines["bias"] and "†" not in lines["baseline"]
+    assert "| bias | 0 [0, 0] |" in lines["bias"]  # identical: difference 0, interval [0, 0]
+    assert "_†: differs from the baseline at p < 0.05 (paired bootstrap, 300 resamples of 20 documents); " \
+           "signature test:bs|unit:document|units:20|resamples:300|seed:12345" in out
+    table.main([str(runs["root"]), "--format", "csv", "--significance", "--ci", "--resamples", "300"])
+    rows = {r["method"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert float(rows["bias"]["p BLEU"]) == 1.0 and float(rows["full"]["p BLEU"]) < 0.01
+    assert float(rows["full"]["BLEU low"]) <= float(rows["full"]["BLEU"]) <= float(rows["full"]["BLEU high"])
+    assert rows["baseline"]["p BLEU"] == "" and rows["full"]["significance"].startswith("test:bs|")
+
+
+def test_latex_marks(runs, capsys):
+    table.main([str(runs["root"]), "--format", "latex", "--significance", "--metrics", "BLEU,TER", "--resamples", "200"])
+    out = capsys.readouterr().out
+    assert r"\textit{full} & \textbf{100.0}$^\dagger$ & \textbf{0.0}$^\dagger$ \\" in out
+    assert r"\textit{bias} & " in out and "dagger" not in next(ln for ln in out.splitlines() if "{bias}" in ln)
+
+
+def test_refusals(runs, data, tmp_path, capsys):
+    refs, ids = data
+    other = write_run(tmp_path, "x_none", "none", refs, refs, ids, fp="fp-other")
+    with pytest.raises(UserError, match="different data"):
+        compare_runs.main([str(runs["none"]), str(other)])
+    old = write_run(tmp_path / "old", "1_full", "full", refs, refs, ids, stats=False)
+    with pytest.raises(UserError, match="no per-segment statistics for BLEU"):
+        compare_runs.main([str(runs["none"]), str(old)])
+    assert compare_runs.main([str(runs["none"]), str(old), "--metrics", "R0,R1", "--json"]) == 0  # recall is there
+    with pytest.raises(UserError, match="at least two"):
+        compare_runs.main([str(runs["none"])])
+    with pytest.raises(UserError, match="runs below it"):
+        compare_runs.main([str(runs["none"]), str(runs["root"])])
+    with pytest.raises(UserError, match="needs a baseline"):
+        table.main([str(runs["full"]), str(runs["top"]), "--significance"])
+    (tmp_path / "cut").mkdir()
+    cut = write_run(tmp_path / "cut", "0_top", "top", refs[:-1], refs[:-1], ids[:-1])
+    with pytest.raises(UserError, match="other segments"):
+        compare_runs.main([str(runs["none"]), str(cut)])
+    with pytest.raises(SystemExit):
+        compare_runs.main([str(runs["none"]), str(runs["top"]), "--unit", "sentence"])
+    capsys.readouterr()
+
+
+def test_compare_text(runs, capsys):
+    assert compare_runs.main([str(runs["none"]), str(runs["full"]), str(runs["top"]), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "score [95% CI]" in out and "Δ to baseline [95% CI]" in out
+    assert "signature: test:bs|unit:document|units:20|resamples:200|seed:12345" in out
+    bleu_full = next(ln for ln in out.splitlines() if ln.split()[:1] == ["full"])
+    assert "+" in bleu_full and bleu_full.rstrip().endswith("†")
+
+
+def test_plot_bands_end_at_the_corpus_interval(runs, data, tmp_path, capsys):
+    from adaptsim.report.significance import bands
+    from adaptsim.report.runs import discover
+
+    found = {r.method: r for r in discover([runs["root"]]).runs}
+    n = len(data[0])
+    got = bands([found["none"], found["top"]], ["BLEU", "R1"], [n // 2, n], Settings(300, "document", 12345, "bs"),
+                "plot")
+    corpus_ci = compare_json(capsys, runs["none"], runs["top"], "--resamples", "300", "--metrics", "BLEU,R1")
+    for m in ("BLEU", "R1"):
+        low, high = got[m][0]
+        assert [low[-1], high[-1]] == pytest.approx(corpus_ci["metrics"][m][1]["diff_ci"], abs=1e-9)
+        assert high[0] - low[0] > high[-1] - low[-1]  # half the data: a wider band
+    # the plot itself needs curves.csv: write the cumulative curves the runs would have written
+    for name in ("none", "bias", "full", "top"):
+        rows = [json.loads(ln) for ln in (runs[name] / "steps.jsonl").read_text().splitlines()]
+        ev = Evaluator(data[0], data[1], lang="de")
+        from adaptsim.metrics import write_curves
+        write_curves(ev.curves([r["hypothesis"] for r in rows]), runs[name] / "curves.csv")
+    out = tmp_path / "bands.png"
+    assert plot.main([str(runs["root"]), "--out", str(out), "--bands", "--resamples", "200"]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG" and "bands (test:bs|unit:document" in capsys.readouterr().out
