@@ -112,3 +112,15 @@ def test_plot_from_sweep(basic, tmp_path, capsys):
     png = tmp_path / "curves.png"
     assert plot.main([str(basic), "--out", str(png), "--metrics", "R0,R1,R0+1,BLEU"]) == 0
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_significance_on_a_real_sweep(basic, capsys):
+    """A real run's steps.jsonl carries the statistics resampling needs, and they give the summary's scores."""
+    assert table.main([str(basic), "--significance", "--ci", "--unit", "segment", "--resamples", "200",
+                       "--format", "csv", "--metrics", "BLEU,SBLEU,TER,chrF,R0,R0+1"]) == 0
+    rows = {r["method"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows["full"]["significance"].startswith("test:bs|unit:segment|units:8|resamples:200|")
+    for row in rows.values():
+        assert float(row["BLEU low"]) <= float(row["BLEU"]) <= float(row["BLEU high"]) + 1e-9
+    step = json.loads((basic / "1_none" / "steps.jsonl").read_text().splitlines()[0])
+    assert set(step["stats"]) == {"bleu", "ter", "chrf"} and len(step["stats"]["bleu"]) == 10
