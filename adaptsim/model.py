@@ -88,6 +88,14 @@ class Seq2SeqModel:
     def named_parameters(self) -> dict[str, nn.Parameter]:
         return {n: p for n, p in self.net.named_parameters() if n not in self.arch.constants}
 
+    def signature(self) -> str:
+        """A short hash of the trainable tensors' names and shapes: what a list of tensors chosen for one
+        model (method=fixed) must match to be used on another."""
+        import hashlib
+
+        text = "\n".join(f"{n}:{tuple(p.shape)}" for n, p in self.named_parameters().items())
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
     def add_output_bias(self) -> nn.Parameter:
         """A second, zero-initialised bias on the output logits (Michel & Neubig 2018), trained by `bias`/`lasso`."""
         if self._output_bias_hook is not None:

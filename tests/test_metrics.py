@@ -108,8 +108,19 @@ def test_truecasing_german_noun_vs_article():
     assert "Die" in none.words(refs[0])
 
 
-def test_per_token_truecasing_equals_sacremoses_on_whole_sentences():
-    # words.py truecases token by token (cached); that must be what sacremoses does to a sentence
+def test_truecasing_keeps_known_mid_sentence_casing_as_truecase_perl_does():
+    # "essen" (to eat) is the more frequent form; the noun "Essen" (food) was seen too. Mid-sentence, a
+    # known casing is kept, so the noun stays a word of its own; only the sentence-initial word is recased.
+    refs = ["Wir essen heute .", "Sie essen gern .", "Alle essen jetzt .", "Das Essen ist warm ."]
+    ev = Evaluator(refs, lang="de")
+    assert "Essen" in ev.words("Das Essen ist warm .") and "essen" not in ev.words("Das Essen ist warm .")
+    assert "essen" in ev.words("Wir essen heute .")
+    assert "essen" in ev.words("Essen ist warm .")  # sentence start: the most frequent casing
+    assert ev.words.tokens("Er mag das ESSEN .")[3] == "essen"  # a casing never seen: the most frequent one
+
+
+def test_truecasing_equals_sacremoses_use_known_on_whole_sentences():
+    # words.py truecases sentence by sentence: exactly sacremoses' truecase(use_known=True) (truecase.perl)
     from sacremoses import MosesTokenizer, MosesTruecaser
 
     refs = ["Die Katze sieht den Mann .", "Mann , die Katze schläft .", "„Die Tür“ ist zu & offen | oder ?",
@@ -118,7 +129,7 @@ def test_per_token_truecasing_equals_sacremoses_on_whole_sentences():
     tokenizer, truecaser = MosesTokenizer(lang="de"), MosesTruecaser()
     truecaser.train([tokenizer.tokenize(r) for r in refs])
     for text in refs + ["DIE KATZE sieht die Tür ."]:
-        whole = truecaser.truecase(tokenizer.tokenize(text, return_str=True))
+        whole = truecaser.truecase(tokenizer.tokenize(text, return_str=True), use_known=True)
         assert ev.words.tokens(text) == [html.unescape(t) for t in whole]
 
 

@@ -1,51 +1,68 @@
-"""`adaptsim select-fixed`: lasso over held-out documents writes a `fixed` method config that loads."""
+"""`adaptsim select-fixed` chooses `fixed`'s tensors by held-out performance and writes a list that `fixed`
+uses on its own model only."""
 
 import json
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR, methods
 from adaptsim.cli import main
+from adaptsim.errors import UserError
 from adaptsim.methods.fixed import Fixed
 from adaptsim.model import Seq2SeqModel
+from adaptsim.select_fixed import blocks
 
 
-def test_select_fixed_writes_a_loadable_method_config_within_the_budget(tmp_path, tiny_model_dir, tiny_tsv):
-    output = tmp_path / "configs" / "method" / "fixed_tiny.yaml"
+def fixed_cfg(**overrides):
+    return OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / "fixed.yaml"), {"list": "x"}, overrides)
+
+
+def test_select_fixed_keeps_the_blocks_that_lower_held_out_loss(tmp_path, tiny_model_dir, tiny_tsv):
+    output = tmp_path / "tiny.yaml"
     with pytest.raises(SystemExit) as exit_:
         main(["select-fixed", f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}",
-              "budget=0.3", "method.budget=0.2", "name=tiny", f"output={output}", "progress=false",
+              "budget_fraction=0.3", f"output={output}", "progress=false", "prefixes=2",
               f"hydra.run.dir={tmp_path / 'run'}"])
     assert exit_.value.code == 0
     report = json.loads((tmp_path / "run" / "select_fixed.json").read_text())
     model = Seq2SeqModel.load(str(tiny_model_dir))
     sizes = {n: p.numel() for n, p in model.named_parameters().items() if n not in model.arch.embeddings}
-    assert report["documents"] == 2 and report["output"] == str(output)
-    assert report["budget"] == int(0.3 * sum(sizes.values()))
-    # the most often selected tensors come first; the list fits the budget and has no embedding matrix
+    assert report["budget"] == int(0.3 * sum(sizes.values())) and report["documents"] == 2
     params = report["params"]
     assert params and sum(sizes[n] for n in params) == report["parameters"] <= report["budget"]
-    counts = [report["selected"][n]["documents"] for n in params]
-    assert counts == sorted(counts, reverse=True) and counts[0] >= 1
-
-    # loadable as method=fixed_tiny through Hydra, and it trains exactly that list (+ source embedding rows)
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("run", overrides=["method=fixed_tiny", "dataset=tsv", f"dataset.path={tiny_tsv}",
-                                        f"hydra.searchpath=[file://{tmp_path / 'configs'}]"])
-    GlobalHydra.instance().clear()
-    assert cfg.method.name == "fixed_tiny" and list(cfg.method.params) == params
-    method = methods.build(cfg.method, model)
+    # chosen by the score: the written list is the best prefix tried, and better than no tensors at all
+    tried = {k: v["loss"] for k, v in report["prefixes"].items()}
+    assert report["loss"] == min(tried.values()) < report["baseline_loss"]
+    gains = [v["gain"] for v in report["blocks"].values()]
+    assert gains == sorted(gains, reverse=True)
+    chosen_blocks = report["prefixes"][min(tried, key=lambda k: (tried[k], int(k)))]["blocks"]
+    assert all(report["blocks"][b]["gain"] > 0 for b in chosen_blocks)
+    # `fixed` reads the list for this model and trains exactly it (plus the source embedding rows)
+    method = methods.build(fixed_cfg(list=str(output)), model)
     assert isinstance(method, Fixed) and method.info()["tensors"] == [n for n in sizes if n in params]
-    assert OmegaConf.load(output).source_embeddings is True
 
 
-def test_select_fixed_needs_lasso(tmp_path, tiny_model_dir, tiny_tsv, capsys):
+def test_fixed_refuses_a_list_chosen_for_another_model(tmp_path, tiny_model_dir, tiny_model_dir_untied):
+    demo_list = CONFIG_DIR / "fixed_lists" / "demo.yaml"
+    with pytest.raises(UserError, match="chosen for model demo.*select-fixed"):
+        methods.build(fixed_cfg(list=str(demo_list)), Seq2SeqModel.load(str(tiny_model_dir)))
+    with pytest.raises(UserError, match="no list of fixed tensors.*select-fixed"):
+        methods.build(fixed_cfg(list="no-such-model"), Seq2SeqModel.load(str(tiny_model_dir)))
+
+
+def test_blocks_are_layer_submodules_and_cover_every_non_embedding_tensor(tiny_model_dir):
+    model = Seq2SeqModel.load(str(tiny_model_dir))
+    found = blocks(model)
+    assert "model.decoder.layers.1.encoder_attn" in found and "model.encoder.layers.0.fc1" in found
+    assert len(found["model.decoder.layers.1.encoder_attn"]) == 8  # q, k, v, out: weight and bias
+    covered = sorted(n for names in found.values() for n in names)
+    assert covered == sorted(n for n in model.named_parameters() if n not in model.arch.embeddings)
+
+
+def test_select_fixed_needs_fixed(tmp_path, tiny_model_dir, tiny_tsv, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["select-fixed", "method=full", f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}",
               f"output={tmp_path / 'x.yaml'}", f"hydra.run.dir={tmp_path / 'run'}"])
     assert exit_.value.code == 1
-    assert "selects with lasso" in capsys.readouterr().err and not (tmp_path / "x.yaml").exists()
+    assert "list of method=fixed" in capsys.readouterr().err and not (tmp_path / "x.yaml").exists()

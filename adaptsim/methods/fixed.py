@@ -1,9 +1,12 @@
 """`fixed`: train a fixed subset of tensors chosen beforehand on held-out data, plus source embeddings
-(paper §4, §5.1; the subset comes from `adaptsim select-fixed`, which runs `lasso` on held-out documents).
+(paper §4, §5.1; the subset comes from `adaptsim select-fixed`, which chooses it by held-out performance).
 
-`params` lists parameter names or shell patterns (`model.decoder.layers.*.fc2.*`); each must match some
-parameter, so a list made for another architecture fails loudly instead of training nothing. Listed
-tensors are trained whole, embedding matrices included.
+The subset is the list `select-fixed` wrote for this model, `configs/fixed_lists/<list>.yaml` (`list`
+defaults to the model's name; a path to such a file also works). The file records the model it was chosen
+for, and a list chosen for another model (other tensor names or shapes) stops the run: a subset chosen for
+one model says nothing about another. `params` instead gives names or shell patterns
+(`model.decoder.layers.*.fc2.*`) directly, for studies of a hand-made subset; each must match some
+parameter. Listed tensors are trained whole, embedding matrices included.
 
 `source_embeddings: true` adds the source embedding matrix, of which only the rows of the tokens seen in
 the current pair change (paper: "potentially the full source embeddings, but in practice [...] limited"):
@@ -18,23 +21,50 @@ reference tokens. With a separate source matrix both are the same, as no other r
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 import torch
+from omegaconf import OmegaConf
 
+from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
+
+LISTS = CONFIG_DIR / "fixed_lists"
+
+
+def list_path(name: str) -> Path:
+    """Where the list of model `name` lives (or `name` itself, if it is a path to a YAML file)."""
+    return Path(name) if str(name).endswith((".yaml", ".yml")) else LISTS / f"{name}.yaml"
+
+
+def read_list(name: str, model) -> list[str]:
+    """The tensors of list `name`, after checking it was chosen for `model`."""
+    path = list_path(name)
+    fix = "choose one for this model with `python -m adaptsim select-fixed model=… dataset=<held-out data>`"
+    if not path.is_file():
+        raise UserError(f"method.list={name}: no list of fixed tensors at {path}; {fix}")
+    saved = OmegaConf.load(path)
+    chosen_for = saved.get("model") or {}
+    if chosen_for.get("signature") != model.signature():
+        total = sum(p.numel() for p in model.named_parameters().values())
+        raise UserError(f"method.list={name}: {path.name} was chosen for model {chosen_for.get('name')} "
+                        f"({chosen_for.get('parameters')} parameters), not this one ({total}); {fix}")
+    return [str(p) for p in saved.params]
 
 
 class Fixed(Method):
     def __init__(self, cfg, model):
         super().__init__(cfg, model)
         named = model.named_parameters()
-        patterns = [str(p) for p in (cfg.get("params") or [])]
+        given = cfg.get("params")
+        patterns = [str(p) for p in given] if given is not None else read_list(str(cfg.list), model)
         unmatched = [pat for pat in patterns if not any(fnmatchcase(n, pat) for n in named)]
         if unmatched:
             raise UserError(f"method.params: {unmatched} match no parameter of the model (names look like "
                             f"{next(iter(named))!r}); make a list for this model with `adaptsim select-fixed`")
         self._params = {n: p for n, p in named.items() if any(fnmatchcase(n, pat) for pat in patterns)}
+        self.list = None if given is not None else str(cfg.list)
         self.rows_of = str(cfg.get("embedding_rows", "source"))
         if self.rows_of not in ("source", "pair"):
             raise UserError(f"method.embedding_rows={self.rows_of}: expected source or pair")
@@ -66,5 +96,5 @@ class Fixed(Method):
 
     def info(self):
         listed = [n for n in self._params if n not in self.row_masked]
-        return {"tensors": listed, "tensor_parameters": sum(self._params[n].numel() for n in listed),
+        return {"list": self.list, "tensors": listed, "tensor_parameters": sum(self._params[n].numel() for n in listed),
                 "row_masked_embeddings": self.row_masked, "embedding_rows": self.rows_of}

@@ -5,9 +5,14 @@ target-side text (or lowercasing, or nothing) → unescape → keep tokens that 
 hold a letter or digit. Comparisons after this are case-sensitive: truecasing is what keeps the
 German noun "Mann" apart from the stopword "mann" while turning sentence-initial "Die" into "die".
 
-Speed: the Moses tokenizer runs once per distinct string. Everything after it is a function of
-the token alone — sacremoses' truecaser with its default `use_known=False` maps every token,
-sentence-initial or not, to its most frequent casing — so it runs once per distinct token.
+Truecasing is sentence-level, as Moses' truecase.perl does it (sacremoses `use_known=True`): a word at
+the start of a sentence takes its most frequent casing, a word elsewhere keeps its casing if that casing
+was seen in training, and only unseen casings are changed. So mid-sentence "das Essen" (the food) stays
+apart from "wir essen" (we eat) even where "essen" is the more frequent form; token by token, every
+"Essen" would become "essen".
+
+Speed: the Moses tokenizer and the truecaser run once per distinct string; the stopword/word filter
+once per distinct cased token.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ class WordPipeline:
         self._tokenizer = MosesTokenizer(lang=lang)
         self._truecaser: MosesTruecaser | None = None
         self._content: dict[str, frozenset[str]] = {}  # text -> content words
-        self._word: dict[str, str | None] = {}  # escaped Moses token -> content word, or None
+        self._word: dict[str, str | None] = {}  # cased, escaped Moses token -> content word, or None
 
     def fit(self, texts: Iterable[str], keep: bool = False) -> None:
         """Train the truecaser on `texts` (case="truecase" only); `keep` caches their content words,
@@ -74,19 +79,22 @@ class WordPipeline:
     def _escaped(self, text: str) -> list[str]:
         return self._tokenizer.tokenize(text, escape=True)
 
-    def _cased(self, token: str) -> str:
+    def _cased(self, escaped_tokens: list[str]) -> list[str]:
+        """One sentence's tokens, cased (sentence-level truecasing: see the module docstring)."""
         if self.case == "truecase":
             if self._truecaser is None:
                 raise RuntimeError("WordPipeline.fit() must train the truecaser first")
-            return self._truecaser.truecase(token)[0]
-        return token.lower() if self.case == "lower" else token
+            if not escaped_tokens:
+                return []
+            return self._truecaser.truecase(" ".join(escaped_tokens), use_known=True)
+        return [t.lower() for t in escaped_tokens] if self.case == "lower" else escaped_tokens
 
     def _words_of(self, escaped_tokens: list[str]) -> frozenset[str]:
         words = set()
-        for token in escaped_tokens:
+        for token in self._cased(escaped_tokens):
             word = self._word.get(token, _UNSEEN)
             if word is _UNSEEN:
-                word = _unescape(self._cased(token))
+                word = _unescape(token)
                 word = self._word[token] = word if word not in self.stopwords and is_word(word) else None
             if word is not None:
                 words.add(word)
@@ -98,7 +106,7 @@ class WordPipeline:
 
     def tokens(self, text: str) -> list[str]:
         """Moses tokens of `text` after casing, unescaped (so "&" is "&", not "&amp;")."""
-        return [_unescape(self._cased(t)) for t in self._escaped(text)]
+        return [_unescape(t) for t in self._cased(self._escaped(text))]
 
     def __call__(self, text: str) -> frozenset[str]:
         """Content-word types of `text`."""
