@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     except UserError as e:
         print(f"adaptsim {name}: error: {e}", file=sys.stderr)
         code = 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as errors.Terminated
         print(f"adaptsim {name}: interrupted", file=sys.stderr)
-        code = 130
+        code = getattr(e, "exit_code", 130)
     sys.exit(code or 0)

@@ -15,3 +15,11 @@ class DataError(UserError):
 
     def __reduce__(self):  # picklable, so a parallel launcher's worker can hand it back to the main process
         return type(self), (self.path, self.message, self.line)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like SIGINT's KeyboardInterrupt, so a job unwinds and records that
+    it was interrupted instead of dying with summary.json still saying `running`."""
+
+    signal_name = "SIGTERM"
+    exit_code = 143  # 128 + SIGTERM, what a shell reports for a process killed by it

@@ -6,9 +6,14 @@ overrides first (composing once per sweep value) so the user gets a short usage 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import signal
 import sys
+import threading
+import time
+from pathlib import Path
 from typing import Callable
 
 import hydra
@@ -17,7 +22,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
-from adaptsim.errors import UserError
+from adaptsim.errors import Terminated, UserError
 
 # Hydra's own flags that take a value as the next argument.
 _FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
@@ -41,10 +46,16 @@ def split_overrides(argv: list[str]) -> list[str]:
 
 def check_overrides(config_name: str, argv: list[str]) -> str | None:
     """Return an error message if the overrides do not compose, else None."""
+    return compose_variants(config_name, argv)[0]
+
+
+def compose_variants(config_name: str, argv: list[str]) -> tuple[str | None, list]:
+    """(error message or None, the composed configs with Hydra's node: the first value of every sweep, then
+    each other sweep value once)."""
     try:
         parsed = OverridesParser.create().parse_overrides(split_overrides(argv))
     except Exception as e:  # OverrideParseException: bad syntax
-        return str(e).splitlines()[0]
+        return str(e).splitlines()[0], []
     base, sweeps = [], []
     for o in parsed:
         key = o.get_key_element()
@@ -56,16 +67,100 @@ def check_overrides(config_name: str, argv: list[str]) -> str | None:
             base.append(o.input_line)
     variants = [base] + [base[:i] + [f"{k}={v}"] + base[i + 1:] for i, k, vs in sweeps for v in vs]
     GlobalHydra.instance().clear()
+    cfgs = []
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             for overrides in variants:
-                compose(config_name, overrides=overrides, return_hydra_config=True)
+                cfgs.append(compose(config_name, overrides=overrides, return_hydra_config=True))
     except Exception as e:  # ConfigCompositionException, MissingConfigException, …
         msg = " ".join(str(e).split())
-        return msg.split(" Config search path")[0][:400]
+        return msg.split(" Config search path")[0][:400], []
     finally:
         GlobalHydra.instance().clear()
-    return None
+    return None, cfgs
+
+
+def check_output_dirs(cfgs: list, multirun: bool) -> None:
+    """Refuse an output directory that cannot be written or holds another run, before Hydra writes its
+    .hydra/ files there (which would overwrite that run's recorded config). A sweep directory that holds
+    another sweep (its multirun.yaml) is refused the same way; each job's own directory is checked again
+    by the job (adaptsim.outputs.RunWriter)."""
+    from adaptsim.outputs import check_run_dir
+
+    for cfg in cfgs:
+        resume = bool(cfg.get("resume", False))
+        try:
+            path = Path(str(cfg.hydra.sweep.dir if multirun else cfg.hydra.run.dir))
+        except Exception:  # an interpolation only Hydra's runtime can resolve: the job checks for itself
+            continue
+        check_run_dir(path, resume=resume, create=False)
+        if multirun and not resume and (path / "multirun.yaml").exists():
+            raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
+        if multirun:
+            return  # one sweep directory for all the variants
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+# Launchers whose jobs run in child processes of the sweep's main process, on this machine.
+_LOCAL_LAUNCHERS = ("joblib_launcher.JoblibLauncher", "submitit_launcher.LocalLauncher")
+_job_done = threading.Event()
+_watching = False
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie (killed, not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except ProcessLookupError:
+        return False
+    except OSError:  # no permission to signal it, or no /proc: it exists
+        return True
+
+
+def _watch_main(main_pid: int, poll_s: float = 0.5, grace_s: float = 10.0) -> None:
+    """Stop this worker once the sweep's main process is gone. Killing the main process of a joblib sweep
+    (even with SIGKILL, which it cannot react to) left its loky workers running, re-parented to PID 1, to
+    finish their jobs unobserved. The job is stopped as if by SIGTERM, so it unwinds and records that it
+    was interrupted; then (or after `grace_s` at most) the process exits, as a loky worker would
+    otherwise wait for a parent that no longer exists."""
+    while _alive(main_pid):
+        time.sleep(poll_s)
+    if not _job_done.is_set():
+        os.kill(os.getpid(), signal.SIGTERM)
+        _job_done.wait(grace_s)
+    os._exit(Terminated.exit_code)
+
+
+def _watch_main_process(main_pid: int) -> None:
+    """In a local launcher's worker process: watch the sweep's main process (once per worker)."""
+    global _watching
+    from hydra.core.hydra_config import HydraConfig
+
+    if _watching or not str(HydraConfig.get().launcher.get("_target_", "")).endswith(_LOCAL_LAUNCHERS):
+        return
+    _watching = True
+    threading.Thread(target=_watch_main, args=(main_pid,), daemon=True, name="adaptsim-watch-main").start()
+
+
+@contextlib.contextmanager
+def _job_context(main_pid: int):
+    """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated), and in a local launcher's
+    worker the sweep's main process is watched."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    _job_done.clear()
+    try:
+        if os.getpid() != main_pid:
+            _watch_main_process(main_pid)
+        yield
+    finally:
+        _job_done.set()
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def launch(task: Callable, config_name: str, argv: list[str], command: str) -> int:
@@ -75,18 +170,22 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     Returns the exit code: 1 if any job in this process failed so. In a parallel launcher's worker process
     (joblib, submitit) the error is raised again after printing: that is how such a launcher learns of it.
     """
-    error = check_overrides(config_name, argv)
+    error, cfgs = compose_variants(config_name, argv)
     if error:
         print(f"usage: adaptsim {command} [-m] [key=value …]   (--help lists config groups)", file=sys.stderr)
         print(f"adaptsim {command}: error: {error}", file=sys.stderr)
         sys.exit(2)
+    if not any(a in ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i") for a in argv):
+        check_output_dirs(cfgs, multirun=any(a in ("-m", "--multirun") for a in argv))
     failures: list[str] = []
     main_pid = os.getpid()
 
     @functools.wraps(task)
     def job(cfg):
+        # (only module-level names in here besides the closure: a parallel launcher pickles this function)
         try:
-            return task(cfg)
+            with _job_context(main_pid):
+                return task(cfg)
         except UserError as e:
             print(f"adaptsim {command}: error: {e}", file=sys.stderr)
             failures.append(str(e))

@@ -18,6 +18,30 @@ from adaptsim.errors import UserError
 log = logging.getLogger(__name__)
 
 
+def _from_pretrained(cls, source: str, path, where: Path | None, what: str):
+    """`cls.from_pretrained(source)`, failing with one line. A broken local copy (a directory with only
+    config.json, an empty or truncated model.safetensors) makes transformers/safetensors raise TypeError,
+    SafetensorError, …: name the file (`where`) instead of showing their traceback."""
+    try:
+        return cls.from_pretrained(source)
+    except OSError as e:
+        raise UserError(f"model.path={path}: could not load ({_first_line(e)}); offline, "
+                        "point model.path at a local copy of the model") from None
+    except Exception as e:
+        if where is None:
+            raise
+        raise UserError(f"{where}: cannot load the {what} ({type(e).__name__}: {_first_line(e)}); the model "
+                        "directory is incomplete or a file is truncated: save or copy the model again") from None
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:200]
+
+
+def _weights_file(local: Path) -> Path:
+    return next((local / n for n in ("model.safetensors", "pytorch_model.bin") if (local / n).exists()), local)
+
+
 class Seq2SeqModel:
     def __init__(self, net, tokenizer, device: str = "cpu"):
         self.net = net.to(device).eval()
@@ -43,12 +67,9 @@ class Seq2SeqModel:
             raise UserError(f"model.path={path}: no model there (expected a directory with config.json, "
                             "a tokenizer and weights, e.g. from `adaptsim train` or a downloaded OPUS-MT model)")
         source = str(local) if looks_local else str(path)
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(source)
-            net = AutoModelForSeq2SeqLM.from_pretrained(source)
-        except OSError as e:
-            raise UserError(f"model.path={path}: could not load ({str(e).splitlines()[0]}); offline, "
-                            "point model.path at a local copy of the model") from None
+        tokenizer = _from_pretrained(AutoTokenizer, source, path, local if looks_local else None, "tokenizer")
+        net = _from_pretrained(AutoModelForSeq2SeqLM, source, path, _weights_file(local) if looks_local else None,
+                               "model")
         log.info("loaded %s (%s, %d parameters)", path, net.config.model_type, sum(p.numel() for p in net.parameters()))
         return cls(net, tokenizer, device)
 

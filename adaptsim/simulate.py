@@ -27,6 +27,7 @@ from adaptsim.model import Seq2SeqModel
 from adaptsim.offsets import save_offsets
 from adaptsim.outputs import RunWriter
 from adaptsim.update import Snapshot, Updater
+from adaptsim.validate import validate
 
 log = logging.getLogger("adaptsim")
 
@@ -37,20 +38,34 @@ def main(argv: list[str]) -> int:
 
 
 def task(cfg: DictConfig) -> None:
-    """One Hydra job: simulate into the job's output directory; a failure is recorded, not lost."""
+    """One Hydra job: simulate into the job's output directory; a failure or an interruption (SIGINT,
+    SIGTERM) is recorded in summary.json, not lost, and a directory holding another run is refused."""
     from hydra.core.hydra_config import HydraConfig
 
     writer = RunWriter(Path(HydraConfig.get().runtime.output_dir))
     try:
         simulate(cfg, writer)
     except UserError as e:
-        writer.summary(_failure(cfg, str(e)))
+        _record(writer, _failure(cfg, str(e)))
+        raise
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated (adaptsim.hydra_app)
+        _record(writer, {**(writer.last_summary or _identity(cfg)), "status": "interrupted",
+                         "error": f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}"})
         raise
     except Exception:
-        writer.summary(_failure(cfg, traceback.format_exc()))
+        _record(writer, _failure(cfg, traceback.format_exc()))
         raise
     finally:
         writer.close()
+
+
+def _record(writer: RunWriter, summary: dict) -> None:
+    """Write a final summary on the way out; if that fails too (disk full), the first error is the one to
+    report."""
+    try:
+        writer.summary(summary)
+    except UserError as e:
+        log.error("%s", e)
 
 
 def _failure(cfg: DictConfig, error: str) -> dict:
@@ -82,6 +97,7 @@ class Setup(NamedTuple):
 def prepare(cfg: DictConfig) -> Setup:
     """Seed, threads, data, model, method, update rule and θ0: what every command that adapts starts with
     (`run`, `bench`, `select-fixed`)."""
+    validate(cfg)  # every setting checked before data and model are loaded
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))

@@ -181,6 +181,19 @@ def save_checkpoint(model, tokenizer, path: Path, state: dict | None = None) -> 
         tmp.rmdir()
 
 
+def load_state(path: Path) -> dict:
+    """The trainer state of last/, unpickled with torch's weights-only loader: tensors, numbers, strings and
+    containers only (all the state holds), so a crafted checkpoint cannot run code when resuming."""
+    import pickle
+
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError) as e:
+        reason = " ".join(str(e).split())[:200]
+        raise UserError(f"{path}: not a trainer state adaptsim can load safely ({reason}); "
+                        "train.overwrite=true starts again") from None
+
+
 # Everything `train` writes into its output directory (what train.overwrite=true removes).
 OWN_FILES = ("config.json", "generation_config.json", "model.safetensors", "source.spm", "target.spm", "vocab.json",
              "target_vocab.json", "tokenizer_config.json", "special_tokens_map.json", "train_log.jsonl",
@@ -267,7 +280,7 @@ def train(cfg: DictConfig) -> dict:
     state = {"step": 0, "epoch": 0, "batch": 0, "best": None, "best_step": None, "bad_validations": 0,
              "elapsed": 0.0}
     if resume:
-        saved = torch.load(last / STATE, weights_only=False)
+        saved = load_state(last / STATE)
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         state.update(saved["trainer"])

@@ -11,7 +11,7 @@ import dataclasses
 import fnmatch
 import logging
 
-from adaptsim.data.textio import error_at
+from adaptsim.data.textio import error_at, is_blank
 from adaptsim.data.types import Dataset, Document
 from adaptsim.errors import UserError
 
@@ -19,11 +19,17 @@ log = logging.getLogger("adaptsim.data")
 
 
 def drop_empty(docs: list[Document], opts: dict, skipped) -> list[Document]:
+    """Segments with a blank side (textio.is_blank: also only zero-width or control characters) are an
+    error or skipped, as dataset.on_empty says."""
     out = []
     for doc in docs:
         kept = []
         for seg in doc.segments:
-            side = "source" if not seg.source.strip() else "reference" if not seg.reference.strip() else None
+            for side, text in (("source", seg.source), ("reference", seg.reference)):
+                if "\x00" in text:  # a NUL byte is refused when reading; this is an escape such as JSON's \u0000
+                    raise error_at(seg.origin if side == "source" else (seg.ref_origin or seg.origin),
+                                   f"NUL character in the {side} (document {doc.doc_id!r}, segment {seg.seg_id!r})")
+            side = "source" if is_blank(seg.source) else "reference" if is_blank(seg.reference) else None
             if side is None:
                 kept.append(seg)
                 continue

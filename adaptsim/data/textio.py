@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 from adaptsim.errors import DataError
@@ -38,7 +39,17 @@ def read_text(path) -> str:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise DataError(path, f"invalid UTF-8 (byte 0x{data[e.start]:02x}); files must be UTF-8", line) from None
+    nul = text.find("\x00")
+    if nul >= 0:  # binary data or UTF-16 read as UTF-8: never text a segment should hold
+        raise DataError(path, "NUL byte (\\x00) in the text; is it binary or UTF-16? Files must be UTF-8 text",
+                        text.count("\n", 0, nul) + 1)
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def is_blank(text: str) -> bool:
+    """Nothing a translator could read: only whitespace, control (Cc) and format (Cf: zero-width spaces and
+    joiners, soft hyphens, BOMs, direction marks) characters. Such a segment counts as empty."""
+    return not "".join(c for c in text if unicodedata.category(c) not in ("Cc", "Cf")).strip()
 
 
 def split_lines(text: str) -> list[str]:

@@ -12,6 +12,7 @@ import csv
 import json
 import math
 import os
+import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,8 +125,35 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
         lines = [ln.strip() for ln in str(summary.get("error", "")).splitlines() if ln.strip()]
         return None, Problem(d, f"failed: {lines[-1][:300] if lines else 'no error recorded'}")
     if status != "finished" or not summary.get("scores"):
-        return None, Problem(d, f"unfinished (status {status!r}): still running, or killed")
+        return None, Problem(d, f"unfinished (status {status!r}): {_why_unfinished(summary)}")
     return Run(d, summary, _config(d), _overrides(d)), None
+
+
+# --- issue 14, run liveness (adaptsim.outputs.RunWriter records the process of a running run) ---------------
+def _why_unfinished(summary: dict) -> str:
+    """SIGKILL leaves `running` behind: a run whose recorded process is gone (on this host) was killed."""
+    if summary.get("status") == "interrupted":
+        return str(summary.get("error") or "interrupted")
+    process = summary.get("process") or {}
+    if summary.get("status") == "running" and process.get("host") == socket.gethostname():
+        pid = process.get("pid")
+        return f"still running (pid {pid})" if _alive(pid) else f"killed (its process {pid} is gone)"
+    return "still running, or killed"
+
+
+def _alive(pid) -> bool:
+    """Whether process `pid` exists and is not a zombie (a killed process nobody has reaped yet)."""
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+# --- end issue 14, run liveness --------------------------------------------------------------------------------
 
 
 def _config(d: Path) -> dict:

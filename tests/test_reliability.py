@@ -1,0 +1,383 @@
+"""Reliability (issue 14): a run owns its directory, settings are checked before work starts, signals and
+killed sweeps leave an honest record, checkpoints cannot run code, broken models, output directories and
+invisible or NUL characters in the data stop with one line."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from adaptsim import CONFIG_DIR
+from adaptsim.cli import main
+from adaptsim.errors import DataError, UserError
+from adaptsim.outputs import RunWriter
+
+
+def cli_inproc(capsys, *args) -> tuple[int, str]:
+    """`adaptsim …` in this process: (exit code, stderr)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    return exit_.value.code, capsys.readouterr().err
+
+
+@pytest.fixture
+def base(tiny_model_dir, tiny_tsv):
+    return [f"model.path={tiny_model_dir}", "model.name=tiny", "dataset=tsv", f"dataset.path={tiny_tsv}",
+            "decode.beam_size=2", "decode.max_length=20", "progress=false", "threads=1"]
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ": error: " in ln or "Traceback" in ln]
+
+
+# -- 1. a run owns its directory ------------------------------------------------------------------------
+def test_a_run_refuses_a_directory_holding_another_run(tmp_path, base, capsys):
+    out = tmp_path / "run"
+    assert cli_inproc(capsys, "run", f"hydra.run.dir={out}", "method=none", *base)[0] == 0
+    before = {name: (out / name).read_bytes() for name in ("steps.jsonl", "hyps.txt", "summary.json")}
+    config = (out / ".hydra" / "config.yaml").read_bytes()
+    code, err = cli_inproc(capsys, "run", f"hydra.run.dir={out}", "method=full", *base)
+    assert code == 1
+    assert error_lines(err) == [f"adaptsim run: error: {out}: holds another run's outputs (summary.json, "
+                                "steps.jsonl); choose another hydra.run.dir (or leave it to the default)"]
+    assert {name: (out / name).read_bytes() for name in before} == before  # nothing truncated or replaced
+    assert (out / ".hydra" / "config.yaml").read_bytes() == config        # refused before Hydra wrote there
+
+
+def test_run_writer_claims_its_directory_and_resume_appends(tmp_path):
+    first = RunWriter(tmp_path)
+    first.step({"hypothesis": "a"})
+    with pytest.raises(UserError, match="holds another run's outputs"):
+        RunWriter(tmp_path)  # e.g. a second run started into the same directory while the first runs
+    first.close()
+    again = RunWriter(tmp_path, resume=True)  # the resume case: append, never truncate
+    again.step({"hypothesis": "b"})
+    again.close()
+    assert [json.loads(ln)["hypothesis"] for ln in (tmp_path / "steps.jsonl").read_text().splitlines()] == ["a", "b"]
+    assert (tmp_path / "hyps.txt").read_text() == "a\nb\n"
+
+
+def test_default_run_directories_differ_within_a_second():
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        dirs = {str(compose(name, return_hydra_config=True).hydra[mode].dir)
+                for name in ("run", "bench") for mode in ("run", "sweep") for _ in range(3)}
+    GlobalHydra.instance().clear()
+    assert len(dirs) == 12
+
+
+# -- 3. settings are checked when the configuration is composed -------------------------------------------
+def composed(*overrides):
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("run", overrides=list(overrides))
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["reset=documents"], "reset='documents': choose 'document' | 'never'"),
+    (["update.clip_norm=-1"], "update.clip_norm=-1: must be a number > 0"),
+    (["update.clip_norm=0"], "update.clip_norm=0: must be a number > 0"),
+    (["update.min_updates=4"], "update.min_updates=4: must be ≤ update.max_updates=3"),
+    (["method=none", "update.max_updates=abc"], "update.max_updates='abc': must be an integer ≥ 1"),
+    (["update.max_updates=2.5"], "update.max_updates=2.5: must be an integer ≥ 1"),
+    (["update.ppl_threshold=0"], "update.ppl_threshold=0: must be a number > 0"),
+    (["update.ppl_threshold=nan"], "update.ppl_threshold=nan: must be a number > 0"),
+    (["method=full", "method.lr=-0.01"], "method.lr=-0.01: must be a number > 0"),
+    (["method=bias", "method.lr=0"], "method.lr=0: must be a number > 0"),
+    (["decode.beam_size=0"], "decode.beam_size=0: must be an integer ≥ 1"),
+    (["decode.max_length=0"], "decode.max_length=0: must be an integer ≥ 1"),
+    (["threads=0"], "threads=0: must be null (torch's default) or an integer ≥ 1"),
+    (["threads=two"], "threads='two': must be null"),
+    (["device=gpu"], "device='gpu': choose cpu | cuda | cuda:N"),
+    (["metrics.k_max=0"], "metrics.k_max=0: must be an integer ≥ 1"),
+    (["metrics.scope=documents"], "metrics.scope='documents': choose null | 'document' | 'corpus'"),
+    (["+resets=never"], "resets='never': unknown setting"),
+    (["+decode.beams=4"], "decode.beams=4: unknown setting; decode.* are: beam_size, length_penalty, max_length"),
+])
+def test_invalid_settings_are_one_line_naming_key_value_and_rule(overrides, message):
+    from adaptsim.validate import validate
+
+    with pytest.raises(UserError) as e:
+        validate(composed(*overrides))
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_valid_settings_pass(caplog):
+    from adaptsim.validate import validate
+
+    for overrides in ([], ["method=none"], ["+experiment=paper_methods"], ["threads=2", "metrics.scope=corpus"],
+                      ["update.min_updates=0", "update.max_updates=1"]):
+        validate(composed(*overrides))
+    validate(composed("decode.max_length=2"))
+    assert "decode.max_length=2" in caplog.text  # legal, but said: hypotheses are cut off
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_without_cuda_is_one_line():
+    from adaptsim.validate import validate
+
+    with pytest.raises(UserError, match=r"^device='cuda:1': CUDA is not available here .*use device=cpu$"):
+        validate(composed("device=cuda:1"))
+
+
+def test_validation_comes_before_loading_anything(tmp_path, capsys):
+    """No model and no data there: the bad setting is what is reported, and recorded."""
+    out = tmp_path / "out"
+    code, err = cli_inproc(capsys, "run", "method=none", "update.max_updates=abc", f"model.path={tmp_path}/none",
+                           "dataset=tsv", f"dataset.path={tmp_path}/none.tsv", f"hydra.run.dir={out}")
+    assert code == 1
+    assert error_lines(err) == ["adaptsim run: error: update.max_updates='abc': must be an integer ≥ 1"]
+    assert json.loads((out / "summary.json").read_text())["status"] == "failed"
+
+
+# -- 5. resuming training does not unpickle code ------------------------------------------------------------
+class _Payload:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return exec, (f"open({str(self.marker)!r}, 'w').write('pwned')",)
+
+
+def test_train_resume_refuses_a_checkpoint_that_would_run_code(tmp_path, tiny_model_dir, tiny_corpus):
+    import shutil
+
+    from adaptsim.train import STATE, train
+
+    text = tmp_path / "text"
+    text.mkdir()
+    (text / "a.en").write_text("".join(s + "\n" for s, _ in tiny_corpus))
+    (text / "a.de").write_text("".join(t + "\n" for _, t in tiny_corpus))
+    out, marker = tmp_path / "model", tmp_path / "pwned"
+    shutil.copytree(tiny_model_dir, out / "last")
+    torch.save({"optimizer": _Payload(marker), "trainer": {"step": 1}}, out / "last" / STATE)
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("train", overrides=[f"train.source={text}/a.en", f"train.target={text}/a.de",
+                                          f"train.out={out}", "train.resume=true", "progress=false"])
+    GlobalHydra.instance().clear()
+    with pytest.raises(UserError, match=f"^{out / 'last' / STATE}: not a trainer state adaptsim can load safely"):
+        train(cfg)
+    assert not marker.exists()
+
+
+# -- 6. interrupted and killed runs are not shown as live or finished -------------------------------------
+def _wait_for(predicate, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _summary(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.fixture
+def long_tsv(tmp_path, tiny_corpus) -> Path:
+    """Long enough (1,440 segments) that a run is still going when the test stops it."""
+    rows = ["doc_id\tseg_id\tsource\treference"]
+    rows += [f"d{i // 48}\t{i}\t{s}\t{r}" for i, (s, r) in enumerate(tiny_corpus * 30)]
+    path = tmp_path / "long.tsv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _started(run_dir: Path):
+    steps = run_dir / "steps.jsonl"
+    return _summary(run_dir / "summary.json").get("status") == "running" and steps.exists() and steps.stat().st_size
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_sigint_and_sigterm_mark_the_run_interrupted(tmp_path, tiny_model_dir, long_tsv, capsys, sig, code):
+    """The signal comes from another thread of this process once the run has written a step."""
+    import threading
+
+    def stray(signum, frame):  # the signal must land inside the run; if it does not, fail, don't die
+        raise AssertionError(f"{signal.Signals(signum).name} arrived outside the run")
+
+    out = tmp_path / "run"
+    sender = threading.Thread(target=lambda: (_wait_for(lambda: _started(out), 60, "the run to start"),
+                                              os.kill(os.getpid(), sig)), daemon=True)
+    previous = signal.signal(sig, stray)
+    try:
+        sender.start()
+        if sig == signal.SIGINT:
+            signal.signal(sig, signal.default_int_handler)  # Python's own: KeyboardInterrupt
+        exit_code, err = cli_inproc(capsys, "run", f"hydra.run.dir={out}", f"model.path={tiny_model_dir}",
+                                    "dataset=tsv", f"dataset.path={long_tsv}", "method=full", "decode.beam_size=2",
+                                    "decode.max_length=20", "progress=false", "threads=1")
+        sender.join()
+    finally:
+        signal.signal(sig, previous)
+    assert exit_code == code and "adaptsim run: interrupted" in err and "Traceback" not in err
+    summary = _summary(out / "summary.json")
+    assert summary["status"] == "interrupted" and summary["error"] == f"interrupted by {sig.name}"
+    assert summary["segments"] == 1440 and "process" not in summary
+    lines = (out / "steps.jsonl").read_text().splitlines()
+    assert 0 < len(lines) < 1440 and all(json.loads(ln) for ln in lines)
+
+
+def test_reports_tell_a_killed_run_from_a_running_one(tmp_path):
+    from adaptsim.report.runs import discover
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for name, pid in (("killed", gone.pid), ("live", os.getpid())):
+        writer = RunWriter(tmp_path / name)
+        writer.summary({"status": "running", "method": "full"})
+        writer.close()
+        data = json.loads((tmp_path / name / "summary.json").read_text())
+        assert data["process"]["pid"] == os.getpid()
+        data["process"]["pid"] = pid  # as if that process had written it
+        (tmp_path / name / "summary.json").write_text(json.dumps(data))
+    found = discover([tmp_path])
+    assert not found.runs
+    problems = {p.where.name: p.what for p in found.problems}
+    assert problems == {"killed": f"unfinished (status 'running'): killed (its process {gone.pid} is gone)",
+                        "live": f"unfinished (status 'running'): still running (pid {os.getpid()})"}
+
+
+# -- 4. killing a parallel sweep stops its workers -----------------------------------------------------------
+def _group(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the sweep's processes in /proc")
+def test_killing_a_joblib_sweep_stops_its_workers(tmp_path, tiny_model_dir, long_tsv):
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adaptsim", "run", "-m", "method=none,full", "hydra/launcher=joblib", "threads=1",
+         "hydra.launcher.n_jobs=2", f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={long_tsv}",
+         "decode.beam_size=2", "decode.max_length=20", "progress=false", f"hydra.sweep.dir={sweep}"],
+        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "stderr", "w"), start_new_session=True)  # own group
+    jobs = [sweep / "0_none", sweep / "1_full"]
+    try:
+        started = _wait_for(lambda: proc.poll() is not None or [j for j in jobs if _started(j)], 90, "a job to start")
+        assert proc.poll() is None, (tmp_path / "stderr").read_text()[-3000:]
+        worker = _summary(started[0] / "summary.json")["process"]["pid"]
+        assert worker != proc.pid and worker in _group(proc.pid)
+        proc.kill()  # SIGKILL: nothing in the main process can react
+        proc.wait()
+        _wait_for(lambda: not _group(proc.pid), 20, "the workers to exit")
+        for j in started:
+            assert _summary(j / "summary.json")["status"] == "interrupted"
+    finally:
+        for pid in _group(proc.pid):  # whatever is left of this test's own process group
+            os.kill(pid, signal.SIGKILL)
+
+
+# -- 7. broken models and output directories are one line -----------------------------------------------------
+@pytest.mark.parametrize("damage", ["only_config", "empty_weights", "truncated_weights"])
+def test_broken_model_directory_names_the_file(tmp_path, tiny_model_dir, damage):
+    import shutil
+
+    from adaptsim.model import Seq2SeqModel
+
+    model = tmp_path / "model"
+    if damage == "only_config":
+        model.mkdir()
+        shutil.copy(tiny_model_dir / "config.json", model)
+        where = model
+    else:
+        shutil.copytree(tiny_model_dir, model)
+        weights = model / "model.safetensors"
+        data = weights.read_bytes()
+        weights.write_bytes(b"" if damage == "empty_weights" else data[:len(data) // 2])
+        where = weights
+    with pytest.raises(UserError) as e:
+        Seq2SeqModel.load(str(model))
+    assert str(e.value).startswith(f"{where}: cannot load the ") and "\n" not in str(e.value)
+
+
+def test_a_file_in_the_way_of_the_run_directory(tmp_path, base, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, err = cli_inproc(capsys, "run", f"hydra.run.dir={blocker}", *base)
+    assert code == 1 and error_lines(err) == [f"adaptsim run: error: {blocker}: a file is in the way of the run directory"]
+    code, err = cli_inproc(capsys, "run", f"hydra.run.dir={blocker}/run", *base)
+    assert code == 1 and error_lines(err) == [f"adaptsim run: error: {blocker}/run: {blocker} is a file, not a directory"]
+
+
+def test_a_full_disk_never_leaves_half_a_line(tmp_path, base, capsys, monkeypatch):
+    """The third step's write runs out of space halfway: steps.jsonl keeps two whole lines, one error line."""
+    import adaptsim.outputs as outputs
+
+    real_write, calls = os.write, []
+
+    def write(fd, data):
+        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")) == "steps.jsonl":
+            calls.append(len(data))
+            if len(calls) == 3:
+                real_write(fd, data[:len(data) // 2])
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(outputs.os, "write", write)
+    out = tmp_path / "run"
+    code, err = cli_inproc(capsys, "run", f"hydra.run.dir={out}", "method=none", *base)
+    assert code == 1
+    assert error_lines(err) == [f"adaptsim run: error: {out / 'steps.jsonl'}: cannot write (No space left on device)"]
+    lines = (out / "steps.jsonl").read_bytes().split(b"\n")
+    assert lines[-1] == b"" and len(lines) == 3 and all(json.loads(ln) for ln in lines[:-1])
+    assert len((out / "hyps.txt").read_text().splitlines()) == 2
+    assert json.loads((out / "summary.json").read_text())["status"] == "failed"
+
+
+# -- 8. invisible characters and NUL bytes in the data -------------------------------------------------------
+def _tsv(tmp_path, source: str) -> Path:
+    path = tmp_path / "data.tsv"
+    path.write_bytes(f"doc_id\tseg_id\tsource\treference\nd\t1\tThe man sees the dog.\tDer Mann sieht den Hund.\n"
+                     f"d\t2\t{source}\tDie Frau mag die Katze.\n".encode())
+    return path
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u200b\u200d \ufeff", "\x07\u00ad", "\u2060\u00a0\u200e"])
+def test_segments_of_invisible_characters_count_as_empty(tmp_path, invisible):
+    from adaptsim.data import load_documents
+
+    opts = {"name": "t", "format": "tsv", "path": str(_tsv(tmp_path, invisible))}
+    with pytest.raises(DataError, match=r"data\.tsv:3: empty source"):
+        load_documents(opts)
+    docs = load_documents({**opts, "on_empty": "skip"})
+    assert docs.num_segments == 1 and docs.skipped["empty"] == 1
+
+
+def test_nul_bytes_are_a_data_error_naming_file_and_line(tmp_path):
+    from adaptsim.data import load_documents
+
+    path = _tsv(tmp_path, "The\x00woman likes the cat.")
+    with pytest.raises(DataError, match=rf"^{path}:3: NUL byte"):
+        load_documents({"name": "t", "format": "tsv", "path": str(path)})
+    jsonl = tmp_path / "data.jsonl"
+    jsonl.write_text('{"doc_id": "d", "seg_id": "1", "source": "a\\u0000b", "reference": "x"}\n')
+    with pytest.raises(DataError, match=rf"^{jsonl}:1: NUL character in the source"):
+        load_documents({"name": "t", "format": "jsonl", "path": str(jsonl)})
