@@ -21,7 +21,7 @@ from hydra.core.global_hydra import GlobalHydra
 
 from adaptsim import CONFIG_DIR
 from adaptsim.data import Dataset, load_documents
-from adaptsim.metrics import Evaluator
+from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, is_word
 
@@ -33,15 +33,16 @@ def content_tokens(words: WordPipeline, text: str) -> list[str]:
     return [t for t in words.tokens(text) if t not in words.stopwords and is_word(t)]
 
 
-def compute(docs: Dataset, metrics_cfg) -> dict:
-    """All figures as a dict (the --json output)."""
+def compute(docs: Dataset, metrics_cfg, reset: str = "document") -> dict:
+    """All figures as a dict (the --json output); `reset` decides the counting scope where metrics.scope is
+    null, as in a run."""
     segs = [s for d in docs for s in d.segments]
     refs = [s.reference for s in segs]
     # the run's own word pipeline (truecaser trained as configured), so these figures match the R metrics
-    words = Evaluator.from_config(metrics_cfg, refs, [s.doc_id for s in segs]).words
+    scope = resolve_scope(metrics_cfg.get("scope"), reset)
+    words = Evaluator.from_config(metrics_cfg, refs, [s.doc_id for s in segs], scope=scope).words
     tokens = [content_tokens(words, r) for r in refs]
     types = [frozenset(t) for t in tokens]
-    scope = metrics_cfg.get("scope", "document")
     groups = [s.doc_id for s in segs] if scope == "document" else [None] * len(segs)
     levels = occurrence_levels(types, groups, k_max=1)
     n_types, n_first, n_second = (sum(len(x) for x in types), sum(len(lv[0]) for lv in levels),
@@ -117,7 +118,7 @@ def main(argv: list[str]) -> int:
     finally:
         GlobalHydra.instance().clear()
     docs = load_documents(cfg.dataset)
-    stats = compute(docs, cfg.metrics)
+    stats = compute(docs, cfg.metrics, cfg.reset)
     name = str(cfg.dataset.get("name", "?"))
     print(json.dumps({"dataset": name, **stats}, ensure_ascii=False) if as_json else format_text(name, stats))
     return 0

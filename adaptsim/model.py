@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -40,6 +41,12 @@ def _first_line(e: Exception) -> str:
 
 def _weights_file(local: Path) -> Path:
     return next((local / n for n in ("model.safetensors", "pytorch_model.bin") if (local / n).exists()), local)
+
+
+class Translation(NamedTuple):
+    """A hypothesis: its text, and the subword pieces the model generated (what the subword metrics score)."""
+    text: str
+    pieces: list[str]
 
 
 class Seq2SeqModel:
@@ -94,12 +101,16 @@ class Seq2SeqModel:
 
     # -- inference and loss ------------------------------------------------------------------------
     @torch.inference_mode()
-    def translate(self, source: str, beam_size: int = 5, max_length: int = 256, length_penalty: float = 1.0) -> str:
+    def translate(self, source: str, beam_size: int = 5, max_length: int = 256,
+                  length_penalty: float = 1.0) -> Translation:
         inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
         max_length = min(max_length, self.max_tokens - 1)  # the decoder start token takes one position
         out = self.net.generate(**inputs, num_beams=beam_size, max_new_tokens=max_length,
                                 length_penalty=length_penalty, do_sample=False, early_stopping=True)
-        return self.tokenizer.decode(out[0], skip_special_tokens=True)
+        special = set(self.tokenizer.all_special_ids)
+        ids = [i for i in out[0].tolist() if i not in special]
+        return Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
+                           self.tokenizer.convert_ids_to_tokens(ids))
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean per-token cross-entropy of the reference (no label smoothing); exp() is the perplexity."""

@@ -22,7 +22,7 @@ from tqdm import tqdm
 from adaptsim import methods
 from adaptsim.data import Dataset, check_lengths, load_documents
 from adaptsim.errors import UserError
-from adaptsim.metrics import Evaluator, write_curves
+from adaptsim.metrics import Evaluator, resolve_scope, write_curves
 from adaptsim.model import Seq2SeqModel
 from adaptsim.offsets import save_offsets
 from adaptsim.outputs import RunWriter
@@ -119,9 +119,11 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     if not segments:
         raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
 
+    scope = resolve_scope(cfg.metrics.get("scope"), cfg.reset)
     evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
-                                      subword_tokenize=model.pieces)
-    summary = {"status": "running", **_identity(cfg), "data_fingerprint": fingerprint(documents),
+                                      subword_tokenize=model.pieces, scope=scope)
+    summary = {"status": "running", **_identity(cfg), "reset": cfg.reset, "metrics_scope": scope,
+               "data_fingerprint": fingerprint(documents),
                "documents": len(documents), "segments": len(segments), "skipped": skipped,
                "model_parameters": sum(p.numel() for p in model.net.parameters()),
                "trainable_parameters": sum(p.numel() for p in updater.params)}
@@ -129,7 +131,7 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
              len(segments), summary["trainable_parameters"])
 
-    hyps, translate_s, update_s, per_doc = [], [], [], []
+    hyps, pieces, translate_s, update_s, per_doc = [], [], [], [], []
     start = time.perf_counter()
     bar = tqdm(total=len(segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg", dynamic_ncols=True)
     for d, doc in enumerate(documents):
@@ -139,16 +141,17 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
         for seg in doc.segments:
             i = len(hyps)
             t = time.perf_counter()
-            hyp = model.translate(seg.source, **cfg.decode)
+            hyp, hyp_pieces = model.translate(seg.source, **cfg.decode)  # before its reference is seen
             translate_s.append(time.perf_counter() - t)
             result = updater(model.pair(seg.source, seg.reference))
             update_s.append(result.seconds)
             hyps.append(hyp)
+            pieces.append(hyp_pieces)
             writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
                          "reference": seg.reference, "hypothesis": hyp, "updates": result.updates,
                          "ppl_before": result.ppl_before, "ppl_after": result.ppl_after,
                          "translate_s": translate_s[-1], "update_s": result.seconds,
-                         **evaluator.segment(i, hyp)})
+                         **evaluator.segment(i, hyp, hyp_pieces)})
             bar.set_postfix(_headline(evaluator.running()), refresh=False)
             bar.update()
         per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": theta0.changed()})
@@ -157,8 +160,8 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     bar.close()
     total = time.perf_counter() - start
 
-    write_curves(evaluator.curves(hyps), writer.dir / "curves.csv")
-    corpus = evaluator.corpus(hyps)
+    write_curves(evaluator.curves(hyps, pieces), writer.dir / "curves.csv")
+    corpus = evaluator.corpus(hyps, pieces)
     summary.update(
         status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
         per_document=per_doc,

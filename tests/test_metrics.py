@@ -164,6 +164,17 @@ def test_subword_variant_counts_all_pieces(words_file):
     assert result["R0"] == {"num": 2, "den": 2} and result["R1"] == {"num": 0, "den": 0}
 
 
+def test_subword_variant_scores_the_generated_pieces_not_the_text_re_encoded(words_file):
+    # The model generated the piece "dog" as "do" + "g"; its text re-encodes to "dog". Table 4 scores "the raw
+    # subword output": the generated pieces miss the reference's piece.
+    ev = Evaluator(["the dog ."], lang="en", stopwords=words_file("the"), subword_tokenize=str.split)
+    generated = ["the", "do", "g", "."]
+    assert counts(ev.segment(0, "the dog .", generated), "subword.R0") == (2, 3)
+    assert ev.corpus(["the dog ."], [generated])["counts"]["subword.R0"] == {"num": 2, "den": 3}
+    assert ev.curves(["the dog ."], [generated])[0]["subword.R0"] == pytest.approx(200 / 3)
+    assert ev.corpus(["the dog ."])["counts"]["subword.R0"] == {"num": 3, "den": 3}  # re-encoded text (score)
+
+
 def test_novel_words_from_vocabulary_and_from_text(words_file):
     stop = words_file("the", "a", name="stop.txt")
     vocab = words_file("Dog\t10", "17 bites", name="vocab.txt")  # counts after or before; case ignored

@@ -70,6 +70,33 @@ def test_every_document_starts_again_from_theta0(tmp_path, tiny_model_dir, tiny_
     assert [s["ppl_before"] for s in steps[:4]] != pytest.approx([s["ppl_before"] for s in steps[4:]])
 
 
+def test_the_paper_setting_is_one_stream_and_the_metric_scope_follows_reset(tmp_path, tiny_model_dir):
+    """paper_methods: reset=never, and R0/R1 count over the whole stream; an explicit scope still wins."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from adaptsim import CONFIG_DIR
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        paper = compose("run", overrides=["+experiment=paper_methods"])
+    GlobalHydra.instance().clear()
+    assert paper.reset == "never" and paper.metrics.scope is None
+    rows = ["doc_id\tseg_id\tsource\treference", "a\t1\tThe dog.\tDer Hund.", "b\t1\tThe dog.\tDer Hund."]
+    tsv = tmp_path / "two.tsv"
+    tsv.write_text("\n".join(rows) + "\n")
+    common = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tsv}", "method=none",
+              "decode.beam_size=1", "decode.max_length=10"]
+    for reset, scope, expected in (("never", None, "corpus"), ("document", None, "document"),
+                                   ("never", "document", "document")):
+        extra = [] if scope is None else [f"metrics.scope={scope}"]
+        steps, summary = read(run(tmp_path, *common, f"reset={reset}", *extra, name=f"{reset}-{scope}"))
+        assert (summary["reset"], summary["metrics_scope"]) == (reset, expected)
+        # the words of document b occur for the second time in the stream (R1), the first in the document (R0)
+        counted = (steps[1]["R1_den"], steps[1]["R0_den"])
+        assert counted == ((steps[0]["R0_den"], 0) if expected == "corpus" else (0, steps[0]["R0_den"]))
+
+
 def cli(*args):
     return subprocess.run([sys.executable, "-m", "adaptsim", *args], capture_output=True, text=True, timeout=300)
 

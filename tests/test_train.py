@@ -92,7 +92,7 @@ def test_train_loss_falls_and_checkpoint_translates(text_files, tmp_path):
     # the project's model layer loads it like any local Marian model
     from adaptsim.model import Seq2SeqModel
 
-    assert isinstance(Seq2SeqModel.load(str(out)).translate("The woman likes the cat.", beam_size=2), str)
+    assert isinstance(Seq2SeqModel.load(str(out)).translate("The woman likes the cat.", beam_size=2).text, str)
 
     with pytest.raises(UserError, match="already holds"):
         train(config(text_files, out, "train.max_steps=1"))

@@ -89,4 +89,6 @@ def test_translation_stops_at_the_position_table(model):
         bias[model.tokenizer.eos_token_id] = -1e4
         bias[5] = 1e4
     hyp = model.translate("The dog sees the man.", beam_size=1, max_length=10 * model.max_tokens)
-    assert len(model.tokenizer(text_target=hyp, add_special_tokens=False).input_ids) == model.max_tokens - 1
+    # max_tokens − 1 new tokens (the decoder start token takes a position), the last of them the forced </s>
+    assert len(hyp.pieces) == model.max_tokens - 2
+    assert model.tokenizer.convert_tokens_to_string(hyp.pieces) == hyp.text  # the pieces are the text's

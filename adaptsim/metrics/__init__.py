@@ -8,8 +8,10 @@ Key names, shared by steps.jsonl, summary.json and curves.csv:
 
 - Recall metrics: "R0", "R1", … "R{k_max}" and the unions "R0+1", "R0+1+2", … up to k_max.
   Variants carry a prefix: "novel.R0" (only words absent from the training vocabulary, paper
-  Table 3; needs `novel_vocab`) and "subword.R0" (sentencepiece pieces, all tokens, Table 4;
-  needs `subword_tokenize`).
+  Table 3; needs `novel_vocab`) and "subword.R0" (sentencepiece pieces, all tokens, Table 4:
+  "the raw subword output"; needs `subword_tokenize` for the references, and scores the pieces the
+  model generated where they are given — `run` gives them — else the hypothesis re-encoded, which can
+  differ: 13 of 40 TED hypotheses of small-ende-probe re-encode to other pieces).
 - sacrebleu: "BLEU", "SBLEU" (mean sentence BLEU+1), "TER", "chrF" — all by default; the
   `sacrebleu` setting can leave some out (sacrebleu's TER and chrF are slow on big corpora).
 
@@ -44,10 +46,16 @@ from adaptsim.metrics.sacre import METRICS, Running, SacreMetrics, Stats
 from adaptsim.metrics.textfile import read_lines
 from adaptsim.metrics.words import WordPipeline, load_stopwords
 
-__all__ = ["Evaluator", "write_curves", "SCOPES"]
+__all__ = ["Evaluator", "write_curves", "SCOPES", "resolve_scope"]
 
 SCOPES = ("document", "corpus")
 NOVEL, SUBWORD = "novel.", "subword."
+
+
+def resolve_scope(scope: str | None, reset: str) -> str:
+    """`metrics.scope` if set, else where the model restarts: every document with `reset: document`, never
+    (the paper's one stream, "the test set") with `reset: never`."""
+    return str(scope) if scope is not None else ("corpus" if reset == "never" else "document")
 
 
 class Evaluator:
@@ -100,12 +108,13 @@ class Evaluator:
 
     @classmethod
     def from_config(cls, cfg, references: Sequence[str], doc_ids: Sequence[str] | None,
-                    subword_tokenize: Callable[[str], list[str]] | None = None) -> Evaluator:
-        """Build from the `metrics` config node; `subword: false` there turns the subword variant off."""
+                    subword_tokenize: Callable[[str], list[str]] | None = None, scope: str | None = None) -> Evaluator:
+        """Build from the `metrics` config node; `subword: false` there turns the subword variant off; `scope`
+        (the run's, resolved from `reset` where `metrics.scope` is null) wins over the node's."""
         text = cfg.get("truecase_text")
         return cls(references, doc_ids, lang=cfg.get("lang", "de"), case=cfg.get("case", "truecase"),
                    truecase_text=None if text is None else read_lines(text),
-                   stopwords=cfg.get("stopwords"), k_max=cfg.get("k_max", 1), scope=cfg.get("scope", "document"),
+                   stopwords=cfg.get("stopwords"), k_max=cfg.get("k_max", 1), scope=scope or cfg.get("scope") or "document",
                    novel_vocab=cfg.get("novel_vocab"),
                    subword_tokenize=subword_tokenize if cfg.get("subword", True) else None,
                    sacrebleu=list(cfg.get("sacrebleu", METRICS)))
@@ -115,18 +124,20 @@ class Evaluator:
 
     # -- one segment at a time ------------------------------------------------------------------
 
-    def _counts(self, i: int, hypothesis: str) -> dict[str, tuple[int, int]]:
+    def _counts(self, i: int, hypothesis: str, pieces: Sequence[str] | None = None) -> dict[str, tuple[int, int]]:
         out = {}
         for prefix, (units, levels) in self._variants.items():
-            for name, nd in counts(units(hypothesis), levels[i]).items():
+            found = frozenset(pieces) if prefix == SUBWORD and pieces is not None else units(hypothesis)
+            for name, nd in counts(found, levels[i]).items():
                 out[prefix + name] = nd
         return out
 
-    def segment(self, i: int, hypothesis: str) -> dict:
-        """Score hypothesis i (0-based) and remember it for `running`; scoring i again replaces it."""
+    def segment(self, i: int, hypothesis: str, pieces: Sequence[str] | None = None) -> dict:
+        """Score hypothesis i (0-based) and remember it for `running`; scoring i again replaces it.
+        `pieces`: the subword pieces the model generated (else the subword variant re-encodes the text)."""
         if not 0 <= i < len(self.references):
             raise IndexError(f"segment {i} out of range for {len(self.references)} references")
-        nd = self._counts(i, hypothesis)
+        nd = self._counts(i, hypothesis, pieces)
         stats = self.sacre.stats([hypothesis], [self.references[i]])[0]
         if i in self._records:
             self._remember(*self._records[i][1:], sign=-1)
@@ -171,12 +182,13 @@ class Evaluator:
         self._last_stats = (hypotheses, stats)
         return stats
 
-    def corpus(self, hypotheses: Sequence[str]) -> dict:
-        """Corpus scores (percent), recall counts and signatures for a full set of hypotheses."""
+    def corpus(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None) -> dict:
+        """Corpus scores (percent), recall counts and signatures for a full set of hypotheses (and the pieces
+        the model generated for each, if known)."""
         hypotheses = self._check(hypotheses)
         sums = {key: [0, 0] for key in self.keys}
         for i, hyp in enumerate(hypotheses):
-            for key, (num, den) in self._counts(i, hyp).items():
+            for key, (num, den) in self._counts(i, hyp, None if pieces is None else pieces[i]).items():
                 sums[key][0] += num
                 sums[key][1] += den
         scores = {key: percent(*sums[key]) for key in self.keys}
@@ -186,14 +198,14 @@ class Evaluator:
                 "signatures": {"R": self._signature, **self.sacre.signatures()},
                 "segments": len(hypotheses)}
 
-    def curves(self, hypotheses: Sequence[str]) -> list[dict]:
+    def curves(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None) -> list[dict]:
         """Learning curves (paper Appendix B): every metric's corpus score after each segment."""
         hypotheses = self._check(hypotheses)
         sums = {key: [0, 0] for key in self.keys}
         rows = []
         for i, (hyp, sacre) in enumerate(zip(hypotheses, self.sacre.cumulative(self._stats(hypotheses)))):
             row = {"segment": i + 1, "doc_id": self.doc_ids[i]}
-            for key, (num, den) in self._counts(i, hyp).items():
+            for key, (num, den) in self._counts(i, hyp, None if pieces is None else pieces[i]).items():
                 sums[key][0] += num
                 sums[key][1] += den
                 row[key] = percent(*sums[key])
