@@ -205,6 +205,7 @@ def train(cfg: DictConfig) -> dict:
     from transformers import MarianMTModel, MarianTokenizer
     from transformers.utils import logging as hf_logging
 
+    from adaptsim.validate import check_device, check_threads
     from adaptsim.vocab import build_model, count_parameters, train_tokenizer
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bars at every checkpoint
@@ -217,6 +218,8 @@ def train(cfg: DictConfig) -> dict:
         if OmegaConf.is_missing(tc, key):
             raise UserError(f"train.{key} is not set: give the training text files, one sentence per line "
                             "(train.source=FILE train.target=FILE)")
+    check_device(cfg.device)
+    check_threads(cfg.threads)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     device = torch.device(cfg.device)

@@ -143,6 +143,20 @@ def test_validation_comes_before_loading_anything(tmp_path, capsys):
     assert json.loads((out / "summary.json").read_text())["status"] == "failed"
 
 
+def test_train_checks_device_and_threads_first(tmp_path):
+    from adaptsim.train import train
+
+    for setting, message in (("device=gpu", "device='gpu': choose cpu | cuda | cuda:N"),
+                             ("threads=0", "threads=0: must be null")):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = compose("train", overrides=[f"train.source={tmp_path}/none.en", f"train.target={tmp_path}/none.de",
+                                              f"train.out={tmp_path}/model", setting])
+        GlobalHydra.instance().clear()
+        with pytest.raises(UserError, match=f"^{message}"):
+            train(cfg)
+
+
 # -- 5. resuming training does not unpickle code ------------------------------------------------------------
 class _Payload:
     def __init__(self, marker: Path):

@@ -2,7 +2,7 @@
 
 Each sweep is one subprocess, run once per module and shared by the tests (they cost seconds each):
 the default launcher through the paper_methods experiment, with half of its jobs failing (beam size
-0 raises inside decoding), and submitit_local.
+0 is refused), and submitit_local.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def summaries(out: Path) -> dict[str, dict]:
 def basic(tmp_path_factory, tiny_model_dir, data_tsv) -> Path:
     """Default (sequential) launcher; the experiment lists six methods, the command line narrows them.
 
-    Every method also runs with decode.beam_size=0, which fails: an unexpected exception, not a UserError.
+    Every method also runs with decode.beam_size=0, which fails (refused by adaptsim.validate, in the job).
     """
     out = tmp_path_factory.mktemp("basic") / "sweep"
     proc = sweep(out, tiny_model_dir, data_tsv, "+experiment=paper_methods", f"method={','.join(METHODS)}",
