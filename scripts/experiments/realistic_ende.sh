@@ -47,7 +47,6 @@ export ADAPTSIM_SHARED=$SHARED
 [ -d "$GENERAL" ] || { echo "realistic_ende.sh: $GENERAL not found (set ADAPTSIM_SHARED)" >&2; exit 1; }
 mkdir -p "$RESULTS" "$SWEEPS"
 MODEL_PATH=${MODEL_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/adaptsim/models/realistic_ende-$MODEL}
-CONFIGS=$(realpath -m "$SWEEPS")/configs   # the generated method config of step 2, found through hydra.searchpath
 COMMON=(model="$MODEL" model.path="$MODEL_PATH" device="$DEVICE" progress=false)
 SKIP=(dataset.on_too_long=skip)   # GNOME help has a 288-token reference; skipped segments are counted in summary.json
 
@@ -66,16 +65,17 @@ echo "== 1b. the base model on general/dev (newstest2018, beam 5, no adaptation)
 DEV=$!
 
 echo "== 2. select-fixed on held-out GNOME topics $GNOME_HELDOUT"
-python -m adaptsim select-fixed "${COMMON[@]}" "${SKIP[@]}" threads=1 name=realistic output="$CONFIGS/method/fixed_realistic.yaml" \
+# writes configs/fixed_lists/$MODEL.yaml, which method=fixed reads for this model (it checks names and shapes)
+python -m adaptsim select-fixed "${COMMON[@]}" "${SKIP[@]}" threads=1 \
   dataset=gnome_help "dataset.documents=$GNOME_HELDOUT" dataset.max_segments="$MAX_SEGMENTS" \
   hydra.run.dir="$SWEEPS/select_fixed"
 
 echo "== 3. sweeps"
-METHODS=none,full,bias,fixed_realistic,top,lasso
+METHODS=none,full,bias,fixed,top,lasso
 PARALLEL=(hydra/launcher=joblib hydra.launcher.n_jobs="$JOBS" threads=1)   # JOBS single-threaded jobs at once
-python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${SKIP[@]}" "${PARALLEL[@]}" "hydra.searchpath=[file://$CONFIGS]" \
+python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${SKIP[@]}" "${PARALLEL[@]}" \
   dataset=ted dataset.max_segments="$MAX_SEGMENTS" hydra.sweep.dir="$SWEEPS/ted"
-python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${SKIP[@]}" "${PARALLEL[@]}" "hydra.searchpath=[file://$CONFIGS]" \
+python -m adaptsim run -m +experiment=paper_methods method=$METHODS "${COMMON[@]}" "${SKIP[@]}" "${PARALLEL[@]}" \
   dataset=gnome_help "dataset.documents=$GNOME_TEST" dataset.max_segments="$MAX_SEGMENTS" \
   hydra.sweep.dir="$SWEEPS/gnome_help"
 
