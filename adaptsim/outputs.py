@@ -90,6 +90,28 @@ class RunWriter:
             self.close()
             raise _os_error(e.filename or self.dir, e, "create") from None
 
+    def resume_steps(self) -> list[dict]:
+        """The steps an interrupted run wrote, whole lines only; both files are cut back to them, so the
+        run goes on where its last complete step ended. (A step's line is written after its update.)"""
+        path = self.dir / "steps.jsonl"
+        records, keep = [], 0
+        with open(path, "rb") as f:
+            for line in f:
+                if not line.endswith(b"\n"):
+                    break
+                try:
+                    records.append(json.loads(line))
+                except ValueError:
+                    break
+                keep += len(line)
+        hyps = (self.dir / "hyps.txt").read_bytes()
+        cut = 0
+        for _ in records:
+            cut = hyps.index(b"\n", cut) + 1
+        os.ftruncate(self._fds["steps.jsonl"], keep)
+        os.ftruncate(self._fds["hyps.txt"], cut)
+        return records
+
     def step(self, record: dict) -> None:
         """Append one line to steps.jsonl and one to hyps.txt, each whole or (on a write error) not at all."""
         lines = {"steps.jsonl": json.dumps(record, ensure_ascii=False) + "\n",

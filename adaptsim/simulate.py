@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import statistics
 import time
 import traceback
@@ -26,7 +27,7 @@ from adaptsim.metrics import Evaluator, resolve_scope, write_curves
 from adaptsim.model import Seq2SeqModel
 from adaptsim.offsets import save_offsets
 from adaptsim.outputs import RunWriter
-from adaptsim.update import Snapshot, Updater
+from adaptsim.update import Diverged, Snapshot, Updater, UpdateResult
 from adaptsim.validate import validate
 
 log = logging.getLogger("adaptsim")
@@ -42,7 +43,11 @@ def task(cfg: DictConfig) -> None:
     SIGTERM) is recorded in summary.json, not lost, and a directory holding another run is refused."""
     from hydra.core.hydra_config import HydraConfig
 
-    writer = RunWriter(Path(HydraConfig.get().runtime.output_dir))
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    if cfg.resume and _finished(run_dir):
+        log.info("%s: finished already; nothing to resume", run_dir)
+        return
+    writer = RunWriter(run_dir, resume=cfg.resume)
     try:
         simulate(cfg, writer)
     except UserError as e:
@@ -57,6 +62,28 @@ def task(cfg: DictConfig) -> None:
         raise
     finally:
         writer.close()
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether run_dir holds a finished run (resume=true then leaves it alone); refuses a live one."""
+    import json
+    import os
+    import socket
+
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return False
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    process = summary.get("process") or {}
+    if summary.get("status") == "running" and process.get("host") == socket.gethostname():
+        try:
+            os.kill(int(process["pid"]), 0)
+        except (OSError, KeyError, ValueError):
+            pass  # gone: killed, so resumable
+        else:
+            if int(process["pid"]) != os.getpid():
+                raise UserError(f"{run_dir}: the run is still going (process {process['pid']}); cannot resume it")
+    return summary.get("status") == "finished"
 
 
 def _record(writer: RunWriter, summary: dict) -> None:
@@ -110,7 +137,11 @@ def prepare(cfg: DictConfig) -> Setup:
 
 
 def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> dict:
-    """Run the loop over the dataset (the first `limit` segments if given) and return the summary."""
+    """Run the loop over the dataset (the first `limit` segments if given) and return the summary.
+
+    With `resume: true` the steps an interrupted run wrote are not translated again: their updates are
+    replayed (the same computation, checked against the recorded perplexities), which restores the
+    adapted model exactly, whatever the method's state; the run then goes on from the next segment."""
     model, documents, method, updater, theta0 = prepare(cfg)
     skipped = dict(documents.skipped)
     if limit is not None:
@@ -118,6 +149,11 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     segments = [s for d in documents for s in d.segments]
     if not segments:
         raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
+    done = writer.resume_steps() if cfg.resume else []
+    if done and cfg.get("save_offsets"):  # rewritten, identically, as the replay passes each document's end
+        shutil.rmtree(writer.dir / "offsets", ignore_errors=True)
+    if len(done) > len(segments):
+        raise UserError(f"{writer.dir}: cannot resume: it holds {len(done)} steps, the data has {len(segments)}")
 
     scope = resolve_scope(cfg.metrics.get("scope"), cfg.reset)
     evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
@@ -128,30 +164,57 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
                "model_parameters": sum(p.numel() for p in model.net.parameters()),
                "trainable_parameters": sum(p.numel() for p in updater.params)}
     writer.summary(summary)
-    log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
-             len(segments), summary["trainable_parameters"])
+    log.info("%s: %d documents, %d segments, %d trainable parameters%s", cfg.method.name, len(documents),
+             len(segments), summary["trainable_parameters"], f", resuming after {len(done)}" if done else "")
+
+    def restart():
+        theta0.restore()
+        method.start_document(theta0.initial)
+
+    def adapt(seg, i: int) -> tuple[UpdateResult, bool]:
+        """The update on segment i's pair, and whether it diverged (then the document restarts from θ0)."""
+        try:
+            return updater(model.pair(seg.source, seg.reference)), False
+        except Diverged as e:
+            where = f"document {seg.doc_id}, segment {seg.seg_id} (step {i + 1})"
+            if updater.on_divergence == "stop":
+                raise UserError(f"{where}: adaptation diverged after {e.updates} update(s): {e.what}; lower "
+                                f"method.lr={cfg.method.lr} or set update.on_divergence=rollback") from None
+            log.warning("%s: adaptation diverged (%s); the document restarts from θ0", where, e.what)
+            restart()
+            return UpdateResult(e.updates, e.ppl_before, None, 0.0), True
 
     hyps, pieces, translate_s, update_s, per_doc = [], [], [], [], []
+    divergences = 0
     start = time.perf_counter()
     bar = tqdm(total=len(segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg", dynamic_ncols=True)
     for d, doc in enumerate(documents):
         if cfg.reset == "document" or d == 0:
-            theta0.restore()
-            method.start_document(theta0.initial)
+            restart()
         for seg in doc.segments:
             i = len(hyps)
-            t = time.perf_counter()
-            hyp, hyp_pieces = model.translate(seg.source, **cfg.decode)  # before its reference is seen
-            translate_s.append(time.perf_counter() - t)
-            result = updater(model.pair(seg.source, seg.reference))
+            if i < len(done):  # resuming: replay the recorded step's update
+                record = done[i]
+                hyp, hyp_pieces, seconds = record["hypothesis"], record["pieces"], record["translate_s"]
+                result, diverged = adapt(seg, i)
+                _check_replay(writer.dir, record, seg, result, diverged)
+            else:
+                t = time.perf_counter()
+                hyp, hyp_pieces = model.translate(seg.source, **cfg.decode)  # before its reference is seen
+                seconds = time.perf_counter() - t
+                result, diverged = adapt(seg, i)
+            translate_s.append(seconds)
             update_s.append(result.seconds)
             hyps.append(hyp)
             pieces.append(hyp_pieces)
-            writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
-                         "reference": seg.reference, "hypothesis": hyp, "updates": result.updates,
-                         "ppl_before": result.ppl_before, "ppl_after": result.ppl_after,
-                         "translate_s": translate_s[-1], "update_s": result.seconds,
-                         **evaluator.segment(i, hyp, hyp_pieces)})
+            divergences += diverged
+            scores = evaluator.segment(i, hyp, hyp_pieces)
+            if i >= len(done):
+                writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
+                             "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces,
+                             "updates": result.updates, "ppl_before": result.ppl_before,
+                             "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
+                             "translate_s": seconds, "update_s": result.seconds, **scores})
             bar.set_postfix(_headline(evaluator.running()), refresh=False)
             bar.update()
         per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": theta0.changed()})
@@ -164,15 +227,29 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     corpus = evaluator.corpus(hyps, pieces)
     summary.update(
         status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
-        per_document=per_doc,
+        divergences=divergences, per_document=per_doc,
         changed_parameters_max=max(p["changed_parameters"] for p in per_doc), method_info=method.info(),
         timing={"total_s": total, "segments_per_s": len(segments) / total,
                 "translate_median_s": statistics.median(translate_s), "update_median_s": statistics.median(update_s),
-                "translate_total_s": sum(translate_s), "update_total_s": sum(update_s)})
+                "translate_total_s": sum(translate_s), "update_total_s": sum(update_s),
+                **({"resumed_after_steps": len(done)} if done else {})})
     writer.summary(summary)
     log.info("finished %s in %.1f s: %s", cfg.method.name, total,
              {k: round(v, 2) for k, v in evaluator.running().items() if v is not None})
     return summary
+
+
+def _check_replay(run_dir: Path, record: dict, seg, result: UpdateResult, diverged: bool) -> None:
+    """A replayed step must be the recorded one: same segment, same updates and perplexities (bit for bit;
+    anything else means other settings, threads or software than the interrupted run's)."""
+    same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
+        seg.doc_id, seg.seg_id, seg.source, seg.reference)
+    replayed = (result.updates, result.ppl_before, result.ppl_after, diverged)
+    recorded = (record["updates"], record["ppl_before"], record["ppl_after"], record.get("diverged", False))
+    if not same_segment or replayed != recorded:
+        what = "another segment" if not same_segment else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}"
+        raise UserError(f"{run_dir}: cannot resume: step {record['index'] + 1} replays to {what}; resume with "
+                        "the interrupted run's settings, threads and software")
 
 
 def _headline(scores: dict) -> dict:

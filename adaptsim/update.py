@@ -3,6 +3,10 @@
 One pair is the batch. Plain SGD (no momentum, so the optimizer has no state and is reused), each
 parameter tensor's gradient clipped to L2 norm ≤ clip_norm on its own, and the update repeated until
 the pair's per-token perplexity is ≤ ppl_threshold, with at least min_updates and at most max_updates.
+
+Divergence is caught where it happens: a NaN/inf loss or gradient (or a loss so large that its perplexity
+overflows a float, > 709 nats per token) raises `Diverged` before anything else is done with it; the
+loop decides what follows (`update.on_divergence`: stop the run, or roll the document back to θ0).
 """
 
 from __future__ import annotations
@@ -15,6 +19,24 @@ import torch
 
 from adaptsim.methods.base import Method
 from adaptsim.model import Seq2SeqModel
+
+
+MAX_LOSS = 709.0  # nats per token: exp() of more overflows a float64
+
+
+class Diverged(Exception):
+    """The update made (or found) a non-finite loss or gradient; `updates` steps were taken before it."""
+
+    def __init__(self, what: str, updates: int, ppl_before: float | None):
+        super().__init__(what)
+        self.what, self.updates, self.ppl_before = what, updates, ppl_before
+
+
+def perplexity(loss: torch.Tensor, updates: int, ppl_before: float | None = None) -> float:
+    value = loss.item()
+    if not math.isfinite(value) or value > MAX_LOSS:
+        raise Diverged(f"the loss is {value:g} nats per token", updates, ppl_before)
+    return math.exp(value)
 
 
 @dataclass
@@ -37,7 +59,7 @@ def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> list[torch.T
 
 class Updater:
     def __init__(self, model: Seq2SeqModel, method: Method, clip_norm: float = 1.0, ppl_threshold: float = 2.0,
-                 min_updates: int = 1, max_updates: int = 3):
+                 min_updates: int = 1, max_updates: int = 3, on_divergence: str = "stop"):
         self.model, self.method = model, method
         trainable = method.parameters()
         ids = {id(p) for p in trainable.values()}
@@ -53,22 +75,26 @@ class Updater:
                           if self.params else None)
         self.clip_norm, self.ppl_threshold = clip_norm, ppl_threshold
         self.min_updates, self.max_updates = min_updates, max_updates
+        self.on_divergence = on_divergence  # what the loop does with `Diverged` (adaptsim.simulate)
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> UpdateResult:
         start = time.perf_counter()
         if self.optimizer is None:  # nothing to train: report the pair's perplexity only
             with torch.no_grad():
-                ppl = math.exp(self.model.loss(batch).item())
+                ppl = perplexity(self.model.loss(batch), 0)
             return UpdateResult(0, ppl, ppl, time.perf_counter() - start)
         self.method.start_pair(batch)
         loss = self.model.loss(batch)
-        ppl_before = ppl = math.exp(loss.item())
+        ppl_before = ppl = perplexity(loss, 0)
         updates = 0
         while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             with_grad = [(n, p.grad) for n, p in zip(self.names, self.params) if p.grad is not None]
             norms = clip_per_tensor_([g for _, g in with_grad], self.clip_norm)
+            if norms and not torch.stack(norms).isfinite().all():
+                bad = next(n for (n, _), g in zip(with_grad, norms) if not g.isfinite())
+                raise Diverged(f"the gradient of {bad} is not finite", updates, ppl_before)
             self.method.before_step(dict(zip((n for n, _ in with_grad), norms)))
             self.optimizer.step()
             self.method.after_step()
@@ -76,7 +102,7 @@ class Updater:
             last = updates == self.max_updates
             with torch.set_grad_enabled(not last):  # the last forward only measures perplexity
                 loss = self.model.loss(batch)
-            ppl = math.exp(loss.item())
+            ppl = perplexity(loss, updates, ppl_before)
         self.optimizer.zero_grad(set_to_none=True)
         return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start)
 

@@ -133,7 +133,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     check_device(cfg.device)
     check_threads(cfg.threads)
     choice(cfg, "reset", ("document", "never"))
-    for key in ("progress", "save_offsets"):
+    for key in ("progress", "save_offsets", "resume"):
         if key in cfg:
             boolean(cfg, key)
 
@@ -151,6 +151,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     high = integer(cfg, "update.max_updates", 1)
     if low > high:
         raise _bad("update.min_updates", low, f"must be ≤ update.max_updates={high}")
+    choice(cfg, "update.on_divergence", ("stop", "rollback"))
 
     lr = cfg.method.get("lr")
     if cfg.method.get("name") == "none":

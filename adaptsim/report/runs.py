@@ -32,7 +32,9 @@ class Run:
     config: dict = field(default_factory=dict)  # flattened composed config {"method.lr": 0.01, …}; {} without .hydra
     overrides: list[str] = field(default_factory=list)
 
-    method = property(lambda self: self.summary.get("method", "?"))
+    # a run that diverged (update.on_divergence=rollback) is never shown as a normal row of its method
+    method = property(lambda self: self.summary.get("method", "?") + (
+        f" (diverged {self.summary['divergences']}×)" if self.summary.get("divergences") else ""))
     model = property(lambda self: self.summary.get("model", "?"))
     model_path = property(lambda self: str(self.summary.get("model_path", "?")))
     dataset = property(lambda self: self.summary.get("dataset", "?"))

@@ -1,0 +1,138 @@
+"""What makes a run's results trustworthy: no look-ahead, determinism, divergence caught at its step, and a
+killed run resumed to the very outputs of an uninterrupted one."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from adaptsim.cli import main
+
+
+def tsv_of(path, rows):
+    path.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(f"{d}\t{i}\t{s}\t{r}\n" for d, i, s, r in rows))
+    return path
+
+
+@pytest.fixture
+def two_docs(tmp_path, tiny_corpus):
+    """Two documents of 12 segments each."""
+    rows = [(f"doc{d}", i, *tiny_corpus[12 * d + i]) for d in range(2) for i in range(12)]
+    return tsv_of(tmp_path / "two_docs.tsv", rows), rows
+
+
+def common(model, tsv, *extra):
+    return [f"model.path={model}", "dataset=tsv", f"dataset.path={tsv}", "decode.beam_size=2",
+            "decode.max_length=20", "progress=false", "threads=1", *extra]
+
+
+def run(out, *overrides, code=0):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={out}", *overrides])
+    assert exit_.value.code == code
+    return out
+
+
+def steps_of(out):
+    def strict(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return [json.loads(line, parse_constant=strict) for line in (out / "steps.jsonl").read_text().splitlines()]
+
+
+TIMINGS = ("translate_s", "update_s")
+
+
+def without_timings(steps):
+    return [{k: v for k, v in s.items() if k not in TIMINGS} for s in steps]
+
+
+def test_hypothesis_i_is_made_before_and_without_reference_i(tmp_path, tiny_model_dir, two_docs):
+    tsv, rows = two_docs
+    adapt = ["method=full", "method.lr=0.5", "reset=never"]
+    full = steps_of(run(tmp_path / "full", *common(tiny_model_dir, tsv, *adapt)))
+    i = 15  # in the second document, after adapting on 15 pairs
+    prefix = run(tmp_path / "prefix", *common(tiny_model_dir, tsv_of(tmp_path / "p.tsv", rows[: i + 1]), *adapt))
+    changed = [r if k != i else (*r[:3], "Ganz etwas anderes als die Referenz .") for k, r in enumerate(rows)]
+    other = run(tmp_path / "other", *common(tiny_model_dir, tsv_of(tmp_path / "o.tsv", changed), *adapt))
+    assert steps_of(prefix)[i]["hypothesis"] == full[i]["hypothesis"]  # the future is not needed
+    assert steps_of(other)[i]["hypothesis"] == full[i]["hypothesis"]  # its own reference is not used
+    none = steps_of(run(tmp_path / "none", *common(tiny_model_dir, tsv, "method=none")))
+    assert [s["hypothesis"] for s in full] != [s["hypothesis"] for s in none]  # adaptation did change outputs
+
+
+def test_two_runs_of_one_command_write_the_same_outputs(tmp_path, tiny_model_dir, two_docs):
+    args = common(tiny_model_dir, two_docs[0], "method=lasso", "reset=never")
+    a, b = run(tmp_path / "a", *args), run(tmp_path / "b", *args)
+    assert without_timings(steps_of(a)) == without_timings(steps_of(b))
+    assert (a / "curves.csv").read_bytes() == (b / "curves.csv").read_bytes()
+
+
+@pytest.mark.parametrize("lr", ["1e30", "inf", "1e3"])
+def test_divergence_stops_the_run_with_one_line_at_its_step(tmp_path, tiny_model_dir, tiny_tsv, lr, capsys):
+    out = run(tmp_path / "run", *common(tiny_model_dir, tiny_tsv, "method=full", f"method.lr={lr}"), code=1)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "adaptation diverged" in err[-1] and "on_divergence=rollback" in err[-1] and "Traceback" not in "".join(err)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "failed" and "diverged" in summary["error"]
+    steps_of(out)  # what was written before it is valid JSON
+
+
+def test_divergence_rollback_restarts_the_document_and_is_counted(tmp_path, tiny_model_dir, tiny_tsv, capsys):
+    out = run(tmp_path / "run", *common(tiny_model_dir, tiny_tsv, "method=full", "method.lr=1e30",
+                                        "update.on_divergence=rollback"))
+    steps, summary = steps_of(out), json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["divergences"] == len(steps) == 6
+    assert all(s["diverged"] and s["ppl_after"] is None for s in steps)
+    # every segment is translated by θ0 again: the hypotheses are the baseline's
+    none = steps_of(run(tmp_path / "none", *common(tiny_model_dir, tiny_tsv, "method=none")))
+    assert [s["hypothesis"] for s in steps] == [s["hypothesis"] for s in none]
+    with pytest.raises(SystemExit):
+        main(["table", str(out)])
+    assert "| full (diverged 6×) |" in capsys.readouterr().out
+
+
+def test_a_run_killed_mid_document_resumes_to_the_uninterrupted_outputs(tmp_path, tiny_model_dir, two_docs):
+    args = common(tiny_model_dir, two_docs[0], "method=lasso", "reset=never", "save_offsets=true")
+    whole = run(tmp_path / "whole", *args)
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "adaptsim", "run", f"hydra.run.dir={killed}", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    steps = killed / "steps.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if steps.exists() and steps.read_text().count("\n") >= 5:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    proc.wait()
+    written = steps.read_text().count("\n")
+    assert proc.returncode == -signal.SIGKILL and 5 <= written < 12, written  # killed inside document 1
+    assert json.loads((killed / "summary.json").read_text())["status"] == "running"
+
+    run(killed, *args, "resume=true")
+    assert without_timings(steps_of(killed)) == without_timings(steps_of(whole))
+    for name in ("hyps.txt", "curves.csv"):
+        assert (killed / name).read_bytes() == (whole / name).read_bytes()
+    for doc in ("doc0", "doc1"):
+        path = f"offsets/{doc}.safetensors"
+        assert (killed / path).read_bytes() == (whole / path).read_bytes()
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (killed, whole))
+    assert a["timing"].pop("resumed_after_steps") == written
+    for s in (a, b):
+        s.pop("timing")
+    assert a == b
+
+    run(killed, *args, "resume=true")  # a finished run is left as it is
+    assert without_timings(steps_of(killed)) == without_timings(steps_of(whole))
+
+
+def test_resume_refuses_a_run_made_with_other_settings(tmp_path, tiny_model_dir, two_docs, capsys):
+    out = run(tmp_path / "run", *common(tiny_model_dir, two_docs[0], "method=full"))
+    summary = json.loads((out / "summary.json").read_text())
+    (out / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    run(out, *common(tiny_model_dir, two_docs[0], "method=full", "method.lr=0.5", "resume=true"), code=1)
+    assert "cannot resume" in capsys.readouterr().err
