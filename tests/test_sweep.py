@@ -58,7 +58,8 @@ def basic(tmp_path_factory, tiny_model_dir, data_tsv) -> Path:
 @pytest.fixture(scope="module")
 def submitit(tmp_path_factory, tiny_model_dir, data_tsv) -> Path:
     out = tmp_path_factory.mktemp("submitit") / "sweep"
-    proc = sweep(out, tiny_model_dir, data_tsv, f"method={','.join(METHODS)}", "hydra/launcher=submitit_local")
+    proc = sweep(out, tiny_model_dir, data_tsv, f"method={','.join(METHODS)}", "reset=never",  # as paper_methods
+                 "hydra/launcher=submitit_local")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
