@@ -173,12 +173,12 @@ class Lasso(Method):
             if name in grad:
                 self.signal[i] += float(grad[name])
         kept = fill_budget(ranked((norms * shrink).tolist(), self.signal, self.resolution), self.sizes, self.budget)
-        served = set(kept)
+        served, old = set(kept), self.reserve
         self.reserve = {}
         for i, t in enumerate(tensors):
             if i not in served:
-                if shrink[i] > 0:
-                    self.reserve[i] = t.clone()
+                if shrink[i] > 0:  # keep the offset for later, in last step's buffer where there is one
+                    self.reserve[i] = old[i].copy_(t) if i in old else t.clone()
                 t.zero_()
         torch._foreach_add_(tensors, self._theta0)
         if self.kept is not None and served != set(self.kept):
