@@ -150,10 +150,13 @@ def simulate(cfg: DictConfig, writer: RunWriter, limit: int | None = None) -> di
     if not segments:
         raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
     done = writer.resume_steps() if cfg.resume else []
-    if done and cfg.get("save_offsets"):  # rewritten, identically, as the replay passes each document's end
-        shutil.rmtree(writer.dir / "offsets", ignore_errors=True)
     if len(done) > len(segments):
         raise UserError(f"{writer.dir}: cannot resume: it holds {len(done)} steps, the data has {len(segments)}")
+    if any("pieces" not in record for record in done):
+        raise UserError(f"{writer.dir}: cannot resume: its steps were written by an adaptsim that did not record "
+                        "the generated pieces; run it again in a new directory")
+    if done and cfg.get("save_offsets"):  # rewritten, identically, as the replay passes each document's end
+        shutil.rmtree(writer.dir / "offsets", ignore_errors=True)
 
     scope = resolve_scope(cfg.metrics.get("scope"), cfg.reset)
     evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
