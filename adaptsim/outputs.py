@@ -1,6 +1,6 @@
-"""What a run writes (DESIGN §6): steps.jsonl and hyps.txt line by line, summary.json atomically.
+"""What a run writes (docs/design.md §6): steps.jsonl and hyps.txt line by line, summary.json atomically.
 
-A run owns its directory (issue 14): two runs writing into one directory interleaved their steps and
+A run owns its directory: two runs writing into one directory interleaved their steps and
 mixed one's summary with the other's config, and a re-run truncated the old run's steps. So a run
 claims its directory by creating steps.jsonl exclusively and refuses a directory that already holds
 another run's outputs, unless it is resuming that run (`resume=True`: the files are appended to,

@@ -1,4 +1,4 @@
-"""`adaptsim run`: the simulated post-editing loop (DESIGN §1).
+"""`adaptsim run`: the simulated post-editing loop (docs/design.md §1).
 
 For each document, from θ0: translate segment i with θ_{i-1}, reveal the reference, adapt on the pair
 (adaptsim/update.py), score the hypothesis, log the step. Data flows one way:

@@ -1,4 +1,4 @@
-"""Paired significance tests and confidence intervals from per-segment sufficient statistics (issue 13).
+"""Paired significance tests and confidence intervals from per-segment sufficient statistics.
 
 Every corpus score adaptsim reports is a function of per-segment statistics summed over the corpus:
 recall Rk = 100 · Σnum / Σden, SBLEU = Σ sentence-BLEU+1 / Σ 1, BLEU, TER and chrF = sacrebleu's score

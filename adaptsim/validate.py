@@ -1,6 +1,6 @@
 """Check the composed configuration of `run`, `bench` and `select-fixed` before any work is done.
 
-A wrong setting must not silently change the method (issue 14: `reset=documents` behaved as `never`,
+A wrong setting must not silently change the method (`reset=documents` once behaved as `never`,
 `update.clip_norm=-1` turned SGD into gradient ascent), and must not surface after minutes of loading
 as a traceback. Every rule here stops with one line naming the key, the value and what is allowed.
 

@@ -1,4 +1,4 @@
-"""Seconds for 1,000 paired resamples of six runs × 10,000 segments (issue 13's speed target).
+"""Seconds for 1,000 paired resamples of six runs × 10,000 segments (the speed target of the significance tests).
 
 Builds synthetic per-segment sufficient statistics of that size (no text, no metric: the statistics a run
 writes to steps.jsonl, with realistic ranges) for R0, R1, R0+1, SBLEU, BLEU, TER and chrF, then times

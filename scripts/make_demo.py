@@ -1,4 +1,4 @@
-"""Regenerate the embedded demo (issue 5): generated data in data/demo/ and the demo model in data/demo/model.
+"""Regenerate the embedded demo: generated data in data/demo/ and the demo model in data/demo/model.
 
     python scripts/make_demo.py              # data + model (about 8 minutes on a 2-core CPU)
     python scripts/make_demo.py --data-only  # documents and test text only

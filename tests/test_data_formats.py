@@ -216,7 +216,7 @@ F, END = "\uf8ff", "\uf8ff\u25ca\u00f7\n"
 
 
 def test_autodesk_terminator_is_exactly_as_designed():
-    assert END == "\uf8ff◊÷\n"  # DESIGN §7: records end with U+F8FF ◊ ÷ and a newline
+    assert END == "\uf8ff◊÷\n"  # docs/design.md §7: records end with U+F8FF ◊ ÷ and a newline
 
 
 def test_autodesk_records(tmp_path):

@@ -1,4 +1,4 @@
-"""Immediate-adaptation metrics (DESIGN §4): hand-computed cases, sacrebleu agreement, curves."""
+"""Immediate-adaptation metrics (docs/design.md §4): hand-computed cases, sacrebleu agreement, curves."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_figure1_totals(fig1):
 
 
 def test_figure1_needs_the_given_stopword_list():
-    # stopwords-iso English lists "man": the worked example then changes, as DESIGN §4 warns
+    # stopwords-iso English lists "man": the worked example then changes, as docs/design.md §4 warns
     result = Evaluator(FIG1_REFS, lang="en").corpus(FIG1_HYPS)
     assert result["counts"]["R0"] != {"num": 2, "den": 4}
 

@@ -1,4 +1,4 @@
-"""Reliability (issue 14): a run owns its directory, settings are checked before work starts, signals and
+"""Reliability: a run owns its directory, settings are checked before work starts, signals and
 killed sweeps leave an honest record, checkpoints cannot run code, broken models, output directories and
 invisible or NUL characters in the data stop with one line."""
 

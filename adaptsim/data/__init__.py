@@ -1,4 +1,4 @@
-"""Datasets: read documents of (source, reference) segments from any supported format (DESIGN §7).
+"""Datasets: read documents of (source, reference) segments from any supported format (docs/design.md §7).
 
 Public API, used by the simulation loop:
 

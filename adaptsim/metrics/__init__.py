@@ -1,4 +1,4 @@
-"""Immediate-adaptation metrics (R0, R1, R0+1, Rk) and sacrebleu corpus metrics (DESIGN §4).
+"""Immediate-adaptation metrics (R0, R1, R0+1, Rk) and sacrebleu corpus metrics (docs/design.md §4).
 
 `Evaluator` is built once per run from the references (in corpus order, with their doc ids) and
 then scores hypotheses one at a time (`segment`, `running`: the simulation loop) or all at once

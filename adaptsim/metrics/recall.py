@@ -1,4 +1,4 @@
-"""R0, R1, …, Rk and their unions (paper §2.2, DESIGN §4) on sets of word types.
+"""R0, R1, …, Rk and their unions (paper §2.2, docs/design.md §4) on sets of word types.
 
 A reference word's k-th occurrence is the k-th reference (in corpus order, within the counting
 scope) whose word set holds it: set level, no clipping. The levels of one segment are disjoint,

@@ -1,4 +1,4 @@
-"""Target text → set of content-word types (DESIGN §4), cached per distinct string and token.
+"""Target text → set of content-word types (docs/design.md §4), cached per distinct string and token.
 
 Pipeline: Moses tokenizer (escaped, as the Moses truecaser expects) → Moses truecaser trained on
 target-side text (or lowercasing, or nothing) → unescape → keep tokens that are not stopwords and

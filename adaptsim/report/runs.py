@@ -1,6 +1,6 @@
 """Find and load runs under sweep or run directories, and say which runs failed or are missing.
 
-A run directory holds `summary.json` or Hydra's `.hydra/config.yaml` (DESIGN §6). A sweep directory
+A run directory holds `summary.json` or Hydra's `.hydra/config.yaml` (docs/design.md §6). A sweep directory
 holds `multirun.yaml`; from it the jobs the sweep should have produced are recomputed the way Hydra's
 basic sweeper expands them, so a job that never got a directory (sweep interrupted, cluster job lost)
 is reported too, not silently left out of a table.
@@ -131,7 +131,7 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
     return Run(d, summary, _config(d), _overrides(d)), None
 
 
-# --- issue 14, run liveness (adaptsim.outputs.RunWriter records the process of a running run) ---------------
+# --- run liveness (adaptsim.outputs.RunWriter records the process of a running run) ---------------
 def _why_unfinished(summary: dict) -> str:
     """SIGKILL leaves `running` behind: a run whose recorded process is gone (on this host) was killed."""
     if summary.get("status") == "interrupted":
@@ -155,7 +155,7 @@ def _alive(pid) -> bool:
         return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return True
-# --- end issue 14, run liveness --------------------------------------------------------------------------------
+# --- end of run liveness --------------------------------------------------------------------------------
 
 
 def _config(d: Path) -> dict:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The paper's comparison on real English–German data (issue 8), with adaptsim's own commands only.
+# The paper's comparison on real English–German data, with adaptsim's own commands only.
 #
 #   bash scripts/experiments/realistic_ende.sh            # from the repository root, ../shared beside it
 #

@@ -1,4 +1,4 @@
-"""The Autodesk post-editing corpus (Zhechev, 2012; DESIGN §7).
+"""The Autodesk post-editing corpus (Zhechev, 2012; docs/design.md §7).
 
 Each record ends with U+F8FF ◊ ÷ and a newline (so a record may span lines); its fields are separated
 by U+F8FF: field 0 is the English source, field 1 the MT output (kept as `attrs["mt"]`), field 2 the
