@@ -24,9 +24,16 @@ def files(tmp_path):
     return tmp_path
 
 
+def metrics_cfg(**overrides):
+    """configs/metrics/default.yaml (the home of every metric setting) with `overrides`, for German."""
+    from adaptsim import CONFIG_DIR
+
+    return OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "metrics" / "default.yaml"), {"lang": "de"}, overrides)
+
+
 def test_compute(files):
     docs = load_documents({"format": "tsv", "path": str(files / "d.tsv")})
-    metrics = OmegaConf.create({"lang": "de", "case": "none", "stopwords": str(files / "stop.txt"), "scope": "document"})
+    metrics = metrics_cfg(case="none", stopwords=str(files / "stop.txt"), scope="document")
     st = compute(docs, metrics)
     assert (st["documents"], st["segments"], st["tokens"]) == (2, 4, {"source": 9, "reference": 9})
     cw = st["content_words"]
@@ -48,7 +55,7 @@ def test_command_line_json(files, capsys):
 
 def test_text_output(files):
     docs = load_documents({"format": "tsv", "path": str(files / "d.tsv")})
-    st = compute(docs, OmegaConf.create({"lang": "de", "case": "none", "stopwords": str(files / "stop.txt")}))
+    st = compute(docs, metrics_cfg(case="none", stopwords=str(files / "stop.txt")))
     text = format_text("tiny", st)
     assert "documents" in text and "avg occurrences of content words per sentence  1.1667" in text
     assert re.search(r"content words seen before in the document +33\.3%", text)

@@ -260,10 +260,11 @@ def test_user_errors(tmp_path, words_file):
 
 
 def test_from_config(words_file):
-    cfg = OmegaConf.create({"model": {"target_lang": "en"},
-                            "metrics": {"lang": "${model.target_lang}", "case": "truecase", "truecase_text": None,
-                                        "stopwords": words_file("the", "a"), "k_max": 2, "scope": "corpus",
-                                        "novel_vocab": None, "subword": False}})
+    from adaptsim import CONFIG_DIR
+
+    defaults = OmegaConf.load(CONFIG_DIR / "metrics" / "default.yaml")
+    cfg = OmegaConf.create({"model": {"target_lang": "en"}, "metrics": defaults})
+    cfg.metrics.merge_with({"stopwords": words_file("the", "a"), "k_max": 2, "scope": "corpus", "subword": False})
     ev = Evaluator.from_config(cfg.metrics, FIG1_REFS, ["d1", "d2"], subword_tokenize=str.split)
     result = ev.corpus(FIG1_HYPS)
     assert result["counts"]["R0"] == {"num": 2, "den": 4}

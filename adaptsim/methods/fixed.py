@@ -57,7 +57,7 @@ class Fixed(Method):
     def __init__(self, cfg, model):
         super().__init__(cfg, model)
         named = model.named_parameters()
-        given = cfg.get("params")
+        given = cfg.params
         patterns = [str(p) for p in given] if given is not None else read_list(str(cfg.list), model)
         unmatched = [pat for pat in patterns if not any(fnmatchcase(n, pat) for n in named)]
         if unmatched:
@@ -65,12 +65,12 @@ class Fixed(Method):
                             f"{next(iter(named))!r}); make a list for this model with `adaptsim select-fixed`")
         self._params = {n: p for n, p in named.items() if any(fnmatchcase(n, pat) for pat in patterns)}
         self.list = None if given is not None else str(cfg.list)
-        self.rows_of = str(cfg.get("embedding_rows", "source"))
+        self.rows_of = str(cfg.embedding_rows)
         if self.rows_of not in ("source", "pair"):
             raise UserError(f"method.embedding_rows={self.rows_of}: expected source or pair")
         self.row_masked: list[str] = []
         self._rows: torch.Tensor | None = None  # token ids whose rows train on the current pair
-        if cfg.get("source_embeddings", True):
+        if cfg.source_embeddings:
             for name, roles in model.arch.embeddings.items():
                 if "source" in roles and name not in self._params:
                     self._params[name] = named[name]

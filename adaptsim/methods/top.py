@@ -11,7 +11,7 @@ from adaptsim.methods.base import Method
 class Top(Method):
     def __init__(self, cfg, model):
         super().__init__(cfg, model)
-        n = int(cfg.get("layers", 1))
+        n = int(cfg.layers)
         arch = model.arch
         if not 1 <= n <= min(len(arch.encoder_layers), len(arch.decoder_layers)):
             raise UserError(f"method.layers={n}: the model has {len(arch.encoder_layers)} encoder and "

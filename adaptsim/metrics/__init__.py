@@ -111,13 +111,12 @@ class Evaluator:
                     subword_tokenize: Callable[[str], list[str]] | None = None, scope: str | None = None) -> Evaluator:
         """Build from the `metrics` config node; `subword: false` there turns the subword variant off; `scope`
         (the run's, resolved from `reset` where `metrics.scope` is null) wins over the node's."""
-        text = cfg.get("truecase_text")
-        return cls(references, doc_ids, lang=cfg.get("lang", "de"), case=cfg.get("case", "truecase"),
+        text = cfg.truecase_text  # every setting comes from configs/metrics/default.yaml: no defaults here
+        return cls(references, doc_ids, lang=cfg.lang, case=cfg.case,
                    truecase_text=None if text is None else read_lines(text),
-                   stopwords=cfg.get("stopwords"), k_max=cfg.get("k_max", 1), scope=scope or cfg.get("scope") or "document",
-                   novel_vocab=cfg.get("novel_vocab"),
-                   subword_tokenize=subword_tokenize if cfg.get("subword", True) else None,
-                   sacrebleu=list(cfg.get("sacrebleu", METRICS)))
+                   stopwords=cfg.stopwords, k_max=cfg.k_max, scope=scope or cfg.scope or "document",
+                   novel_vocab=cfg.novel_vocab, subword_tokenize=subword_tokenize if cfg.subword else None,
+                   sacrebleu=list(cfg.sacrebleu))
 
     def __len__(self) -> int:
         return len(self.references)
