@@ -2,6 +2,10 @@
 
 Plain text, one segment per line: hypotheses, references and optionally doc ids, all parallel.
 Prints corpus R0, R1, R0+1 (with counts), BLEU, SBLEU, TER and chrF, or one JSON object.
+
+The defaults are those of `run` (configs/metrics/default.yaml), except two that `run` takes from elsewhere:
+the language (from the model there; `de` here) and the counting scope (from `reset` there; one stream per
+`--docs` document here).
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ import argparse
 import json
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from adaptsim import CONFIG_DIR
 from adaptsim.errors import DataError
 from adaptsim.metrics import SCOPES, Evaluator, write_curves
 from adaptsim.metrics.sacre import METRICS
@@ -18,21 +25,23 @@ from adaptsim.metrics.words import CASES
 
 
 def parser() -> argparse.ArgumentParser:
+    run = OmegaConf.load(CONFIG_DIR / "metrics" / "default.yaml")  # the one home of the metric defaults
     p = argparse.ArgumentParser(prog="adaptsim score", description=__doc__.split("\n\n")[0])
     p.add_argument("--hyp", required=True, help="hypotheses, one detokenised segment per line")
     p.add_argument("--ref", required=True, help="references (post-edits), parallel to --hyp")
     p.add_argument("--docs", help="doc ids, one per line, parallel to --hyp (default: one document)")
     p.add_argument("--lang", default="de", help="target language (default: de)")
     p.add_argument("--stopwords", help="stopword file, one word per line (default: stopwords-iso list of --lang)")
-    p.add_argument("--case", choices=CASES, default="truecase", help="casing before comparison (default: truecase)")
+    p.add_argument("--case", choices=CASES, default=run.case, help=f"casing before comparison (default: {run.case})")
     p.add_argument("--truecase-text", help="text to train the truecaser on (default: the references)")
-    p.add_argument("--k", type=int, default=1, dest="k_max", help="report R0…Rk and unions up to k (default: 1)")
+    p.add_argument("--k", type=int, default=run.k_max, dest="k_max",
+                   help=f"report R0…Rk and unions up to k (default: {run.k_max})")
     p.add_argument("--scope", choices=SCOPES, default="document",
                    help="where occurrence counting restarts (default: document; one document without --docs)")
     p.add_argument("--novel-vocab", help="training vocabulary or text: also score novel words only")
     p.add_argument("--spm", help="sentencepiece model: also score on subword pieces")
-    p.add_argument("--sacrebleu", type=_names, default=list(METRICS), metavar="NAMES",
-                   help=f"comma-separated sacrebleu metrics to compute (default: {','.join(METRICS)}; TER is slow)")
+    p.add_argument("--sacrebleu", type=_names, default=list(run.sacrebleu), metavar="NAMES",
+                   help=f"comma-separated sacrebleu metrics to compute (default: {','.join(run.sacrebleu)}; TER is slow)")
     p.add_argument("--curves", help="also write learning curves (cumulative scores per segment) to this CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
