@@ -6,9 +6,12 @@ from omegaconf import OmegaConf
 
 __version__ = "0.1.0"
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-CONFIG_DIR = PROJECT_ROOT / "configs"
-DATA_DIR = PROJECT_ROOT / "data"
+PACKAGE_DIR = Path(__file__).resolve().parent
+# configs/ and data/ travel inside the package (in a checkout, adaptsim/configs and adaptsim/resources are
+# links to them), so an installed adaptsim finds its configs and the embedded demo without a checkout.
+CONFIG_DIR = PACKAGE_DIR / "configs"
+DATA_DIR = PACKAGE_DIR / "resources"
+PROJECT_ROOT = PACKAGE_DIR.parent  # the checkout, where there is one (scripts/, tests/, ../shared)
 
 # Config paths that do not depend on the working directory: ${adaptsim_data:} is the project's data/,
 # ${adaptsim_shared:} the shared data/models folder beside the checkout (or $ADAPTSIM_SHARED).

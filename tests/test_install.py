@@ -1,0 +1,36 @@
+"""A wheel of adaptsim, installed without the checkout (not editable), runs the demo offline from anywhere:
+the configs and the embedded demo travel inside the package."""
+
+import json
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from adaptsim import PROJECT_ROOT
+
+
+@pytest.mark.skipif(not (PROJECT_ROOT / "pyproject.toml").is_file(), reason="needs the checkout to build from")
+def test_the_installed_wheel_runs_the_demo_outside_the_checkout(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(PROJECT_ROOT), "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(wheels)], check=True, capture_output=True, timeout=300)
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, system_site_packages=True, with_pip=True)  # torch & co. from this environment
+    python = env_dir / "bin" / "python"
+    wheel = next(wheels.glob("adaptsim-*.whl"))
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = subprocess.run([str(python), "-c", "import adaptsim; print(adaptsim.CONFIG_DIR)"], cwd=elsewhere,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert where.startswith(str(env_dir)) and not where.startswith(str(PROJECT_ROOT))
+    out = elsewhere / "run"
+    done = subprocess.run([str(python), "-m", "adaptsim", "run", "method=none", "progress=false", "threads=1",
+                           "dataset.max_documents=1", f"hydra.run.dir={out}"],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["segments"] == 15
