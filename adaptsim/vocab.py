@@ -17,6 +17,8 @@ from pathlib import Path
 import sentencepiece as spm
 from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
+from adaptsim.errors import UserError
+
 PAD, UNK, EOS = 0, 1, 2
 
 # Shortcuts accepted in an `arch` dict besides MarianConfig's own keys.
@@ -109,13 +111,15 @@ def marian_config(arch: dict, tokenizer: MarianTokenizer) -> MarianConfig:
     known = set(MarianConfig.__annotations__) | set(MarianConfig().to_dict())
     unknown = sorted(set(kw) - known)
     if unknown:
-        raise ValueError(f"unknown model architecture key(s): {', '.join(unknown)}")
+        raise UserError(f"model.arch: unknown architecture key(s) {', '.join(unknown)}")
     src_v, tgt_v = vocab_sizes(tokenizer)
     share = kw.get("share_encoder_decoder_embeddings", True)
     if tokenizer.separate_vocabs and share:
-        raise ValueError("separate source/target vocabularies need share_encoder_decoder_embeddings: false")
+        raise UserError("model.vocab.shared=false (separate source/target vocabularies) needs "
+                        "model.arch.share_encoder_decoder_embeddings=false")
     kw.setdefault("scale_embedding", True)
-    kw.setdefault("activation_function", "swish")  # Marian's transformer default; gelu works as well
+    if "activation_function" not in kw:  # no hidden default: the model config says which (configs/model/*.yaml)
+        raise UserError("model.arch.activation_function is not set (relu, swish, gelu, …)")
     kw.update(vocab_size=src_v, decoder_vocab_size=tgt_v, pad_token_id=tokenizer.pad_token_id,
               eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.pad_token_id,
               forced_eos_token_id=tokenizer.eos_token_id, bos_token_id=None)

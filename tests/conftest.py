@@ -30,7 +30,7 @@ _VERBS = [("sees", "sieht"), ("likes", "mag"), ("finds", "findet"), ("buys", "ka
 _OBJECTS = [("the dog", "den Hund"), ("the cat", "die Katze"), ("the house", "das Haus"),
             ("the table", "den Tisch"), ("a book", "ein Buch"), ("the key", "den Schlüssel")]
 
-TINY_ARCH = dict(d_model=32, encoder_layers=2, decoder_layers=2, heads=2, ffn_dim=64,
+TINY_ARCH = dict(d_model=32, encoder_layers=2, decoder_layers=2, heads=2, ffn_dim=64, activation_function="swish",
                  max_position_embeddings=64, dropout=0.0)
 
 
