@@ -62,15 +62,16 @@ def test_figure1_needs_the_given_stopword_list():
     assert result["counts"]["R0"] != {"num": 2, "den": 4}
 
 
-def test_running_matches_corpus_and_rescoring_replaces(fig1):
+def test_running_scores_equal_the_corpus_scores(fig1):
     assert fig1.running()["R0"] is None
-    fig1.segment(0, "nothing right")
+    fig1.segment(0, FIG1_HYPS[0])
+    assert fig1.running()["R0"] == pytest.approx(100 / 3)
     fig1.segment(1, FIG1_HYPS[1])
-    assert fig1.running()["R0"] == 25.0
-    fig1.segment(0, FIG1_HYPS[0])  # scored again: replaces, does not add
     running, corpus = fig1.running(), fig1.corpus(FIG1_HYPS)["scores"]
     for key in ("R0", "R1", "R0+1", "BLEU", "SBLEU", "TER"):
         assert running[key] == pytest.approx(corpus[key]), key
+    with pytest.raises(ValueError, match="scored already"):  # a segment is scored once, as the loop does
+        fig1.segment(0, "nothing right")
 
 
 def test_second_occurrence_across_documents(words_file):

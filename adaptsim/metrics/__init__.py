@@ -101,7 +101,7 @@ class Evaluator:
             *(["subword:yes"] if subword_tokenize is not None else []),
             f"sacremoses:{version('sacremoses')}", f"stopwordsiso:{version('stopwordsiso')}"])
         self.sacre = SacreMetrics(sacrebleu)
-        self._records: dict[int, tuple[str, dict[str, tuple[int, int]], Stats]] = {}
+        self._records: dict[int, tuple[str, Stats]] = {}  # scored segments: hypothesis, sacrebleu statistics
         self._sums = {key: [0, 0] for key in self.keys}
         self._running = Running(self.sacre)
         self._last_stats: tuple[list[str], list[Stats]] | None = None
@@ -132,27 +132,27 @@ class Evaluator:
         return out
 
     def segment(self, i: int, hypothesis: str, pieces: Sequence[str] | None = None) -> dict:
-        """Score hypothesis i (0-based) and remember it for `running`; scoring i again replaces it.
+        """Score hypothesis i (0-based), once, and remember it for `running`.
         `pieces`: the subword pieces the model generated (else the subword variant re-encodes the text)."""
         if not 0 <= i < len(self.references):
             raise IndexError(f"segment {i} out of range for {len(self.references)} references")
         nd = self._counts(i, hypothesis, pieces)
         stats = self.sacre.stats([hypothesis], [self.references[i]])[0]
         if i in self._records:
-            self._remember(*self._records[i][1:], sign=-1)
-        self._records[i] = (hypothesis, nd, stats)
-        self._remember(nd, stats, sign=1)
+            raise ValueError(f"segment {i} was scored already")
+        self._records[i] = (hypothesis, stats)
+        self._remember(nd, stats)
         record: dict = {}
         for key, (num, den) in nd.items():
             record.update({f"{key}_num": num, f"{key}_den": den, key: percent(num, den)})
         # sacrebleu's sufficient statistics, so that resampling (adaptsim.stats) never re-scores text
         return record | self.sacre.sentence(stats) | {"stats": stats}
 
-    def _remember(self, nd: dict[str, tuple[int, int]], stats: Stats, sign: int) -> None:
+    def _remember(self, nd: dict[str, tuple[int, int]], stats: Stats) -> None:
         for key, (num, den) in nd.items():
-            self._sums[key][0] += sign * num
-            self._sums[key][1] += sign * den
-        self._running.add(stats, sign)
+            self._sums[key][0] += num
+            self._sums[key][1] += den
+        self._running.add(stats)
 
     def running(self) -> dict[str, float | None]:
         """Corpus scores over the segments given to `segment` so far."""
@@ -173,7 +173,7 @@ class Evaluator:
         stats: list[Stats | None] = [None] * len(hypotheses)
         for i, hyp in enumerate(hypotheses):
             if i in self._records and self._records[i][0] == hyp:
-                stats[i] = self._records[i][2]
+                stats[i] = self._records[i][1]
         todo = [i for i, s in enumerate(stats) if s is None]
         fresh = self.sacre.stats([hypotheses[i] for i in todo], [self.references[i] for i in todo]) if todo else []
         for i, s in zip(todo, fresh):

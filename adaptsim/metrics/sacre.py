@@ -32,11 +32,11 @@ Stats = dict[str, list[float]]  # statistics kind ("bleu", "ter", "chrf") -> one
 _KIND = {"BLEU": "bleu", "SBLEU": "bleu", "TER": "ter", "chrF": "chrf"}
 
 
-def _add(total: Stats, stats: Stats, sign: int = 1) -> None:
+def _add(total: Stats, stats: Stats) -> None:
     for kind, values in stats.items():
         row = total.setdefault(kind, [0] * len(values))
         for j, value in enumerate(values):
-            row[j] += sign * value
+            row[j] += value
 
 
 class SacreMetrics:
@@ -101,18 +101,18 @@ class SacreMetrics:
 
 
 class Running:
-    """Summed statistics of the segments added so far (and removed again, for a re-scored segment)."""
+    """Summed statistics of the segments added so far."""
 
     def __init__(self, metrics: SacreMetrics):
         self.metrics = metrics
         self.total: Stats = {}
         self.sbleu_sum, self.n = 0.0, 0
 
-    def add(self, stats: Stats, sign: int = 1) -> None:
-        _add(self.total, stats, sign)
+    def add(self, stats: Stats) -> None:
+        _add(self.total, stats)
         if "SBLEU" in self.metrics.scorers:
-            self.sbleu_sum += sign * self.metrics._score("SBLEU", stats)
-        self.n += sign
+            self.sbleu_sum += self.metrics._score("SBLEU", stats)
+        self.n += 1
 
     def scores(self) -> dict[str, float | None]:
         if not self.n:
