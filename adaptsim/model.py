@@ -7,6 +7,7 @@ in eval mode with gradients enabled.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -49,19 +50,82 @@ class Translation(NamedTuple):
     pieces: list[str]
 
 
+# -- languages: how a multilingual checkpoint is told the source and target language ----------------
+@dataclass(frozen=True)
+class Languages:
+    """The model config's `languages` block (keys and their "none" values: configs/model/_common.yaml).
+
+    - `source_token`: prepended to the source: `<code> X </s>` (NLLB, M2M100, mBART-50).
+    - `target_token`: the first target token. translate forces it as the first generated token
+      (`forced_bos_token_id`, how these models are meant to be decoded); the loss puts it first in the
+      pair's labels, so the decoder reads `<start> <code> Y` and is trained on `<code> Y </s>` — the
+      sequence it produces when translating. (Its own log-probability is in the loss, as in fairseq and
+      transformers' fine-tuning; it is near 0 for a trained model.)
+    - `source_prefix`: text put before the source (T5's task prefix "translate English to German: ").
+
+    When a token is set, adaptsim writes the ids itself instead of asking the tokenizer for its special
+    tokens: tokenizer classes keep the languages as mutable state (`src_lang`/`tgt_lang`) and place them
+    differently across versions (NLLB's `legacy_behaviour` puts the code after `</s>`), so building the
+    sequence here makes what the model sees the config's, the same in translate and loss, and testable.
+    The layout is that of NLLB (non-legacy), M2M100 and mBART-50; mBART-cc25 fine-tunes (`X </s> <code>`,
+    decoder start = the code) use another and are not supported by it.
+    """
+    source_token: str | None
+    target_token: str | None
+    source_prefix: str
+
+    @property
+    def tokens(self) -> bool:
+        return bool(self.source_token or self.target_token)
+
+
+NO_LANGUAGES = Languages(None, None, "")  # a monolingual checkpoint (Marian, OPUS-MT, `adaptsim train`)
+
+
+def languages_from_config(model_cfg) -> Languages:
+    """`model.languages` of a composed model config."""
+    block = model_cfg.languages
+    return Languages(block.source_token or None, block.target_token or None, str(block.source_prefix or ""))
+
+
+def _token_id(tokenizer, token: str, key: str) -> int:
+    """The id of a language token; one line naming the setting when the tokenizer does not know it."""
+    ids = tokenizer.convert_tokens_to_ids([token])
+    if not ids or ids[0] is None or ids[0] == tokenizer.unk_token_id:
+        raise UserError(f"model.languages.{key}={token}: not a token of this model's tokenizer (language tokens "
+                        "look like deu_Latn for NLLB, __de__ for M2M100, de_DE for mBART-50)")
+    return int(ids[0])
+
+
 class Seq2SeqModel:
-    def __init__(self, net, tokenizer, device: str = "cpu"):
+    def __init__(self, net, tokenizer, device: str = "cpu", languages: Languages = NO_LANGUAGES):
         self.net = net.to(device).eval()
         self.tokenizer = tokenizer
         self.device = device
         self.arch: Architecture = describe(net)
+        self.languages = languages
+        self._set_language_ids()
         for name, param in self.net.named_parameters():
             if name in self.arch.constants:
                 param.requires_grad_(False)
         self._output_bias_hook = None
 
+    def _set_language_ids(self) -> None:
+        lang = self.languages
+        if self.arch.needs_target_token and not lang.target_token:
+            raise UserError(f"model.languages.target_token is not set: {self.net.config.model_type} checkpoints "
+                            "translate into the language of their first target token; set it (e.g. deu_Latn for "
+                            "NLLB, __de__ for M2M100, de_DE for mBART-50)")
+        self.source_token_id = _token_id(self.tokenizer, lang.source_token, "source_token") if lang.source_token else None
+        self.target_token_id = _token_id(self.tokenizer, lang.target_token, "target_token") if lang.target_token else None
+
     @classmethod
-    def load(cls, path: str, device: str = "cpu") -> "Seq2SeqModel":
+    def from_config(cls, model_cfg, device: str = "cpu") -> "Seq2SeqModel":
+        """Load `model.path` with the config's `model.languages`: what `run`, `bench` and `select-fixed` use."""
+        return cls.load(model_cfg.path, device, languages_from_config(model_cfg))
+
+    @classmethod
+    def load(cls, path: str, device: str = "cpu", languages: Languages = NO_LANGUAGES) -> "Seq2SeqModel":
         """Load from a local directory, or (online) a Hugging Face hub name such as Helsinki-NLP/opus-mt-en-de."""
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -78,36 +142,74 @@ class Seq2SeqModel:
         net = _from_pretrained(AutoModelForSeq2SeqLM, source, path, _weights_file(local) if looks_local else None,
                                "model")
         log.info("loaded %s (%s, %d parameters)", path, net.config.model_type, sum(p.numel() for p in net.parameters()))
-        return cls(net, tokenizer, device)
+        return cls(net, tokenizer, device, languages)
 
     # -- tokens -------------------------------------------------------------------------------------
     @property
     def max_tokens(self) -> int:
-        """The longest input (in tokens, with </s>) the model's position table accepts."""
-        return int(self.net.config.max_position_embeddings)
+        """The longest input (in tokens, with </s>) the model's position table accepts; for relative positions
+        (T5) the length the tokenizer says the checkpoint was trained with."""
+        return int(self.arch.max_positions or self.tokenizer.model_max_length)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, verbose=False).input_ids)  # over-long is what we check for: no warning
+        return len(self._source_ids(text))
+
+    def _source_ids(self, text: str) -> list[int]:
+        """The encoder input of a source text: language token and prefix as the config says, then </s>."""
+        lang = self.languages
+        text = lang.source_prefix + text
+        if not lang.tokens:
+            return self.tokenizer(text, verbose=False).input_ids  # over-long is checked elsewhere: no warning
+        ids = self.tokenizer(text, add_special_tokens=False, verbose=False).input_ids
+        head = [self.source_token_id] if self.source_token_id is not None else []
+        return head + ids + [self.tokenizer.eos_token_id]
+
+    def _target_body(self, text: str) -> list[int]:
+        """A target text's pieces, no special tokens. Multilingual checkpoints have one vocabulary for both
+        sides and their tokenizers' target mode only switches language state (M2M100's fails without a
+        `tgt_lang`), so with language tokens the plain call is used; Marian's target mode picks target.spm."""
+        if self.languages.tokens:
+            return self.tokenizer(text, add_special_tokens=False, verbose=False).input_ids
+        return self.tokenizer(text_target=text, add_special_tokens=False, verbose=False).input_ids
+
+    def _target_ids(self, text: str) -> list[int]:
+        """The labels of a reference: the forced target-language token first when there is one, then </s>."""
+        if not self.languages.tokens:
+            return self.tokenizer(text_target=text, verbose=False).input_ids
+        ids = self._target_body(text)
+        head = [self.target_token_id] if self.target_token_id is not None else []
+        return head + ids + [self.tokenizer.eos_token_id]
 
     def pieces(self, text: str) -> list[str]:
         """The sentencepiece pieces of a target-side text (for the subword-level metrics)."""
-        ids = self.tokenizer(text_target=text, add_special_tokens=False, verbose=False).input_ids
-        return self.tokenizer.convert_ids_to_tokens(ids)
+        return self.tokenizer.convert_ids_to_tokens(self._target_body(text))
 
     def pair(self, source: str, reference: str) -> dict[str, torch.Tensor]:
-        """A batch of one (source, reference) pair for `loss`."""
-        batch = self.tokenizer(source, text_target=reference, return_tensors="pt")
-        return {k: v.to(self.device) for k, v in batch.items()}
+        """A batch of one (source, reference) pair for `loss` (languages applied as in `translate`)."""
+        if not self.languages.tokens and not self.languages.source_prefix:
+            batch = self.tokenizer(source, text_target=reference, return_tensors="pt")
+            return {k: v.to(self.device) for k, v in batch.items()}
+        ids = torch.tensor([self._source_ids(source)], device=self.device)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                "labels": torch.tensor([self._target_ids(reference)], device=self.device)}
 
     # -- inference and loss ------------------------------------------------------------------------
     @torch.inference_mode()
     def translate(self, source: str, beam_size: int = 5, max_length: int = 256,
                   length_penalty: float = 1.0) -> Translation:
-        inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
-        max_length = min(max_length, self.max_tokens - 1)  # the decoder start token takes one position
+        forced = {}
+        if self.languages.tokens or self.languages.source_prefix:
+            ids = torch.tensor([self._source_ids(source)], device=self.device)
+            inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+            if self.target_token_id is not None:
+                forced = {"forced_bos_token_id": self.target_token_id}
+        else:
+            inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
+        # the decoder start token (and a forced language token) take positions too
+        max_length = min(max_length, self.max_tokens - 1 - len(forced))
         out = self.net.generate(**inputs, num_beams=beam_size, max_new_tokens=max_length,
-                                length_penalty=length_penalty, do_sample=False, early_stopping=True)
-        special = set(self.tokenizer.all_special_ids)
+                                length_penalty=length_penalty, do_sample=False, early_stopping=True, **forced)
+        special = set(self.tokenizer.all_special_ids) | {self.target_token_id}
         ids = [i for i in out[0].tolist() if i not in special]
         return Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
                            self.tokenizer.convert_ids_to_tokens(ids))

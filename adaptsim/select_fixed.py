@@ -96,7 +96,7 @@ class HeldOut:
         self.runs = 0
 
     def _model(self) -> Seq2SeqModel:
-        return Seq2SeqModel.load(self.cfg.model.path, self.cfg.device)
+        return Seq2SeqModel.from_config(self.cfg.model, self.cfg.device)
 
     def loss(self, params: list[str]) -> float:
         """Token-weighted mean cross-entropy of every held-out reference before its own update."""

@@ -129,7 +129,7 @@ def prepare(cfg: DictConfig) -> Setup:
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
     documents = load_documents(cfg.dataset)  # before the model: bad data fails fast
-    model = Seq2SeqModel.load(cfg.model.path, cfg.device)
+    model = Seq2SeqModel.from_config(cfg.model, cfg.device)
     documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens)
     method = methods.build(cfg.method, model)
     updater = Updater(model, method, **cfg["update"])  # cfg.update is DictConfig.update

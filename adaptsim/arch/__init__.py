@@ -2,8 +2,15 @@
 
 Methods never reach into a model's attribute names: they ask the `Architecture` for the ordered
 encoder/decoder layers, which parameters are embeddings (and in which role), and the module whose
-output are the logits (where `bias`/`lasso` add their second bias). Adding M2M100/NLLB/mBART means
-writing one more function like `marian` and registering it in `ARCHITECTURES`.
+output are the logits (where `bias`/`lasso` add their second bias). A new architecture is one more
+function like `marian`, registered in `ARCHITECTURES` under its `config.model_type`.
+
+What is *not* here: how a multilingual model is told the languages (NLLB/M2M100's and mBART-50's
+language tokens, T5's task prefix). That is a property of the checkpoint, not of the architecture (one
+`m2m_100` architecture serves M2M100 with `__de__` and NLLB with `deu_Latn`), so it comes from the model
+config (`model.languages`, adaptsim/model.py `Languages`). The adapter only says whether the
+architecture is one whose checkpoints need a forced target-language token (`needs_target_token`), so a
+config that forgets it stops with one line instead of translating into whatever language comes first.
 """
 
 from __future__ import annotations
@@ -25,22 +32,77 @@ class Architecture:
     output_layer: nn.Module  # its forward output are the logits (before any fixed final bias)
     # parameters that are not learned at all (e.g. sinusoidal position tables): never trained
     constants: list[str]
+    # the longest input the position table accepts (tokens, with specials); None: relative positions,
+    # no table to overflow (T5): the tokenizer's model_max_length is the limit then (adaptsim/model.py)
+    max_positions: int | None
+    # multilingual checkpoints of this architecture translate into the language of the first target
+    # token, which must be forced: model.languages.target_token is then required
+    needs_target_token: bool = False
+
+
+def _roles(model, source: nn.Module, target: nn.Module, output: nn.Module) -> dict[str, set[str]]:
+    """Parameter name -> roles. `named_parameters` lists a tied tensor once, under its first name, so a
+    tied source/target/output matrix ends up as one entry with three roles."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    roles: dict[str, set[str]] = {}
+    for role, module in (("source", source), ("target", target), ("output", output)):
+        roles.setdefault(names[id(module.weight)], set()).add(role)
+    return roles
+
+
+def _parameter_names(model, modules) -> list[str]:
+    """The names of the parameters (not buffers) of `modules`: sinusoidal tables that a model keeps as
+    parameters (Marian) are constants; where they are buffers (M2M100) nothing is listed."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    return [names[id(p)] for m in modules for p in m.parameters(recurse=False) if id(p) in names]
 
 
 def marian(model) -> Architecture:
-    """transformers MarianMTModel (OPUS-MT and models saved by `adaptsim train`)."""
+    """transformers MarianMTModel (OPUS-MT and models saved by `adaptsim train` or `adaptsim convert`).
+    Sinusoidal positions stored as a (frozen) parameter: constants."""
     inner = model.model
-    names = {id(p): n for n, p in model.named_parameters()}
-    roles: dict[str, set[str]] = {}
-    for role, module in (("source", inner.encoder.embed_tokens), ("target", inner.decoder.embed_tokens),
-                         ("output", model.lm_head)):
-        roles.setdefault(names[id(module.weight)], set()).add(role)
-    constants = [names[id(m.weight)] for m in (inner.encoder.embed_positions, inner.decoder.embed_positions)
-                 if id(m.weight) in names]
-    return Architecture(list(inner.encoder.layers), list(inner.decoder.layers), roles, model.lm_head, constants)
+    return Architecture(list(inner.encoder.layers), list(inner.decoder.layers),
+                        _roles(model, inner.encoder.embed_tokens, inner.decoder.embed_tokens, model.lm_head),
+                        model.lm_head,
+                        _parameter_names(model, (inner.encoder.embed_positions, inner.decoder.embed_positions)),
+                        int(model.config.max_position_embeddings))
 
 
-ARCHITECTURES = {"marian": marian}
+def m2m_100(model) -> Architecture:
+    """M2M100ForConditionalGeneration: M2M100 and NLLB-200 (dense). One `shared` matrix is source, target
+    and output embedding. Sinusoidal positions are a non-persistent buffer (no parameter: nothing to
+    freeze); transformers offsets positions by padding_idx + 1, as fairseq does, so the table has
+    max_position_embeddings + 2 rows and max_position_embeddings is the usable length."""
+    inner = model.model
+    return Architecture(list(inner.encoder.layers), list(inner.decoder.layers),
+                        _roles(model, inner.encoder.embed_tokens, inner.decoder.embed_tokens, model.lm_head),
+                        model.lm_head, [], int(model.config.max_position_embeddings), needs_target_token=True)
+
+
+def mbart(model) -> Architecture:
+    """MBartForConditionalGeneration (mBART-50, mBART-cc25 fine-tunes). Positions are *learned* (a
+    trainable table with offset 2: they are adapted by `full`/`lasso` like any tensor, not constants).
+    `final_logits_bias` is a zero buffer added after lm_head: the second bias of `bias`/`lasso` goes on
+    lm_head's output, before it, which is the same sum."""
+    inner = model.model
+    return Architecture(list(inner.encoder.layers), list(inner.decoder.layers),
+                        _roles(model, inner.encoder.embed_tokens, inner.decoder.embed_tokens, model.lm_head),
+                        model.lm_head, [], int(model.config.max_position_embeddings), needs_target_token=True)
+
+
+def t5(model) -> Architecture:
+    """T5ForConditionalGeneration / MT5ForConditionalGeneration. Layers are `block`s; the relative
+    attention bias lives in block 0 of each stack and is shared by all blocks (it is trained
+    by `full`/`lasso`/`fixed`; `top` trains the last block's own tensors, and the shared bias stays frozen).
+    T5 v1.0 ties the output projection to `shared` (and rescales the decoder output by d_model^-0.5
+    before it, inside the model); T5 v1.1/mT5 have a separate `lm_head`: roles say which. No position
+    table (relative positions), so no constants and no max_positions."""
+    return Architecture(list(model.encoder.block), list(model.decoder.block),
+                        _roles(model, model.encoder.embed_tokens, model.decoder.embed_tokens, model.lm_head),
+                        model.lm_head, [], None)
+
+
+ARCHITECTURES = {"marian": marian, "m2m_100": m2m_100, "mbart": mbart, "t5": t5, "mt5": t5}
 
 
 def describe(model) -> Architecture:

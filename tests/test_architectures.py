@@ -1,0 +1,158 @@
+"""NLLB/M2M100 (m2m_100), mBART-50 (mbart), T5 and mT5 on tiny random models built offline
+(tests/tiny_multilingual.py; all tied like the real checkpoints, untied embeddings are covered by the
+Marian tests): what each adapter reports, that the configured language tokens are what the
+model reads and is trained on, that translation is forced into the configured language, and every method
+through the whole `run` command, checking what it trains."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from adaptsim import CONFIG_DIR
+from adaptsim.cli import main
+from adaptsim.errors import UserError
+from adaptsim.model import Languages, Seq2SeqModel
+from tiny_multilingual import KINDS, build
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory, tiny_corpus):
+    """kind -> directory of its tiny model, built on first use."""
+    built = {}
+
+    def get(kind):
+        if kind not in built:
+            built[kind] = build(kind, tiny_corpus, tmp_path_factory.mktemp(kind) / "model")
+        return built[kind]
+    return get
+
+
+def load(tiny_dirs, kind, languages=None):
+    return Seq2SeqModel.load(str(tiny_dirs(kind)), languages=languages or KINDS[kind][0])
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_adapter_reports_layers_embedding_roles_and_output_layer(tiny_dirs, kind):
+    model = load(tiny_dirs, kind)
+    arch, net = model.arch, model.net
+    assert len(arch.encoder_layers) == len(arch.decoder_layers) == 2
+    assert arch.output_layer is net.get_output_embeddings()
+    named = model.named_parameters()
+    # transformers 5 ties T5's and mT5's output projection to `shared` whatever the config says
+    assert net.get_output_embeddings().weight is net.get_input_embeddings().weight
+    assert list(arch.embeddings.values()) == [{"source", "target", "output"}]  # one matrix, three roles
+    assert set(arch.embeddings) <= set(named)
+    assert arch.constants == []  # M2M100's sinusoidal table is a buffer; mBART's positions and T5's bias are learned
+    layer_params = {id(p) for layer in arch.encoder_layers + arch.decoder_layers for p in layer.parameters()}
+    assert not layer_params & {id(named[n]) for n in arch.embeddings}
+    assert model.max_tokens == (64 if kind not in ("t5", "mt5") else model.tokenizer.model_max_length)
+
+
+@pytest.mark.parametrize("kind", ["nllb", "m2m100", "mbart50"])
+def test_language_tokens_open_the_source_and_the_labels_and_are_forced_in_translation(tiny_dirs, kind):
+    model = load(tiny_dirs, kind)
+    tok = model.tokenizer
+    src_id, tgt_id = (tok.convert_tokens_to_ids(t) for t in (KINDS[kind][0].source_token, KINDS[kind][0].target_token))
+    batch = model.pair("The man sees the dog.", "Der Mann sieht den Hund.")
+    ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+    assert ids[0] == src_id and ids[-1] == tok.eos_token_id and ids.count(src_id) == 1
+    assert labels[0] == tgt_id and labels[-1] == tok.eos_token_id and tgt_id not in labels[1:]
+    assert tok.decode(labels[1:-1]) == "Der Mann sieht den Hund."
+    assert model.count_tokens("The man sees the dog.") == len(ids)
+    generated = []
+    generate = model.net.generate
+    model.net.generate = lambda **kw: generated.append(generate(**kw)) or generated[-1]
+    hyp = model.translate("The man sees the dog.", beam_size=2, max_length=20)
+    out = generated[0][0].tolist()
+    assert out[0] == model.net.config.decoder_start_token_id and out[1] == tgt_id
+    assert tgt_id not in tok.convert_tokens_to_ids(hyp.pieces) and hyp.text.startswith("Der")
+
+
+def test_the_target_token_decides_the_language_of_the_translation(tiny_dirs, tiny_corpus):
+    # the tiny NLLB model learnt German behind deu_Latn and copying behind eng_Latn
+    de = load(tiny_dirs, "nllb", Languages("eng_Latn", "deu_Latn", ""))
+    en = load(tiny_dirs, "nllb", Languages("eng_Latn", "eng_Latn", ""))
+    sources = [s for s, _ in tiny_corpus[:6]]
+    to_de = [de.translate(s, beam_size=2, max_length=20).text for s in sources]
+    to_en = [en.translate(s, beam_size=2, max_length=20).text for s in sources]
+    assert all(h.split()[0] in ("Der", "Die", "Das", "Mein") for h in to_de), to_de
+    assert all(h.split()[0] in ("The", "My") for h in to_en), to_en
+
+
+def test_t5_task_prefix_is_prepended_in_translation_and_loss(tiny_dirs):
+    model = load(tiny_dirs, "t5")
+    tok = model.tokenizer
+    prefix = "translate English to German: "
+    expected = tok(prefix + "The man sees the dog.").input_ids
+    assert model.pair("The man sees the dog.", "Der Mann sieht den Hund.")["input_ids"][0].tolist() == expected
+    plain = Seq2SeqModel.load(str(tiny_dirs("t5")))
+    assert model.count_tokens("The man.") > plain.count_tokens("The man.")
+    assert model.translate("The man sees the dog.", beam_size=2).text != "" and model.max_tokens > 64
+
+
+def test_missing_or_unknown_language_tokens_stop_with_one_line(tiny_dirs):
+    with pytest.raises(UserError, match="model.languages.target_token is not set"):
+        Seq2SeqModel.load(str(tiny_dirs("nllb")))
+    with pytest.raises(UserError, match="model.languages.target_token=xx_YY: not a token"):
+        Seq2SeqModel.load(str(tiny_dirs("mbart50")), languages=Languages("en_XX", "xx_YY", ""))
+
+
+def test_model_configs_load_from_a_local_directory_and_set_their_language_tokens():
+    from omegaconf import OmegaConf
+
+    from adaptsim.model import languages_from_config
+
+    def compose(name):
+        common = OmegaConf.load(CONFIG_DIR / "model" / "_common.yaml")
+        own = OmegaConf.load(CONFIG_DIR / "model" / f"{name}.yaml")
+        own.pop("defaults")
+        return OmegaConf.create({"model": OmegaConf.merge(common, own)}).model
+
+    expected = {"nllb-200-distilled-600M": Languages("eng_Latn", "deu_Latn", ""),
+                "m2m100_418M": Languages("__en__", "__de__", ""),
+                "mbart-large-50-many-to-many-mmt": Languages("en_XX", "de_DE", ""),
+                "opus-mt-en-de": Languages(None, None, "")}
+    for name, languages in expected.items():
+        assert languages_from_config(compose(name)) == languages
+
+
+def run(tmp_path, name, *overrides):
+    out = tmp_path / name
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=20",
+              *overrides])
+    assert exit_.value.code == 0
+    return out, json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_method_runs_on_the_architecture_and_trains_what_it_should(tmp_path, tiny_dirs, tiny_tsv, kind):
+    languages, _, fixed_tensor = KINDS[kind]
+    model = load(tiny_dirs, kind)
+    named = model.named_parameters()
+    total = sum(p.numel() for p in named.values())
+    vocab = model.arch.output_layer.weight.shape[0]
+    top = {id(p) for layer in (model.arch.encoder_layers[-1], model.arch.decoder_layers[-1]) for p in layer.parameters()}
+    source_emb = next(n for n, roles in model.arch.embeddings.items() if "source" in roles)
+    common = [f"model.path={tiny_dirs(kind)}", "dataset=tsv", f"dataset.path={tiny_tsv}",
+              f"model.languages.source_token={languages.source_token or 'null'}",
+              f"model.languages.target_token={languages.target_token or 'null'}",
+              f"model.languages.source_prefix='{languages.source_prefix}'"]
+    expected = {"none": 0, "full": total, "bias": vocab, "top": sum(p.numel() for p in named.values() if id(p) in top),
+                "fixed": named[fixed_tensor].numel() + named[source_emb].numel(), "lasso": total + vocab}
+    for method, trainable in expected.items():
+        extra = {"fixed": [f"method.params=[{fixed_tensor}]"],
+                 "lasso": ["method.budget_fraction=0.2", "method.embedding_budget_fraction=0.05"]}.get(method, [])
+        out, s = run(tmp_path, method, *common, f"method={method}", *extra)
+        assert s["status"] == "finished" and s["segments"] == 6, method
+        assert s["trainable_parameters"] == trainable, method
+        changed = [d["changed_parameters"] for d in s["per_document"]]
+        assert all((c == 0) if method == "none" else (0 < c <= trainable) for c in changed), (method, changed)
+        steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+        assert all(step["hypothesis"] for step in steps), method
+        if languages.target_token:  # the forced token is generated but is no piece of the hypothesis
+            assert all(languages.target_token not in step["pieces"] for step in steps)
+    assert (tmp_path / "fixed" / "summary.json").is_file()
