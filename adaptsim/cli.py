@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("adaptsim.report.plot:main", "learning curves (paper Figure 2): cumulative score minus the baseline's"),
     "compare": ("adaptsim.report.compare_runs:main", "scores with 95% intervals, differences to the first run and p-values"),
     "data-stats": ("adaptsim.data_stats:main", "documents, segments, tokens and content-word repetition of a dataset"),
+    "convert": ("adaptsim.convert:main", "convert a fairseq transformer checkpoint into a model directory run loads"),
     "train": ("adaptsim.train:main", "train a Marian-architecture base model from parallel text (Hydra overrides)"),
 }
 

@@ -187,11 +187,14 @@ class Seq2SeqModel:
     def pair(self, source: str, reference: str) -> dict[str, torch.Tensor]:
         """A batch of one (source, reference) pair for `loss` (languages applied as in `translate`)."""
         if not self.languages.tokens and not self.languages.source_prefix:
-            batch = self.tokenizer(source, text_target=reference, return_tensors="pt")
-            return {k: v.to(self.device) for k, v in batch.items()}
-        ids = torch.tensor([self._source_ids(source)], device=self.device)
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                "labels": torch.tensor([self._target_ids(reference)], device=self.device)}
+            batch = dict(self.tokenizer(source, text_target=reference, return_tensors="pt"))
+        else:
+            ids = torch.tensor([self._source_ids(source)])
+            batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                     "labels": torch.tensor([self._target_ids(reference)])}
+        if not self.arch.decoder_inputs_from_labels:
+            batch["decoder_input_ids"] = self.net.prepare_decoder_input_ids_from_labels(labels=batch["labels"].clone())
+        return {k: v.to(self.device) for k, v in batch.items()}
 
     # -- inference and loss ------------------------------------------------------------------------
     @torch.inference_mode()

@@ -38,6 +38,9 @@ class Architecture:
     # multilingual checkpoints of this architecture translate into the language of the first target
     # token, which must be forced: model.languages.target_token is then required
     needs_target_token: bool = False
+    # False where the model would not build its decoder inputs from `labels` (FSMT shifts the *source*):
+    # the pair then carries decoder_input_ids = <start> + labels[:-1] (adaptsim/model.py `pair`)
+    decoder_inputs_from_labels: bool = True
 
 
 def _roles(model, source: nn.Module, target: nn.Module, output: nn.Module) -> dict[str, set[str]]:
@@ -102,7 +105,22 @@ def t5(model) -> Architecture:
                         model.lm_head, [], None)
 
 
-ARCHITECTURES = {"marian": marian, "m2m_100": m2m_100, "mbart": mbart, "t5": t5, "mt5": t5}
+def fsmt(model) -> Architecture:
+    """FSMTForConditionalGeneration: transformers' port of fairseq's post-norm `transformer`, what
+    `adaptsim convert fairseq` writes. Source embeddings, target embeddings and `decoder.output_projection`
+    are three matrices, or one when `tie_word_embeddings` (transformers 5 ties all three together);
+    fairseq's sinusoidal positions are frozen parameters (constants).
+    Given `labels` alone FSMT shifts the source into the decoder, so pairs carry decoder_input_ids."""
+    inner = model.model
+    return Architecture(list(inner.encoder.layers), list(inner.decoder.layers),
+                        _roles(model, inner.encoder.embed_tokens, inner.decoder.embed_tokens,
+                               inner.decoder.output_projection),
+                        inner.decoder.output_projection,
+                        _parameter_names(model, (inner.encoder.embed_positions, inner.decoder.embed_positions)),
+                        int(model.config.max_position_embeddings), decoder_inputs_from_labels=False)
+
+
+ARCHITECTURES = {"marian": marian, "m2m_100": m2m_100, "mbart": mbart, "t5": t5, "mt5": t5, "fsmt": fsmt}
 
 
 def describe(model) -> Architecture:
