@@ -59,8 +59,12 @@ def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> list[torch.T
 
 class Updater:
     def __init__(self, model: Seq2SeqModel, method: Method, clip_norm: float = 1.0, ppl_threshold: float = 2.0,
-                 min_updates: int = 1, max_updates: int = 3, on_divergence: str = "stop"):
+                 min_updates: int = 1, max_updates: int = 3, on_divergence: str = "stop", dtype: str = "float32"):
         self.model, self.method = model, method
+        # bfloat16: the update's forwards (and so its backwards) under autocast; parameters, gradients and the
+        # SGD step stay float32, so small updates are not rounded away. Translation is not affected.
+        self.autocast = dict(device_type=str(model.device).split(":")[0], dtype=torch.bfloat16,
+                             enabled=dtype == "bfloat16")
         trainable = method.parameters()
         ids = {id(p) for p in trainable.values()}
         for p in model.named_parameters().values():  # frozen tensors get no gradient: backward skips them
@@ -77,14 +81,18 @@ class Updater:
         self.min_updates, self.max_updates = min_updates, max_updates
         self.on_divergence = on_divergence  # what the loop does with `Diverged` (adaptsim.simulate)
 
+    def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        with torch.autocast(**self.autocast):
+            return self.model.loss(batch)
+
     def __call__(self, batch: dict[str, torch.Tensor]) -> UpdateResult:
         start = time.perf_counter()
         if self.optimizer is None:  # nothing to train: report the pair's perplexity only
             with torch.no_grad():
-                ppl = perplexity(self.model.loss(batch), 0)
+                ppl = perplexity(self._loss(batch), 0)
             return UpdateResult(0, ppl, ppl, time.perf_counter() - start)
         self.method.start_pair(batch)
-        loss = self.model.loss(batch)
+        loss = self._loss(batch)
         ppl_before = ppl = perplexity(loss, 0)
         updates = 0
         while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
@@ -101,7 +109,7 @@ class Updater:
             updates += 1
             last = updates == self.max_updates
             with torch.set_grad_enabled(not last):  # the last forward only measures perplexity
-                loss = self.model.loss(batch)
+                loss = self._loss(batch)
             ppl = perplexity(loss, updates, ppl_before)
         self.optimizer.zero_grad(set_to_none=True)
         return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start)

@@ -152,6 +152,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     if low > high:
         raise _bad("update.min_updates", low, f"must be ≤ update.max_updates={high}")
     choice(cfg, "update.on_divergence", ("stop", "rollback"))
+    choice(cfg, "update.dtype", ("float32", "bfloat16"))
 
     lr = cfg.method.get("lr")
     if cfg.method.get("name") == "none":

@@ -92,3 +92,16 @@ def test_translation_stops_at_the_position_table(model):
     # max_tokens − 1 new tokens (the decoder start token takes a position), the last of them the forced </s>
     assert len(hyp.pieces) == model.max_tokens - 2
     assert model.tokenizer.convert_tokens_to_string(hyp.pieces) == hyp.text  # the pieces are the text's
+
+
+def test_bfloat16_update_computes_in_bfloat16_but_keeps_float32_parameters(tiny_model_dir):
+    results = {}
+    for dtype in ("float32", "bfloat16"):
+        model = Seq2SeqModel.load(str(tiny_model_dir))
+        result = Updater(model, methods.build(FULL, model), ppl_threshold=0.0, dtype=dtype)(model.pair(*PAIR))
+        assert all(p.dtype == torch.float32 for p in model.net.parameters())
+        results[dtype] = result
+    # the forward ran in bfloat16: close to the float32 perplexity, but not equal to it
+    assert results["bfloat16"].ppl_before != results["float32"].ppl_before
+    assert results["bfloat16"].ppl_before == pytest.approx(results["float32"].ppl_before, rel=0.1)
+    assert results["bfloat16"].ppl_after < results["bfloat16"].ppl_before  # and it still learns
