@@ -106,3 +106,22 @@ def tiny_tsv(tmp_path, tiny_corpus) -> Path:
     path = tmp_path / "tiny.tsv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def run_adaptsim(tmp_path):
+    """`run_adaptsim(name, *overrides)`: `adaptsim run` in-process into tmp_path/name with a short beam search;
+    asserts exit code 0 and returns (run directory, summary)."""
+    import json
+
+    from adaptsim.cli import main
+
+    def run(name: str, *overrides: str):
+        out = tmp_path / name
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=20",
+                  *overrides])
+        assert exit_.value.code == 0
+        return out, json.loads((out / "summary.json").read_text())
+    return run
+

@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from adaptsim import CONFIG_DIR
-from adaptsim.cli import main
 from adaptsim.errors import UserError
 from adaptsim.model import Languages, Seq2SeqModel
 from tiny_multilingual import KINDS, build
@@ -119,17 +118,9 @@ def test_model_configs_load_from_a_local_directory_and_set_their_language_tokens
         assert languages_from_config(compose(name)) == languages
 
 
-def run(tmp_path, name, *overrides):
-    out = tmp_path / name
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=20",
-              *overrides])
-    assert exit_.value.code == 0
-    return out, json.loads((out / "summary.json").read_text())
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_every_method_runs_on_the_architecture_and_trains_what_it_should(tmp_path, tiny_dirs, tiny_tsv, kind):
+def test_every_method_runs_on_the_architecture_and_trains_what_it_should(run_adaptsim, tmp_path, tiny_dirs, tiny_tsv,
+                                                                           kind):
     languages, _, fixed_tensor = KINDS[kind]
     model = load(tiny_dirs, kind)
     named = model.named_parameters()
@@ -146,7 +137,7 @@ def test_every_method_runs_on_the_architecture_and_trains_what_it_should(tmp_pat
     for method, trainable in expected.items():
         extra = {"fixed": [f"method.params=[{fixed_tensor}]"],
                  "lasso": ["method.budget_fraction=0.2", "method.embedding_budget_fraction=0.05"]}.get(method, [])
-        out, s = run(tmp_path, method, *common, f"method={method}", *extra)
+        out, s = run_adaptsim(method, *common, f"method={method}", *extra)
         assert s["status"] == "finished" and s["segments"] == 6, method
         assert s["trainable_parameters"] == trainable, method
         changed = [d["changed_parameters"] for d in s["per_document"]]

@@ -1,14 +1,12 @@
 """The adaptation methods bias, top, fixed and lasso on tiny models (tied embeddings like OPUS-MT, untied
 like the paper): what each trains, what stays bit-identical, lasso's prox step and budgets."""
 
-import json
 
 import pytest
 import torch
 from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR, methods
-from adaptsim.cli import main
 from adaptsim.errors import UserError
 from adaptsim.methods.bias import OUTPUT_BIAS
 from adaptsim.model import Seq2SeqModel
@@ -242,16 +240,7 @@ def test_updater_gives_frozen_tensors_no_gradient(tied):
     assert all(p.grad is None for p in tied.net.parameters())
 
 
-def run(tmp_path, name, *overrides):
-    out = tmp_path / name
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=20",
-              *overrides])
-    assert exit_.value.code == 0
-    return out, json.loads((out / "summary.json").read_text())
-
-
-def test_every_method_runs_end_to_end_and_reports_its_parameters(tmp_path, tiny_model_dir, tiny_tsv):
+def test_every_method_runs_end_to_end_and_reports_its_parameters(run_adaptsim, tiny_model_dir, tiny_tsv):
     data = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}"]
     model = Seq2SeqModel.load(str(tiny_model_dir))
     total = sum(p.numel() for p in model.named_parameters().values())
@@ -260,7 +249,7 @@ def test_every_method_runs_end_to_end_and_reports_its_parameters(tmp_path, tiny_
     for method, *extra in (["bias"], ["top"], ["fixed", "method.params=[model.decoder.layers.1.fc2.weight]"],
                            ["lasso", "method.budget_fraction=0.2", "method.embedding_budget_fraction=0.05",
                             "save_offsets=true"]):
-        out, summaries[method] = run(tmp_path, method, *data, f"method={method}", *extra)
+        out, summaries[method] = run_adaptsim(method, *data, f"method={method}", *extra)
         s = summaries[method]
         assert s["status"] == "finished" and s["method"] == method and len(s["per_document"]) == 2
         assert all(0 < d["changed_parameters"] <= s["trainable_parameters"] for d in s["per_document"])
