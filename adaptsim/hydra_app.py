@@ -23,6 +23,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import Terminated, UserError
+from adaptsim.outputs import alive, check_run_dir
 
 # Hydra's own flags that take a value as the next argument.
 _FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
@@ -85,8 +86,6 @@ def check_output_dirs(cfgs: list, multirun: bool) -> None:
     .hydra/ files there (which would overwrite that run's recorded config). A sweep directory that holds
     another sweep (its multirun.yaml) is refused the same way; each job's own directory is checked again
     by the job (adaptsim.outputs.RunWriter)."""
-    from adaptsim.outputs import check_run_dir
-
     for cfg in cfgs:
         resume = bool(cfg.get("resume", False))
         try:
@@ -110,24 +109,13 @@ _job_done = threading.Event()
 _watching = False
 
 
-def _alive(pid: int) -> bool:
-    """Whether process `pid` exists and is not a zombie (killed, not yet reaped)."""
-    try:
-        os.kill(pid, 0)
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except ProcessLookupError:
-        return False
-    except OSError:  # no permission to signal it, or no /proc: it exists
-        return True
-
-
 def _watch_main(main_pid: int, poll_s: float = 0.5, grace_s: float = 10.0) -> None:
     """Stop this worker once the sweep's main process is gone. Killing the main process of a joblib sweep
     (even with SIGKILL, which it cannot react to) left its loky workers running, re-parented to PID 1, to
     finish their jobs unobserved. The job is stopped as if by SIGTERM, so it unwinds and records that it
     was interrupted; then (or after `grace_s` at most) the process exits, as a loky worker would
     otherwise wait for a parent that no longer exists."""
-    while _alive(main_pid):
+    while alive(main_pid):
         time.sleep(poll_s)
     if not _job_done.is_set():
         os.kill(os.getpid(), signal.SIGTERM)

@@ -38,6 +38,28 @@ def write_json_atomic(path: Path, data: dict) -> None:
         raise
 
 
+def alive(pid) -> bool:
+    """Whether process `pid` exists and is not a zombie (a killed process nobody has reaped yet)."""
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def recorded_process(summary: dict) -> int | None:
+    """The pid a `running` summary names, if that process ran on this host (only there can it be checked)."""
+    process = summary.get("process") or {}
+    if summary.get("status") == "running" and process.get("host") == socket.gethostname():
+        return process.get("pid")
+    return None
+
+
 def _os_error(path, e: OSError, doing: str) -> UserError:
     return UserError(f"{path}: cannot {doing} ({e.strerror or e})")
 

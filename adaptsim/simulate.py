@@ -26,7 +26,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope, write_curves
 from adaptsim.model import Seq2SeqModel
 from adaptsim.offsets import save_offsets
-from adaptsim.outputs import RunWriter
+from adaptsim.outputs import RunWriter, alive, recorded_process
 from adaptsim.update import Diverged, Snapshot, Updater, UpdateResult
 from adaptsim.validate import validate
 
@@ -68,21 +68,14 @@ def _finished(run_dir: Path) -> bool:
     """Whether run_dir holds a finished run (resume=true then leaves it alone); refuses a live one."""
     import json
     import os
-    import socket
 
     path = run_dir / "summary.json"
     if not path.is_file():
         return False
     summary = json.loads(path.read_text(encoding="utf-8"))
-    process = summary.get("process") or {}
-    if summary.get("status") == "running" and process.get("host") == socket.gethostname():
-        try:
-            os.kill(int(process["pid"]), 0)
-        except (OSError, KeyError, ValueError):
-            pass  # gone: killed, so resumable
-        else:
-            if int(process["pid"]) != os.getpid():
-                raise UserError(f"{run_dir}: the run is still going (process {process['pid']}); cannot resume it")
+    pid = recorded_process(summary)
+    if pid is not None and pid != os.getpid() and alive(pid):
+        raise UserError(f"{run_dir}: the run is still going (process {pid}); cannot resume it")
     return summary.get("status") == "finished"
 
 

@@ -12,7 +12,6 @@ import csv
 import json
 import math
 import os
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from adaptsim.errors import UserError
+from adaptsim.outputs import alive, recorded_process
 
 _SKIP = {".hydra", ".submitit"}
 _BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -136,25 +136,12 @@ def _why_unfinished(summary: dict) -> str:
     """SIGKILL leaves `running` behind: a run whose recorded process is gone (on this host) was killed."""
     if summary.get("status") == "interrupted":
         return str(summary.get("error") or "interrupted")
-    process = summary.get("process") or {}
-    if summary.get("status") == "running" and process.get("host") == socket.gethostname():
-        pid = process.get("pid")
-        return f"still running (pid {pid})" if _alive(pid) else f"killed (its process {pid} is gone)"
+    pid = recorded_process(summary)
+    if pid is not None:
+        return f"still running (pid {pid})" if alive(pid) else f"killed (its process {pid} is gone)"
     return "still running, or killed"
 
 
-def _alive(pid) -> bool:
-    """Whether process `pid` exists and is not a zombie (a killed process nobody has reaped yet)."""
-    try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, ValueError, TypeError):
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 # --- end of run liveness --------------------------------------------------------------------------------
 
 
