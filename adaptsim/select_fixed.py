@@ -32,16 +32,15 @@ import logging
 import math
 from pathlib import Path
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from adaptsim.data import check_lengths, load_documents
 from adaptsim.errors import UserError
 from adaptsim.methods.fixed import Fixed, list_path
 from adaptsim.methods.lasso import fill_budget, resolve_budget
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import write_json_atomic
+from adaptsim.simulate import load
 from adaptsim.update import Snapshot, Updater
 
 log = logging.getLogger("adaptsim")
@@ -85,13 +84,8 @@ class HeldOut:
     """Simulates `fixed` with a candidate list on the held-out documents and returns its loss."""
 
     def __init__(self, cfg: DictConfig):
-        torch.manual_seed(cfg.seed)
-        if cfg.threads:
-            torch.set_num_threads(int(cfg.threads))
         self.cfg = cfg
-        self.documents = load_documents(cfg.dataset)
-        self.model = self._model()
-        self.documents, _ = check_lengths(self.documents, cfg.dataset, self.model.count_tokens, self.model.max_tokens)
+        self.model, self.documents = load(cfg)
         self.pairs = [[self.model.pair(s.source, s.reference) for s in doc.segments] for doc in self.documents]
         self.runs = 0
 

@@ -114,9 +114,9 @@ class Setup(NamedTuple):
     theta0: Snapshot
 
 
-def prepare(cfg: DictConfig) -> Setup:
-    """Seed, threads, data, model, method, update rule and θ0: what every command that adapts starts with
-    (`run`, `bench`, `select-fixed`)."""
+def load(cfg: DictConfig) -> tuple[Seq2SeqModel, Dataset]:
+    """Settings checked, seed, threads, data and model: what every command that adapts starts with (`run`,
+    `bench`, `select-fixed`)."""
     validate(cfg)  # every setting checked before data and model are loaded
     torch.manual_seed(cfg.seed)
     if cfg.threads:
@@ -124,6 +124,12 @@ def prepare(cfg: DictConfig) -> Setup:
     documents = load_documents(cfg.dataset)  # before the model: bad data fails fast
     model = Seq2SeqModel.from_config(cfg.model, cfg.device)
     documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens)
+    return model, documents
+
+
+def prepare(cfg: DictConfig) -> Setup:
+    """`load`, then the method, the update rule and θ0."""
+    model, documents = load(cfg)
     method = methods.build(cfg.method, model)
     updater = Updater(model, method, **cfg["update"])  # cfg.update is DictConfig.update
     return Setup(model, documents, method, updater, Snapshot(method.parameters()))

@@ -66,3 +66,10 @@ def test_select_fixed_needs_fixed(tmp_path, tiny_model_dir, tiny_tsv, capsys):
               f"output={tmp_path / 'x.yaml'}", f"hydra.run.dir={tmp_path / 'run'}"])
     assert exit_.value.code == 1
     assert "list of method=fixed" in capsys.readouterr().err and not (tmp_path / "x.yaml").exists()
+
+
+def test_select_fixed_checks_its_settings_before_loading(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["select-fixed", "update.clip_norm=-1", f"output={tmp_path / 'x.yaml'}", f"hydra.run.dir={tmp_path / 'run'}"])
+    assert exit_.value.code == 1
+    assert "update.clip_norm=-1" in capsys.readouterr().err and not (tmp_path / "x.yaml").exists()
