@@ -168,16 +168,17 @@ class Lasso(Method):
         norms = torch.stack(torch._foreach_norm(tensors))
         shrink = prox_factors(norms, threshold)
         torch._foreach_mul_(tensors, shrink.unbind())
-        grad = self._grad_norms
-        for i, name in enumerate(self.names):
-            if name in grad:
-                self.signal[i] += float(grad[name])
+        with_grad = [i for i, name in enumerate(self.names) if name in self._grad_norms]
+        if with_grad:  # one transfer of all the norms, not one per tensor
+            values = torch.stack([self._grad_norms[self.names[i]] for i in with_grad]).tolist()
+            for i, value in zip(with_grad, values):
+                self.signal[i] += value
         kept = fill_budget(ranked((norms * shrink).tolist(), self.signal, self.resolution), self.sizes, self.budget)
-        served, old = set(kept), self.reserve
+        served, old, shrunk = set(kept), self.reserve, shrink.tolist()
         self.reserve = {}
         for i, t in enumerate(tensors):
             if i not in served:
-                if shrink[i] > 0:  # keep the offset for later, in last step's buffer where there is one
+                if shrunk[i] > 0:  # keep the offset for later, in last step's buffer where there is one
                     self.reserve[i] = old[i].copy_(t) if i in old else t.clone()
                 t.zero_()
         torch._foreach_add_(tensors, self._theta0)
