@@ -36,7 +36,8 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from adaptsim.errors import UserError
-from adaptsim.methods.fixed import Fixed, list_path
+from adaptsim import methods
+from adaptsim.methods.fixed import list_path
 from adaptsim.methods.lasso import fill_budget, resolve_budget
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import write_json_atomic
@@ -96,7 +97,7 @@ class HeldOut:
         """Token-weighted mean cross-entropy of every held-out reference before its own update."""
         model = self._model() if self.runs else self.model  # a fresh θ0 and no hooks of earlier candidates
         self.runs += 1
-        method = Fixed(OmegaConf.merge(self.cfg.method, {"params": params}), model)
+        method = methods.build(OmegaConf.merge(self.cfg.method, {"params": params}), model)
         updater = Updater(model, method, **self.cfg["update"])
         theta0 = Snapshot(method.parameters())
         nll = tokens = 0.0

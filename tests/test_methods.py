@@ -22,7 +22,10 @@ UNLIMITED = dict(budget=10**12, budget_fraction=1.0, embedding_budget=10**12, em
 
 
 def method_cfg(name: str, **overrides):
-    return OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / f"{name}.yaml"), overrides)
+    """configs/method/<name>.yaml with overrides, inside a config whose model is called "tiny" (fixed's list
+    is named after the model)."""
+    yaml = OmegaConf.load(CONFIG_DIR / "method" / f"{name}.yaml")
+    return OmegaConf.create({"model": {"name": "tiny"}, "method": OmegaConf.merge(yaml, overrides)}).method
 
 
 @pytest.fixture(params=["tied", "untied"])
@@ -120,7 +123,7 @@ def set_offsets(params, theta0, offsets):
 def test_lasso_prox_step_shrinks_known_offsets_by_hand_computed_factors(model):
     # γλ = 0.1 · 1.0 = 0.1: a group with ‖δ‖ = 0.5 is scaled by 1 − 0.1/0.5 = 0.8, one with ‖δ‖ = 0.25
     # by 0.6, and groups with ‖δ‖ ≤ 0.1 are reset to θ0. Budgets: everything (1.0).
-    method = methods.build(method_cfg("lasso", lr=0.1, **{"lambda": 1.0}, **UNLIMITED), model)
+    method = methods.build(method_cfg("lasso", lr=0.1, lam=1.0, **UNLIMITED), model)
     params = method.parameters()
     theta0 = Snapshot(params)
     method.start_document(theta0.initial)
@@ -147,7 +150,7 @@ def test_lasso_budgets_keep_the_largest_groups(tied):
     # λ = 0: no shrinking; the budget decides alone. Sizes: fc1.bias 64, fc2.bias 32, k_proj.bias 32.
     names = ["model.encoder.layers.0.fc1.bias", "model.encoder.layers.0.fc2.bias",
              "model.encoder.layers.1.self_attn.k_proj.bias"]
-    method = methods.build(method_cfg("lasso", **{**UNLIMITED, "lambda": 0.0, "budget": 70, "embedding_budget": 3 * 32}), tied)
+    method = methods.build(method_cfg("lasso", **{**UNLIMITED, "lam": 0.0, "budget": 70, "embedding_budget": 3 * 32}), tied)
     params = method.parameters()
     theta0 = Snapshot(params)
     method.start_document(theta0.initial)
@@ -169,7 +172,7 @@ def test_lasso_budgets_keep_the_largest_groups(tied):
 
 
 def test_lasso_respects_both_budgets_after_every_step(model):
-    cfg = method_cfg("lasso", lr=0.05, **{"lambda": 0.01}, budget_fraction=0.2, embedding_budget_fraction=0.05)
+    cfg = method_cfg("lasso", lr=0.05, lam=0.01, budget_fraction=0.2, embedding_budget_fraction=0.05)
     method = methods.build(cfg, model)
     params = method.parameters()
     emb = set(method.emb_names)
@@ -296,7 +299,7 @@ A, B = "model.encoder.layers.0.fc2.bias", "model.decoder.layers.0.fc2.bias"  # 3
 def test_lasso_selection_is_not_decided_by_float_rounding(tied):
     # Both tensors were clipped to the same step size; B's offset norm is larger by float noise only, A had
     # the larger gradient before clipping: A is kept. (The old selection kept B: rounding decided.)
-    method, theta0 = lasso_at(tied, **{**UNLIMITED, "lambda": 0.0, "budget": 32})
+    method, theta0 = lasso_at(tied, **{**UNLIMITED, "lam": 0.0, "budget": 32})
     assert step(method, theta0, {A: 0.0099999821, B: 0.0100000100}, {A: 1.85, B: 1.20}) == {A}
     restart(method, theta0)
     assert step(method, theta0, {A: 0.0100000100, B: 0.0099999821}, {A: 1.20, B: 1.85}) == {B}
@@ -307,7 +310,7 @@ def test_lasso_selection_is_not_decided_by_float_rounding(tied):
 def test_lasso_group_that_starts_mattering_later_enters_the_kept_set(tied):
     # Budget: one of the two. A learns first; then only B gets gradient, consistently: its reserved offset
     # grows while A's decays under the prox step, until B is served and A waits in the reserve.
-    method, theta0 = lasso_at(tied, **{**UNLIMITED, "lambda": 0.1, "lr": 0.01, "budget": 32})
+    method, theta0 = lasso_at(tied, **{**UNLIMITED, "lam": 0.1, "lr": 0.01, "budget": 32})
     assert step(method, theta0, {A: 0.01}, {A: 1.0}) == {A}
     assert step(method, theta0, {A: 0.01}, {A: 1.0}) == {A}
     kept = [step(method, theta0, {B: 0.01}, {B: 1.0}) for _ in range(3)]

@@ -22,11 +22,10 @@ from torch import nn
 
 
 class Method:
-    def __init__(self, cfg, model):
-        self.cfg = cfg
+    def __init__(self, model, *, name: str, lr: float):
         self.model = model
-        self.name: str = cfg.name
-        self.lr: float = float(cfg.lr)
+        self.name = name
+        self.lr = float(lr)
 
     def parameters(self) -> dict[str, nn.Parameter]:
         return {}

@@ -11,8 +11,8 @@ OUTPUT_BIAS = "output_bias"  # its name among a method's parameters (not a param
 
 
 class Bias(Method):
-    def __init__(self, cfg, model):
-        super().__init__(cfg, model)
+    def __init__(self, model, **common):
+        super().__init__(model, **common)
         self.bias = model.add_output_bias()
 
     def parameters(self):

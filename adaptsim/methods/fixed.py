@@ -54,23 +54,23 @@ def read_list(name: str, model) -> list[str]:
 
 
 class Fixed(Method):
-    def __init__(self, cfg, model):
-        super().__init__(cfg, model)
+    def __init__(self, model, *, list: str, params: list[str] | None, source_embeddings: bool,  # noqa: A002
+                 embedding_rows: str, **common):
+        super().__init__(model, **common)
         named = model.named_parameters()
-        given = cfg.params
-        patterns = [str(p) for p in given] if given is not None else read_list(str(cfg.list), model)
+        patterns = [str(p) for p in params] if params is not None else read_list(str(list), model)
         unmatched = [pat for pat in patterns if not any(fnmatchcase(n, pat) for n in named)]
         if unmatched:
             raise UserError(f"method.params: {unmatched} match no parameter of the model (names look like "
                             f"{next(iter(named))!r}); make a list for this model with `adaptsim select-fixed`")
         self._params = {n: p for n, p in named.items() if any(fnmatchcase(n, pat) for pat in patterns)}
-        self.list = None if given is not None else str(cfg.list)
-        self.rows_of = str(cfg.embedding_rows)
+        self.list = None if params is not None else str(list)
+        self.rows_of = str(embedding_rows)
         if self.rows_of not in ("source", "pair"):
             raise UserError(f"method.embedding_rows={self.rows_of}: expected source or pair")
         self.row_masked: list[str] = []
         self._rows: torch.Tensor | None = None  # token ids whose rows train on the current pair
-        if cfg.source_embeddings:
+        if source_embeddings:
             for name, roles in model.arch.embeddings.items():
                 if "source" in roles and name not in self._params:
                     self._params[name] = named[name]

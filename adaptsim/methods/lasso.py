@@ -99,8 +99,9 @@ def fill_budget_rows(norms: torch.Tensor, sizes: torch.Tensor, budget: int) -> t
 
 
 class Lasso(Method):
-    def __init__(self, cfg, model):
-        super().__init__(cfg, model)
+    def __init__(self, model, *, lam: float, bias_lr: float, budget: int, budget_fraction: float,
+                 embedding_budget: int, embedding_budget_fraction: float, resolution: float, **common):
+        super().__init__(model, **common)
         named = model.named_parameters()
         self.emb_names = [n for n in named if n in model.arch.embeddings]
         self.names = [n for n in named if n not in model.arch.embeddings]
@@ -109,14 +110,12 @@ class Lasso(Method):
         self.sizes = [p.numel() for p in self.tensors]
         widths, rows = (torch.tensor([e.shape[i] for e in self.embeddings], dtype=torch.long) for i in (1, 0))
         self.row_sizes = widths.repeat_interleave(rows).to(model.device)  # parameters per row, all matrices
-        self.lam = float(cfg["lambda"])
-        self.resolution = float(cfg.resolution)
-        self.bias_lr = float(cfg.bias_lr)
+        self.lam, self.resolution, self.bias_lr = float(lam), float(resolution), float(bias_lr)
         if self.lam < 0 or self.resolution <= 0 or self.bias_lr <= 0:
-            raise UserError(f"method.lambda={self.lam:g}, method.resolution={self.resolution:g}, "
+            raise UserError(f"method.lam={self.lam:g}, method.resolution={self.resolution:g}, "
                             f"method.bias_lr={self.bias_lr:g}: expected λ ≥ 0, resolution > 0, bias_lr > 0")
-        self.budget = resolve_budget(cfg.budget, cfg.budget_fraction, sum(self.sizes), "method.budget")
-        self.embedding_budget = resolve_budget(cfg.embedding_budget, cfg.embedding_budget_fraction,
+        self.budget = resolve_budget(budget, budget_fraction, sum(self.sizes), "method.budget")
+        self.embedding_budget = resolve_budget(embedding_budget, embedding_budget_fraction,
                                                sum(e.numel() for e in self.embeddings), "method.embedding_budget")
         self.bias = model.add_output_bias()
         self._theta0: list[torch.Tensor] | None = None
@@ -205,7 +204,7 @@ class Lasso(Method):
         self.selected["embedding_parameters"] = int(self.row_sizes[keep].sum())
 
     def info(self):
-        return {"lambda": self.lam, "budget": self.budget, "embedding_budget": self.embedding_budget,
+        return {"lam": self.lam, "budget": self.budget, "embedding_budget": self.embedding_budget,
                 "bias_lr": self.bias_lr, "resolution": self.resolution,
                 "non_embedding_parameters": sum(self.sizes),
                 "embedding_parameters": sum(e.numel() for e in self.embeddings),

@@ -9,9 +9,9 @@ from adaptsim.methods.base import Method
 
 
 class Top(Method):
-    def __init__(self, cfg, model):
-        super().__init__(cfg, model)
-        n = int(cfg.layers)
+    def __init__(self, model, *, layers: int, **common):
+        super().__init__(model, **common)
+        n = int(layers)
         arch = model.arch
         if not 1 <= n <= min(len(arch.encoder_layers), len(arch.decoder_layers)):
             raise UserError(f"method.layers={n}: the model has {len(arch.encoder_layers)} encoder and "
