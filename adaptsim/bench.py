@@ -6,11 +6,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from omegaconf import DictConfig
 
-from adaptsim.outputs import RunWriter
+from adaptsim.outputs import JobSummary
 
 
 def main(argv: list[str]) -> int:
@@ -19,16 +17,10 @@ def main(argv: list[str]) -> int:
     return launch(task, "bench", argv, "bench")
 
 
-def task(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-
+def task(cfg: DictConfig, job: JobSummary) -> None:
     from adaptsim.simulate import simulate
 
-    writer = RunWriter(Path(HydraConfig.get().runtime.output_dir))
-    try:
-        s = simulate(cfg, writer, limit=int(cfg.segments))
-    finally:
-        writer.close()
+    s = simulate(cfg, job, limit=int(cfg.segments))
     t = s["timing"]
     print(f"bench method={s['method']} model={s['model']} segments={s['segments']} "
           f"threads={cfg.threads or 'default'}: translate median {t['translate_median_s']:.3f} s, "

@@ -12,7 +12,7 @@ from adaptsim.errors import UserError
 
 # name -> ("module:function", one-line help). Each function takes argv (list[str]) and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("adaptsim.simulate:main", "simulate post-editing with online adaptation (Hydra overrides)"),
+    "run": ("adaptsim.run:main", "simulate post-editing with online adaptation (Hydra overrides)"),
     "bench": ("adaptsim.bench:main", "time translate/update per segment for a model config (Hydra overrides)"),
     "score": ("adaptsim.score:main", "score hypothesis files: R0, R1, R0+1, BLEU, SBLEU, TER, chrF"),
     "select-fixed": ("adaptsim.select_fixed:main", "choose the tensor list of method=fixed by running lasso on held-out data"),

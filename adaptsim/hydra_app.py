@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import signal
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +25,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import Terminated, UserError
-from adaptsim.outputs import alive, check_run_dir
+from adaptsim.outputs import JobSummary, alive, check_run_dir
+
+log = logging.getLogger("adaptsim")
 
 # Hydra's own flags that take a value as the next argument.
 _FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
@@ -151,8 +155,46 @@ def _job_context(main_pid: int):
             signal.signal(signal.SIGTERM, previous)
 
 
+def job_fields(command: str, cfg) -> dict:
+    """What a job is, as its summary.json names it from the start: the command and whichever of method,
+    model and data the command's config has."""
+    from omegaconf import OmegaConf
+
+    keys = {"method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name"}
+    found = {k: OmegaConf.select(cfg, key, default=None) for k, key in keys.items()}
+    return {"command": command, **{k: str(v) for k, v in found.items() if v is not None}}
+
+
+def run_task(task: Callable, cfg, command: str) -> None:
+    """One job of any command, the same way (the task wrapper): claim the job's directory with a
+    summary.json saying `running`, run `task(cfg, job)`, and close the summary as finished, failed (with
+    the one-line error, or the traceback of a bug) or interrupted (SIGINT, SIGTERM). A directory holding
+    another job is refused before anything is written into it; with `resume=true` a finished job is left
+    alone."""
+    from hydra.core.hydra_config import HydraConfig
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    job = JobSummary(run_dir, job_fields(command, cfg), resume=bool(cfg.get("resume", False)))
+    if job.finished:
+        log.info("%s: finished already; nothing to resume", run_dir)
+        return
+    try:
+        task(cfg, job)
+    except UserError as e:
+        job.close("failed", str(e))
+        raise
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
+        job.close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
+        raise
+    except Exception:
+        job.close("failed", traceback.format_exc())
+        raise
+    job.close("finished")
+
+
 def launch(task: Callable, config_name: str, argv: list[str], command: str) -> int:
-    """Run `task(cfg)` as a Hydra app (single run or `-m` multirun) with `argv` as its command line.
+    """Run `task(cfg, job)` through `run_task` as a Hydra app (single run or `-m` multirun) with `argv` as
+    its command line.
 
     A job's UserError is printed as one line, not Hydra's traceback, and the other jobs of a sweep go on.
     Returns the exit code: 1 if any job in this process failed so. In a parallel launcher's worker process
@@ -173,7 +215,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         # (only module-level names in here besides the closure: a parallel launcher pickles this function)
         try:
             with _job_context(main_pid):
-                return task(cfg)
+                return run_task(task, cfg, command)
         except UserError as e:
             print(f"adaptsim {command}: error: {e}", file=sys.stderr)
             failures.append(str(e))

@@ -1,22 +1,36 @@
-"""What a run writes (docs/design.md §6): steps.jsonl and hyps.txt line by line, summary.json atomically.
+"""What a job writes (docs/design.md §6).
 
-A run owns its directory: two runs writing into one directory interleaved their steps and
-mixed one's summary with the other's config, and a re-run truncated the old run's steps. So a run
-claims its directory by creating steps.jsonl exclusively and refuses a directory that already holds
-another run's outputs, unless it is resuming that run (`resume=True`: the files are appended to,
-never truncated). Each line is written whole, and a failed write (a full disk) is cut back to the
-last complete line, so steps.jsonl never ends in half a record.
+Every command's job directory holds summary.json (`JobSummary`): claimed at the job's start with status
+`running` and the process, filled in by the command, closed by the launcher as finished, failed (with the
+error) or interrupted. A run's other files are written by `RunWriter`: steps.jsonl and hyps.txt line by
+line, curves.csv, offsets/.
+
+A job owns its directory: two runs writing into one directory interleaved their steps and mixed one's
+summary with the other's config, and a re-run truncated the old run's steps. So summary.json is created
+exclusively, and a directory that already holds another run's outputs is refused, unless the job is
+resuming that run (`resume=True`: files are appended to, never truncated). Each line is written whole,
+and a failed write (a full disk) is cut back to the last complete line, so steps.jsonl never ends in
+half a record.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shutil
 import socket
 import tempfile
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from adaptsim.errors import UserError
+
+if TYPE_CHECKING:  # (imported where used: reports read summaries without importing torch)
+    from adaptsim.update import Snapshot
+
+log = logging.getLogger("adaptsim")
 
 # The files whose presence means a directory belongs to a run.
 RUN_FILES = ("summary.json", "steps.jsonl")
@@ -88,14 +102,65 @@ def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> N
         raise UserError(f"{run_dir}: {'the run directory' if existing == run_dir else existing} is not writable")
 
 
+class JobSummary:
+    """summary.json of one job. `fields` (what the job is: command, method, model, data) are written at
+    once with status `running`; `resume=True` takes over an interrupted job's summary, and `finished` then
+    says whether there is nothing left to do."""
+
+    def __init__(self, run_dir: Path, fields: dict, resume: bool = False):
+        self.dir = Path(run_dir)
+        self.path = self.dir / "summary.json"
+        check_run_dir(self.dir, resume)
+        previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
+        pid = recorded_process(previous)
+        if pid is not None and pid != os.getpid() and alive(pid):
+            raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")
+        self.finished = previous.get("status") == "finished"
+        self.data = previous if self.finished else {**fields, "status": "running"}
+        if not self.finished:
+            if not resume:  # the claim: exclusive, so a second job started into this directory is refused
+                try:
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+                except FileExistsError:
+                    raise UserError(f"{self.dir}: holds another run's outputs (summary.json); choose another "
+                                    "hydra.run.dir (or leave it to the default)") from None
+                except OSError as e:
+                    raise _os_error(self.path, e, "create") from None
+            self._write()
+
+    def update(self, **fields) -> None:
+        """Add or replace fields and write the file (atomically)."""
+        self.data.update(fields)
+        self._write()
+
+    def close(self, status: str, error: str | None = None) -> None:
+        """The job's end: finished, failed or interrupted. A failure to write this (a full disk) is logged,
+        so the job's own error is the one reported."""
+        self.data.update(status=status, **({"error": error} if error else {}))
+        try:
+            self._write()
+        except UserError as e:
+            log.error("%s", e)
+
+    def _write(self) -> None:
+        data = dict(self.data)  # while running it also names its process, so readers can tell a live job
+        if data.get("status") == "running":  # from a killed one (SIGKILL leaves `running` behind)
+            data["process"] = {"pid": os.getpid(), "host": socket.gethostname()}
+        else:
+            data.pop("process", None)
+        try:
+            write_json_atomic(self.path, data)
+        except OSError as e:
+            raise _os_error(self.path, e, "write") from None
+
+
 class RunWriter:
-    """A run's output files. `resume=True` (for resuming an interrupted run) appends to its files instead
-    of refusing them; deciding where to resume from is the caller's business."""
+    """A run's files besides summary.json (which the job claimed): steps.jsonl, hyps.txt, curves.csv,
+    offsets/. `resume=True` (for resuming an interrupted run) appends to its files instead of refusing them;
+    deciding where to resume from is the caller's business."""
 
     def __init__(self, run_dir: Path, resume: bool = False):
         self.dir = Path(run_dir)
-        self.last_summary: dict | None = None
-        check_run_dir(self.dir, resume)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (0 if resume else os.O_EXCL)
         self._fds: dict[str, int] = {}
         try:
@@ -152,18 +217,29 @@ class RunWriter:
                     pass
             raise _os_error(self.dir / name, e, "write") from None
 
-    def summary(self, data: dict) -> None:
-        """Write summary.json atomically. While the run is `running` it also names its process, so readers
-        can tell a live run from a killed one (SIGKILL leaves `running` behind)."""
-        self.last_summary = dict(data)
-        if data.get("status") == "running":
-            data = {**data, "process": {"pid": os.getpid(), "host": socket.gethostname()}}
-        try:
-            write_json_atomic(self.dir / "summary.json", data)
-        except OSError as e:
-            raise _os_error(self.dir / "summary.json", e, "write") from None
+    def curves(self, rows: list[dict]) -> None:
+        """curves.csv: the cumulative scores after every segment."""
+        from adaptsim.metrics.curves import write_curves
+
+        write_curves(rows, self.dir / "curves.csv")
+
+    def offsets(self, theta0: Snapshot, doc_id: str) -> int:
+        """offsets/<doc_id>.safetensors: a document's adapted offsets θ − θ0; returns the file's size."""
+        from adaptsim.offsets import save_offsets
+
+        return save_offsets(theta0, self.dir / "offsets", doc_id)
+
+    def clear_offsets(self) -> None:
+        """Remove offsets/ (a resumed run writes it again, identically, as its replay passes each document)."""
+        shutil.rmtree(self.dir / "offsets", ignore_errors=True)
 
     def close(self) -> None:
         for fd in self._fds.values():
             os.close(fd)
         self._fds = {}
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -36,13 +36,11 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from adaptsim.errors import UserError
-from adaptsim import methods
 from adaptsim.methods.fixed import list_path
 from adaptsim.methods.lasso import fill_budget, resolve_budget
 from adaptsim.model import Seq2SeqModel
-from adaptsim.outputs import write_json_atomic
-from adaptsim.simulate import load
-from adaptsim.update import Snapshot, Updater
+from adaptsim.outputs import JobSummary
+from adaptsim.session import Session, load
 
 log = logging.getLogger("adaptsim")
 
@@ -53,12 +51,9 @@ def main(argv: list[str]) -> int:
     return launch(task, "select_fixed", argv, "select-fixed")
 
 
-def task(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+def task(cfg: DictConfig, job: JobSummary) -> None:
     report = select(cfg)
-    write_json_atomic(run_dir / "select_fixed.json", report)
+    job.update(**report)
     print(f"select-fixed: {len(report['params'])} tensors, {report['parameters']:,} parameters "
           f"(budget {report['budget']:,}), held-out loss {report['baseline_loss']:.4f} -> {report['loss']:.4f} "
           f"over {report['documents']} documents -> {report['output']}", flush=True)
@@ -97,17 +92,14 @@ class HeldOut:
         """Token-weighted mean cross-entropy of every held-out reference before its own update."""
         model = self._model() if self.runs else self.model  # a fresh θ0 and no hooks of earlier candidates
         self.runs += 1
-        method = methods.build(OmegaConf.merge(self.cfg.method, {"params": params}), model)
-        updater = Updater(model, method, **self.cfg["update"])
-        theta0 = Snapshot(method.parameters())
+        session = Session(model, OmegaConf.merge(self.cfg.method, {"params": params}), self.cfg["update"],
+                          self.cfg.reset)
         nll = tokens = 0.0
-        for d, pairs in enumerate(self.pairs):
-            if self.cfg.reset == "document" or d == 0:
-                theta0.restore()
-                method.start_document(theta0.initial)
-            for batch in pairs:
+        for doc, pairs in session.documents(zip(self.documents, self.pairs)):
+            for seg, batch in zip(doc.segments, pairs):
                 n = int((batch["labels"] >= 0).sum())
-                nll += math.log(updater(batch).ppl_before) * n
+                result, _ = session.adapt(batch, f"held-out document {seg.doc_id}, segment {seg.seg_id}")
+                nll += math.log(result.ppl_before) * n
                 tokens += n
         return nll / tokens
 

@@ -41,7 +41,14 @@ STATE = "trainer_state.pt"
 def main(argv: list[str]) -> int:
     from adaptsim.hydra_app import launch
 
-    return launch(train, "train", argv, "train")
+    return launch(task, "train", argv, "train")
+
+
+def task(cfg: DictConfig, job) -> None:
+    """The job: train, and record in its summary.json what was trained where (training.json beside the
+    model keeps the same figures with the model)."""
+    summary = train(cfg)
+    job.update(output=str(Path(str(cfg.train.out)).expanduser()), **{k: v for k, v in summary.items() if k != "config"})
 
 
 # -- data -------------------------------------------------------------------------------------------

@@ -76,10 +76,10 @@ def test_demo_model_is_small_loads_and_translates_general_text():
 @needs_model
 def test_full_adaptation_acquires_the_demo_vocabulary(tmp_path):
     """What the demo is for: fine-tuning on each correction raises one-shot recall and BLEU over no adaptation."""
-    from adaptsim.outputs import RunWriter
+    from adaptsim.outputs import JobSummary
     from adaptsim.simulate import simulate
 
-    scores = {m: simulate(_compose("run", f"method={m}", "progress=false", "threads=1"), RunWriter(tmp_path / m))["scores"]
+    scores = {m: simulate(_compose("run", f"method={m}", "progress=false", "threads=1"), JobSummary(tmp_path / m, {}))["scores"]
               for m in ("none", "full")}
     assert scores["full"]["R1"] > scores["none"]["R1"] + 1
     assert scores["full"]["BLEU"] > scores["none"]["BLEU"] + 1

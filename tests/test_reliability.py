@@ -21,7 +21,7 @@ from hydra.core.global_hydra import GlobalHydra
 from adaptsim import CONFIG_DIR
 from adaptsim.cli import main
 from adaptsim.errors import DataError, UserError
-from adaptsim.outputs import RunWriter
+from adaptsim.outputs import JobSummary, RunWriter
 
 
 def cli_inproc(capsys, *args) -> tuple[int, str]:
@@ -55,11 +55,14 @@ def test_a_run_refuses_a_directory_holding_another_run(tmp_path, base, capsys):
     assert (out / ".hydra" / "config.yaml").read_bytes() == config        # refused before Hydra wrote there
 
 
-def test_run_writer_claims_its_directory_and_resume_appends(tmp_path):
+def test_a_job_claims_its_directory_and_resume_appends(tmp_path):
+    JobSummary(tmp_path, {"method": "full"})
+    with pytest.raises(UserError, match="holds another run's outputs"):
+        JobSummary(tmp_path, {"method": "full"})  # e.g. a second run started into the same directory
     first = RunWriter(tmp_path)
     first.step({"hypothesis": "a"})
     with pytest.raises(UserError, match="holds another run's outputs"):
-        RunWriter(tmp_path)  # e.g. a second run started into the same directory while the first runs
+        RunWriter(tmp_path)
     first.close()
     again = RunWriter(tmp_path, resume=True)  # the resume case: append, never truncate
     again.step({"hypothesis": "b"})
@@ -257,9 +260,7 @@ def test_reports_tell_a_killed_run_from_a_running_one(tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     for name, pid in (("killed", gone.pid), ("live", os.getpid())):
-        writer = RunWriter(tmp_path / name)
-        writer.summary({"status": "running", "method": "full"})
-        writer.close()
+        JobSummary(tmp_path / name, {"method": "full"})
         data = json.loads((tmp_path / name / "summary.json").read_text())
         assert data["process"]["pid"] == os.getpid()
         data["process"]["pid"] = pid  # as if that process had written it
@@ -395,3 +396,29 @@ def test_nul_bytes_are_a_data_error_naming_file_and_line(tmp_path):
     jsonl.write_text('{"doc_id": "d", "seg_id": "1", "source": "a\\u0000b", "reference": "x"}\n')
     with pytest.raises(DataError, match=rf"^{jsonl}:1: NUL character in the source"):
         load_documents({"name": "t", "format": "jsonl", "path": str(jsonl)})
+
+
+# -- every command records its end the same way ---------------------------------------------------------------
+@pytest.mark.parametrize("command,overrides", [
+    ("run", ["dataset.path=/no/such/file.tsv"]),
+    ("bench", ["dataset.path=/no/such/file.tsv"]),
+    ("select-fixed", ["dataset.path=/no/such/file.tsv"]),
+    ("train", ["train.source=/no/such/file.en", "train.target=/no/such/file.de", "model=demo", "train.out=/tmp/x"]),
+])
+def test_every_command_records_a_failure_in_its_summary(tmp_path, capsys, base, command, overrides):
+    out = tmp_path / command
+    args = [a for a in base if not a.startswith("dataset.path")] if command != "train" else ["threads=1"]
+    overrides = [o.replace("/tmp/x", str(tmp_path / "model")) for o in overrides]
+    code, err = cli_inproc(capsys, command, f"hydra.run.dir={out}", *args, *overrides)
+    assert code == 1 and len(error_lines(err)) == 1 and "/no/such/file" in error_lines(err)[0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["command"] == command and summary["status"] == "failed" and "/no/such/file" in summary["error"]
+    assert "process" not in summary  # a finished job no longer names a process to check
+
+
+def test_a_finished_command_says_so_in_its_summary(tmp_path, capsys, base):
+    out = tmp_path / "bench"
+    code, _ = cli_inproc(capsys, "bench", f"hydra.run.dir={out}", *base, "segments=2", "method=none")
+    summary = json.loads((out / "summary.json").read_text())
+    assert code == 0 and summary["command"] == "bench" and summary["status"] == "finished"
+    assert summary["segments"] == 2 and summary["method"] == "none"

@@ -25,7 +25,7 @@ def test_select_fixed_keeps_the_blocks_that_lower_held_out_loss(tmp_path, tiny_m
               "budget_fraction=0.3", f"output={output}", "progress=false", "prefixes=2",
               f"hydra.run.dir={tmp_path / 'run'}"])
     assert exit_.value.code == 0
-    report = json.loads((tmp_path / "run" / "select_fixed.json").read_text())
+    report = json.loads((tmp_path / "run" / "summary.json").read_text())
     model = Seq2SeqModel.load(str(tiny_model_dir))
     sizes = {n: p.numel() for n, p in model.named_parameters().items() if n not in model.arch.embeddings}
     assert report["budget"] == int(0.3 * sum(sizes.values())) and report["documents"] == 2

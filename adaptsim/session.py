@@ -1,0 +1,75 @@
+"""What every command that adapts shares (`run`, `bench`, `select-fixed`): the checked start (`load`) and a
+`Session` — the model, the method, the paper's update rule and θ0 — that walks a stream of documents,
+restoring θ0 where `reset` says and handling divergence the one way `update.on_divergence` says.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+import torch
+from omegaconf import DictConfig
+
+from adaptsim import methods
+from adaptsim.data import Dataset, check_lengths, load_documents
+from adaptsim.errors import UserError
+from adaptsim.model import Seq2SeqModel
+from adaptsim.update import Diverged, Snapshot, Updater, UpdateResult
+from adaptsim.validate import validate
+
+log = logging.getLogger("adaptsim")
+Doc = TypeVar("Doc")
+
+
+def load(cfg: DictConfig) -> tuple[Seq2SeqModel, Dataset]:
+    """Settings checked, seed, threads, data, then the model (bad data fails before a model is loaded)."""
+    validate(cfg)
+    torch.manual_seed(cfg.seed)
+    if cfg.threads:
+        torch.set_num_threads(int(cfg.threads))
+    documents = load_documents(cfg.dataset)
+    model = Seq2SeqModel.from_config(cfg.model, cfg.device)
+    documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens)
+    return model, documents
+
+
+class Session:
+    """One method adapting one model over a stream, from θ0.
+
+    `method_cfg` is `cfg.method` (select-fixed passes a variant of it); `update_cfg` the update rule's
+    settings; `reset` is document | never."""
+
+    def __init__(self, model: Seq2SeqModel, method_cfg: DictConfig, update_cfg: DictConfig, reset: str):
+        self.model = model
+        self.method = methods.build(method_cfg, model)
+        self.updater = Updater(model, self.method, **update_cfg)
+        self.theta0 = Snapshot(self.method.parameters())
+        self.reset = reset
+        self.lr = method_cfg.lr
+
+    def restart(self) -> None:
+        """Back to θ0: the tensors, then the method's own state."""
+        self.theta0.restore()
+        self.method.start_document(self.theta0.initial)
+
+    def documents(self, documents: Iterable[Doc]) -> Iterator[Doc]:
+        """The documents in order, each started from θ0 under reset=document (the first one always)."""
+        for d, doc in enumerate(documents):
+            if self.reset == "document" or d == 0:
+                self.restart()
+            yield doc
+
+    def adapt(self, batch: dict[str, torch.Tensor], where: str) -> tuple[UpdateResult, bool]:
+        """The update on one pair, and whether it diverged (then, under on_divergence=rollback, the document
+        starts again from θ0; under stop, the run stops with one line naming `where`)."""
+        try:
+            return self.updater(batch), False
+        except Diverged as e:
+            if self.updater.on_divergence == "stop":
+                raise UserError(f"{where}: adaptation diverged after {e.updates} update(s): {e.what}; lower "
+                                f"method.lr={self.lr} or set update.on_divergence=rollback") from None
+            log.warning("%s: adaptation diverged (%s); the document restarts from θ0", where, e.what)
+            self.restart()
+            return UpdateResult(e.updates, e.ppl_before, None, 0.0), True
