@@ -16,10 +16,6 @@ import json
 import statistics
 import sys
 
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
-
-from adaptsim import CONFIG_DIR
 from adaptsim.data import Dataset, load_documents
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.recall import occurrence_levels
@@ -104,19 +100,14 @@ def main(argv: list[str]) -> int:
     as_json = "--json" in argv
     overrides = [a for a in argv if a != "--json"]
     unknown = [a for a in overrides if a.startswith("-")]
-    from adaptsim.hydra_app import check_overrides
+    from adaptsim.hydra_app import check_overrides, compose
 
     error = f"unknown option {unknown[0]}" if unknown else check_overrides("run", overrides)
     if error:
         print(USAGE, file=sys.stderr)
         print(f"adaptsim data-stats: error: {error}", file=sys.stderr)
         return 2
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = compose("run", overrides=overrides)
-    finally:
-        GlobalHydra.instance().clear()
+    cfg = compose("run", overrides)
     docs = load_documents(cfg.dataset)
     stats = compute(docs, cfg.metrics, cfg.reset)
     name = str(cfg.dataset.get("name", "?"))

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 import hydra
-from hydra import compose, initialize_config_dir
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -49,6 +50,25 @@ def split_overrides(argv: list[str]) -> list[str]:
     return out
 
 
+@contextlib.contextmanager
+def _configs():
+    """Hydra initialised on adaptsim's configs for the block, and cleared after it (Hydra keeps one global
+    instance; leaving it set breaks the next initialisation)."""
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            yield
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def compose(config_name: str, overrides: list[str] = (), hydra_node: bool = False):
+    """One of adaptsim's configs ("run", "bench", "train", …) with command-line overrides, as a command
+    would get it (with Hydra's own node if `hydra_node`)."""
+    with _configs():
+        return hydra_compose(config_name, overrides=list(overrides), return_hydra_config=hydra_node)
+
+
 def check_overrides(config_name: str, argv: list[str]) -> str | None:
     """Return an error message if the overrides do not compose, else None."""
     return compose_variants(config_name, argv)[0]
@@ -71,17 +91,14 @@ def compose_variants(config_name: str, argv: list[str]) -> tuple[str | None, lis
         else:
             base.append(o.input_line)
     variants = [base] + [base[:i] + [f"{k}={v}"] + base[i + 1:] for i, k, vs in sweeps for v in vs]
-    GlobalHydra.instance().clear()
     cfgs = []
     try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        with _configs():
             for overrides in variants:
-                cfgs.append(compose(config_name, overrides=overrides, return_hydra_config=True))
+                cfgs.append(hydra_compose(config_name, overrides=overrides, return_hydra_config=True))
     except Exception as e:  # ConfigCompositionException, MissingConfigException, …
         msg = " ".join(str(e).split())
         return msg.split(" Config search path")[0][:400], []
-    finally:
-        GlobalHydra.instance().clear()
     return None, cfgs
 
 

@@ -22,7 +22,6 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from adaptsim.errors import UserError

@@ -109,17 +109,14 @@ def make_data(work: Path) -> dict:
 
 
 def train_model(work: Path) -> dict:
-    from hydra import compose, initialize_config_dir
-
-    from adaptsim import CONFIG_DIR
+    from adaptsim.hydra_app import compose
     from adaptsim.train import train
 
     overrides = ["model=demo", f"train.source={work}/train.en", f"train.target={work}/train.de",
                  f"train.valid_source={work}/valid.en", f"train.valid_target={work}/valid.de",
                  "train.out=data/demo/model", "train.overwrite=true", "progress=false",
                  *(f"{k}={v}" for k, v in TRAIN.items())]
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
+    cfg = compose("train", overrides)
     t = time.perf_counter()
     summary = train(cfg)
     summary["wall_seconds"] = round(time.perf_counter() - t, 1)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError

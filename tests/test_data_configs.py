@@ -3,36 +3,25 @@ when absent) and the Autodesk config explains where it looked."""
 
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 
 from adaptsim import CONFIG_DIR, PROJECT_ROOT
 from adaptsim.data import load_documents
 from adaptsim.data.options import common_defaults
 from adaptsim.data.readers import FORMATS
 from adaptsim.errors import DataError
+from adaptsim.hydra_app import compose
 
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 MINE = sorted(p.stem for p in (CONFIG_DIR / "dataset").glob("*.yaml") if p.stem not in ("_common", "demo"))
 
 
 def compose_run(*overrides):
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            return compose("run", overrides=["model=opus-mt-en-de", *overrides])
-    finally:
-        GlobalHydra.instance().clear()
+    return compose("run", ["model=opus-mt-en-de", *overrides])
 
 
 @pytest.fixture(scope="module")
 def composed():
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            return {name: compose("run", overrides=["model=opus-mt-en-de", f"dataset={name}"]) for name in MINE}
-    finally:
-        GlobalHydra.instance().clear()
+    return {name: compose_run(f"dataset={name}") for name in MINE}
 
 
 def test_every_dataset_config_has_common_keys_and_a_known_format(composed):

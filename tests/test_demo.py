@@ -22,16 +22,9 @@ def _make_demo():
 
 
 def _compose(config: str, *overrides: str):
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from adaptsim.hydra_app import compose
 
-    from adaptsim import CONFIG_DIR
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config, overrides=list(overrides))
-    GlobalHydra.instance().clear()
-    return cfg
+    return compose(config, overrides)
 
 
 @needs_demo

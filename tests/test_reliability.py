@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 
-from adaptsim import CONFIG_DIR
 from adaptsim.cli import main
 from adaptsim.errors import DataError, UserError
+from adaptsim.hydra_app import compose
 from adaptsim.outputs import JobSummary, RunWriter
 
 
@@ -72,21 +70,14 @@ def test_a_job_claims_its_directory_and_resume_appends(tmp_path):
 
 
 def test_default_run_directories_differ_within_a_second():
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        dirs = {str(compose(name, return_hydra_config=True).hydra[mode].dir)
-                for name in ("run", "bench") for mode in ("run", "sweep") for _ in range(3)}
-    GlobalHydra.instance().clear()
+    dirs = {str(compose(name, hydra_node=True).hydra[mode].dir)
+            for name in ("run", "bench") for mode in ("run", "sweep") for _ in range(3)}
     assert len(dirs) == 12
 
 
 # -- 3. settings are checked when the configuration is composed -------------------------------------------
 def composed(*overrides):
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("run", overrides=list(overrides))
-    GlobalHydra.instance().clear()
-    return cfg
+    return compose("run", overrides)
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -151,11 +142,8 @@ def test_train_checks_device_and_threads_first(tmp_path):
 
     for setting, message in (("device=gpu", "device='gpu': choose cpu | cuda | cuda:N"),
                              ("threads=0", "threads=0: must be null")):
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = compose("train", overrides=[f"train.source={tmp_path}/none.en", f"train.target={tmp_path}/none.de",
-                                              f"train.out={tmp_path}/model", setting])
-        GlobalHydra.instance().clear()
+        cfg = compose("train", [f"train.source={tmp_path}/none.en", f"train.target={tmp_path}/none.de",
+                                f"train.out={tmp_path}/model", setting])
         with pytest.raises(UserError, match=f"^{message}"):
             train(cfg)
 
@@ -181,11 +169,8 @@ def test_train_resume_refuses_a_checkpoint_that_would_run_code(tmp_path, tiny_mo
     out, marker = tmp_path / "model", tmp_path / "pwned"
     shutil.copytree(tiny_model_dir, out / "last")
     torch.save({"optimizer": _Payload(marker), "trainer": {"step": 1}}, out / "last" / STATE)
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=[f"train.source={text}/a.en", f"train.target={text}/a.de",
-                                          f"train.out={out}", "train.resume=true", "progress=false"])
-    GlobalHydra.instance().clear()
+    cfg = compose("train", [f"train.source={text}/a.en", f"train.target={text}/a.de", f"train.out={out}",
+                            "train.resume=true", "progress=false"])
     with pytest.raises(UserError, match=f"^{out / 'last' / STATE}: not a trainer state adaptsim can load safely"):
         train(cfg)
     assert not marker.exists()

@@ -72,15 +72,9 @@ def test_every_document_starts_again_from_theta0(tmp_path, tiny_model_dir, tiny_
 
 def test_the_paper_setting_is_one_stream_and_the_metric_scope_follows_reset(tmp_path, tiny_model_dir):
     """paper_methods: reset=never, and R0/R1 count over the whole stream; an explicit scope still wins."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    from adaptsim.hydra_app import compose
 
-    from adaptsim import CONFIG_DIR
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        paper = compose("run", overrides=["+experiment=paper_methods"])
-    GlobalHydra.instance().clear()
+    paper = compose("run", ["+experiment=paper_methods"])
     assert paper.reset == "never" and paper.metrics.scope is None
     rows = ["doc_id\tseg_id\tsource\treference", "a\t1\tThe dog.\tDer Hund.", "b\t1\tThe dog.\tDer Hund."]
     tsv = tmp_path / "two.tsv"

@@ -9,14 +9,13 @@ import sys
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
+from conftest import _OBJECTS, _SUBJECTS, _VERBS
 from transformers import MarianMTModel, MarianTokenizer
 
-from adaptsim import CONFIG_DIR, PROJECT_ROOT
+from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
+from adaptsim.hydra_app import compose
 from adaptsim.train import encode, inverse_sqrt, make_batches, train
-from conftest import _OBJECTS, _SUBJECTS, _VERBS
 
 _BIG = {"den Hund": "den großen Hund", "die Katze": "die große Katze", "das Haus": "das große Haus",
         "den Tisch": "den großen Tisch", "ein Buch": "ein großes Buch", "den Schlüssel": "den großen Schlüssel"}
@@ -50,22 +49,15 @@ def text_files(tmp_path_factory):
 
 
 def config(text_files, out, *overrides):
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=[
-            *TINY, f"train.source={text_files}/train.en", f"train.target={text_files}/train.de",
-            f"train.valid_source={text_files}/valid.en", f"train.valid_target={text_files}/valid.de",
-            f"train.out={out}", "train.batch_tokens=300", "train.lr=3e-3", "train.warmup=5",
-            "train.valid_bleu_sentences=8", "progress=false", "threads=1", *overrides])
-    GlobalHydra.instance().clear()
-    return cfg
+    return compose("train", [
+        *TINY, f"train.source={text_files}/train.en", f"train.target={text_files}/train.de",
+        f"train.valid_source={text_files}/valid.en", f"train.valid_target={text_files}/valid.de",
+        f"train.out={out}", "train.batch_tokens=300", "train.lr=3e-3", "train.warmup=5",
+        "train.valid_bleu_sentences=8", "progress=false", "threads=1", *overrides])
 
 
 def test_paper_transformer_config():
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=["train.source=a", "train.target=b"])
-    GlobalHydra.instance().clear()
+    cfg = compose("train", ["train.source=a", "train.target=b"])
     arch = cfg.model.arch
     assert (arch.encoder_layers, arch.decoder_layers, arch.heads, arch.d_model) == (6, 3, 8, 256)
     assert not arch.share_encoder_decoder_embeddings and not arch.tie_word_embeddings
