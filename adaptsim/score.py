@@ -20,7 +20,7 @@ from adaptsim import CONFIG_DIR
 from adaptsim.errors import DataError
 from adaptsim.metrics import SCOPES, Evaluator, write_curves
 from adaptsim.metrics.sacre import METRICS
-from adaptsim.metrics.textfile import read_lines
+from adaptsim.data.textio import read_lines
 from adaptsim.metrics.words import CASES
 
 

@@ -252,7 +252,7 @@ def test_user_errors(tmp_path, words_file):
         Evaluator(["a"], lang="en", case="upper")
     with pytest.raises(UserError, match="stopwords-iso"):
         Evaluator(["a"], lang="xx")
-    with pytest.raises(DataError, match="no such file"):
+    with pytest.raises(DataError, match="file not found"):
         Evaluator(["a"], lang="en", stopwords=str(tmp_path / "missing.txt"))
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine\n\xff\n")

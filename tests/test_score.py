@@ -68,7 +68,7 @@ def test_sacrebleu_subset(files, capsys):
 
 @pytest.mark.parametrize("which, message", [
     ("short", "1 lines, but --ref"),
-    ("missing", "no such file"),
+    ("missing", "file not found"),
     ("bad", "invalid UTF-8"),
 ])
 def test_user_errors_exit_1(files, capsys, which, message):
@@ -90,3 +90,15 @@ def test_module_entry_point(files):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["counts"]["R0+1"] == {"num": 4, "den": 6}
+
+
+def test_a_byte_order_mark_does_not_change_the_score(files, capsys):
+    """`score` reads files as `run`'s readers do: a UTF-8 BOM (Windows editors write one) is not part of the
+    first line, so the first reference's first word is still "The" and the scores are the same."""
+    argv = ["--hyp", files["hyp"], "--lang", "en", "--stopwords", files["stop"], "--json"]
+    assert run([*argv, "--ref", files["ref"]]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    bom = files["dir"] / "ref_bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + (files["dir"] / "ref.txt").read_bytes())
+    assert run([*argv, "--ref", str(bom)]) == 0
+    assert json.loads(capsys.readouterr().out)["counts"] == plain["counts"]

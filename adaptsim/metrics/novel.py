@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from adaptsim.metrics.textfile import read_lines
+from adaptsim.data.textio import read_lines
 
 
 def _vocabulary_word(fields: list[str]) -> str | None:

@@ -25,7 +25,7 @@ import stopwordsiso
 from sacremoses import MosesTokenizer, MosesTruecaser
 
 from adaptsim.errors import UserError
-from adaptsim.metrics.textfile import read_lines
+from adaptsim.data.textio import read_lines
 
 CASES = ("truecase", "lower", "none")
 _UNSEEN = object()
