@@ -32,6 +32,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from adaptsim.errors import DataError, UserError
+from adaptsim.scratch_model import build_model, count_parameters, train_tokenizer
 
 log = logging.getLogger("adaptsim.train")
 
@@ -132,14 +133,13 @@ def inverse_sqrt(warmup: int):
 
 # -- validation -------------------------------------------------------------------------------------
 @torch.no_grad()
-def validate(model, tokenizer, pairs, src_ids, tgt_ids, tc: DictConfig, device) -> dict:
+def validate(model, tokenizer, held: Encoded, tc: DictConfig, device) -> dict:
+    """Loss on the held-out pairs, and BLEU of the first `valid_bleu_sentences` of them."""
     model.eval()
-    pad = tokenizer.pad_token_id
+    pad, pairs, src_ids = tokenizer.pad_token_id, held.pairs, held.src_ids
     nll, ntok = 0.0, 0
-    for batch in make_batches(list(map(len, src_ids)), list(map(len, tgt_ids)), int(tc.batch_tokens), 0,
-                              random.Random(0)):
-        b = collate([src_ids[i] for i in batch], [tgt_ids[i] for i in batch], pad, device)
-        _, n, k = batch_loss(model, b, 0.0)
+    for batch in make_batches(held.src_lens, held.tgt_lens, int(tc.batch_tokens), 0, random.Random(0)):
+        _, n, k = batch_loss(model, held.batch(batch, pad, device), 0.0)
         nll, ntok = nll + n, ntok + k
     out = {"valid_loss": nll / max(ntok, 1), "valid_ppl": math.exp(min(nll / max(ntok, 1), 50))}
     n = min(len(pairs), int(tc.valid_bleu_sentences or 0))
@@ -207,128 +207,222 @@ OWN_FILES = ("config.json", "generation_config.json", "model.safetensors", "sour
              "training.json", "last", "last.tmp", ".best.tmp")
 
 
-# -- the loop ---------------------------------------------------------------------------------------
+# -- the steps --------------------------------------------------------------------------------------
 def train(cfg: DictConfig) -> dict:
-    from transformers import MarianMTModel, MarianTokenizer
+    """Train as the config says and return the summary (also written to OUT/training.json)."""
     from transformers.utils import logging as hf_logging
 
-    from adaptsim.validate import check_device, check_threads
-    from adaptsim.vocab import build_model, count_parameters, train_tokenizer
-
     hf_logging.disable_progress_bar()  # no "Writing model shards" bars at every checkpoint
+    check_settings(cfg)
+    out, resume = prepare_output(cfg.train)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    pairs = read_parallel(cfg.train.source, cfg.train.target)
+    if not pairs:
+        raise UserError(f"{cfg.train.source}: no training pairs")
+    valid = read_parallel(cfg.train.valid_source, cfg.train.valid_target) if cfg.train.valid_source else []
+    valid = valid[:int(cfg.train.valid_max_sentences or len(valid))]
+    tokenizer, model = resume_model(out) if resume else new_model(cfg, pairs, out)
+    model.to(torch.device(cfg.device)).train()
+    max_len = min(int(cfg.train.max_length), int(model.config.max_position_embeddings))
+    data, held = Encoded.of(tokenizer, pairs, max_len, "training"), Encoded.of(tokenizer, valid, max_len, "validation")
+    log.info("data: %d training pairs (%d target tokens), %d validation pairs; model: %d parameters",
+             len(data), sum(data.tgt_lens), len(held), count_parameters(model))
+    trainer = Trainer(cfg, model, tokenizer, data, held, out)
+    if resume:
+        trainer.restore(out / "last" / STATE)
+    trainer.fit()
+    return trainer.summary()
 
-    tc, mc = cfg.train, cfg.model
-    if "arch" not in mc or mc.arch is None:
-        raise UserError(f"model={mc.get('name')}: no `arch` block, so there is nothing to train "
+
+def check_settings(cfg: DictConfig) -> None:
+    """What can be checked before anything is read or written."""
+    from adaptsim.validate import check_device, check_threads
+
+    if "arch" not in cfg.model or cfg.model.arch is None:
+        raise UserError(f"model={cfg.model.get('name')}: no `arch` block, so there is nothing to train "
                         "(use model=paper-transformer or model=demo, or add an arch: block)")
     for key in ("source", "target"):
-        if OmegaConf.is_missing(tc, key):
+        if OmegaConf.is_missing(cfg.train, key):
             raise UserError(f"train.{key} is not set: give the training text files, one sentence per line "
                             "(train.source=FILE train.target=FILE)")
+    if not cfg.train.max_steps and not cfg.train.max_epochs:
+        raise UserError("set train.max_steps or train.max_epochs")
     check_device(cfg.device)
     check_threads(cfg.threads)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    device = torch.device(cfg.device)
-    out = Path(str(tc.out)).expanduser()
+
+
+def prepare_output(train_cfg: DictConfig) -> tuple[Path, bool]:
+    """The output directory, emptied of an earlier model if train.overwrite says so; and whether training
+    resumes from its last/ checkpoint."""
+    out = Path(str(train_cfg.out)).expanduser()
     last = out / "last"
-    resume = bool(tc.resume) and (last / STATE).exists()
-    if tc.resume and not resume:
+    resume = bool(train_cfg.resume) and (last / STATE).exists()
+    if train_cfg.resume and not resume:
         log.info("train.resume=true but %s has no checkpoint: starting fresh", last)
-    if not resume and (out / "config.json").exists() or not resume and last.exists():
-        if not tc.overwrite:
+    if not resume and ((out / "config.json").exists() or last.exists()):
+        if not train_cfg.overwrite:
             raise UserError(f"{out} already holds a trained model: train.resume=true continues it, "
                             "train.overwrite=true starts again (and replaces it)")
         for name in OWN_FILES:
             f = out / name
             shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
+    return out, resume
 
-    random.seed(cfg.seed)
-    torch.manual_seed(cfg.seed)
-    pairs = read_parallel(tc.source, tc.target)
-    valid = read_parallel(tc.valid_source, tc.valid_target) if tc.get("valid_source") else []
-    if tc.get("valid_max_sentences"):
-        valid = valid[:int(tc.valid_max_sentences)]
-    if not pairs:
-        raise UserError(f"{tc.source}: no training pairs")
 
-    if resume:
-        tokenizer = MarianTokenizer.from_pretrained(str(last))
-        model = MarianMTModel.from_pretrained(str(last))
-    else:
-        vc = mc.get("vocab") or {}
-        t0 = time.perf_counter()
-        tokenizer = train_tokenizer([s for s, _ in pairs], [t for _, t in pairs], out,
-                                    int(vc.get("size", 8000)), shared=bool(vc.get("shared", True)),
-                                    source_lang=mc.source_lang, target_lang=mc.target_lang,
-                                    model_type=vc.get("model_type", "unigram"),
-                                    max_sentences=int(vc.get("max_sentences", 2_000_000)),
-                                    model_max_length=int(mc.arch.get("max_position_embeddings", 512)))
-        log.info("sentencepiece: %d pieces (%s) in %.1f s", len(tokenizer.encoder),
-                 "shared" if not tokenizer.separate_vocabs else "per side", time.perf_counter() - t0)
-        model = build_model(OmegaConf.to_container(mc.arch, resolve=True), tokenizer, seed=cfg.seed)
-    model.to(device).train()
-    n_params = count_parameters(model)
+def new_model(cfg: DictConfig, pairs: list[tuple[str, str]], out: Path):
+    """A sentencepiece vocabulary trained on the training text, and a randomly initialised model."""
+    vocab, arch = cfg.model.vocab, cfg.model.arch
+    t0 = time.perf_counter()
+    tokenizer = train_tokenizer([s for s, _ in pairs], [t for _, t in pairs], out, int(vocab.size),
+                                shared=bool(vocab.shared), source_lang=cfg.model.source_lang,
+                                target_lang=cfg.model.target_lang, model_type=vocab.model_type,
+                                max_sentences=int(vocab.max_sentences),
+                                model_max_length=int(arch.max_position_embeddings))
+    log.info("sentencepiece: %d pieces (%s) in %.1f s", len(tokenizer.encoder),
+             "shared" if not tokenizer.separate_vocabs else "per side", time.perf_counter() - t0)
+    return tokenizer, build_model(OmegaConf.to_container(arch, resolve=True), tokenizer, seed=cfg.seed)
 
-    max_len = min(int(tc.max_length), int(model.config.max_position_embeddings))
-    src_ids, tgt_ids = encode(tokenizer, [s for s, _ in pairs]), encode(tokenizer, [t for _, t in pairs], True)
-    keep = [i for i in range(len(pairs)) if len(src_ids[i]) <= max_len and len(tgt_ids[i]) <= max_len]
-    if len(keep) < len(pairs):
-        log.info("dropped %d training pairs longer than %d tokens", len(pairs) - len(keep), max_len)
-    src_ids, tgt_ids = [src_ids[i] for i in keep], [tgt_ids[i] for i in keep]
-    v_src, v_tgt = encode(tokenizer, [s for s, _ in valid]), encode(tokenizer, [t for _, t in valid], True)
-    vkeep = [i for i in range(len(valid)) if len(v_src[i]) <= max_len and len(v_tgt[i]) <= max_len]
-    valid, v_src, v_tgt = [valid[i] for i in vkeep], [v_src[i] for i in vkeep], [v_tgt[i] for i in vkeep]
-    src_lens, tgt_lens = [len(s) for s in src_ids], [len(t) for t in tgt_ids]
-    log.info("data: %d training pairs (%d target tokens), %d validation pairs; model: %d parameters",
-             len(src_ids), sum(tgt_lens), len(valid), n_params)
 
-    optimizer = torch.optim.Adam(model.parameters(), lr=float(tc.lr), betas=tuple(tc.betas), eps=float(tc.eps),
-                                 weight_decay=float(tc.weight_decay))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt(int(tc.warmup)))
-    state = {"step": 0, "epoch": 0, "batch": 0, "best": None, "best_step": None, "bad_validations": 0,
-             "elapsed": 0.0}
-    if resume:
-        saved = load_state(last / STATE)
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        state.update(saved["trainer"])
+def resume_model(out: Path):
+    from transformers import MarianMTModel, MarianTokenizer
+
+    return MarianTokenizer.from_pretrained(str(out / "last")), MarianMTModel.from_pretrained(str(out / "last"))
+
+
+class Encoded:
+    """Pairs encoded once, those longer than `max_len` tokens on either side left out (and counted)."""
+
+    def __init__(self, pairs, src_ids, tgt_ids):
+        self.pairs, self.src_ids, self.tgt_ids = pairs, src_ids, tgt_ids
+        self.src_lens, self.tgt_lens = [len(s) for s in src_ids], [len(t) for t in tgt_ids]
+
+    @classmethod
+    def of(cls, tokenizer, pairs: list[tuple[str, str]], max_len: int, what: str) -> Encoded:
+        src, tgt = encode(tokenizer, [s for s, _ in pairs]), encode(tokenizer, [t for _, t in pairs], True)
+        keep = [i for i in range(len(pairs)) if len(src[i]) <= max_len and len(tgt[i]) <= max_len]
+        if len(keep) < len(pairs):
+            log.info("dropped %d %s pairs longer than %d tokens", len(pairs) - len(keep), what, max_len)
+        return cls([pairs[i] for i in keep], [src[i] for i in keep], [tgt[i] for i in keep])
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def batch(self, indices: list[int], pad: int, device) -> dict[str, torch.Tensor]:
+        return collate([self.src_ids[i] for i in indices], [self.tgt_ids[i] for i in indices], pad, device)
+
+
+# -- the trainer ------------------------------------------------------------------------------------
+class Trainer:
+    """Adam with warm-up and inverse-square-root decay over token-count batches: `step` one batch,
+    `validate` and checkpoint, `should_stop` (steps, epochs, patience), `fit` the loop over them, `restore`
+    the exact state of a last/ checkpoint, `summary` at the end."""
+
+    def __init__(self, cfg: DictConfig, model, tokenizer, data: Encoded, held: Encoded, out: Path):
+        tc = cfg.train
+        self.cfg, self.tc, self.model, self.tokenizer, self.data, self.held, self.out = cfg, tc, model, tokenizer, data, held, out
+        self.device = torch.device(cfg.device)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=float(tc.lr), betas=tuple(tc.betas),
+                                          eps=float(tc.eps), weight_decay=float(tc.weight_decay))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(int(tc.warmup)))
+        self.state = {"step": 0, "epoch": 0, "batch": 0, "best": None, "best_step": None, "bad_validations": 0,
+                      "elapsed": 0.0}
+        self.max_steps, self.max_epochs = int(tc.max_steps or 0) or None, int(tc.max_epochs or 0) or None
+        self.patience = int(tc.patience or 0)
+        self.log_path = out / "train_log.jsonl"
+        self.window = {"nll": 0.0, "tokens": 0}  # training loss since the last validation
+        self.last_record: dict | None = None
+        self.started = time.perf_counter()
+
+    def restore(self, path: Path) -> None:
+        saved = load_state(path)
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.state.update(saved["trainer"])
         random.setstate(saved["python_rng"])
         torch.set_rng_state(saved["torch_rng"])
-        log.info("resumed from %s at step %d (epoch %d)", last, state["step"], state["epoch"] + 1)
+        self.started = time.perf_counter() - self.state["elapsed"]
+        log.info("resumed from %s at step %d (epoch %d)", path.parent, self.state["step"], self.state["epoch"] + 1)
+        if self.finished() and self.log_path.exists():  # already trained this far: report, don't validate again
+            self.last_record = json.loads(self.log_path.read_text(encoding="utf-8").splitlines()[-1])
+            self.last_record.pop("example", None)
 
-    max_steps = int(tc.max_steps or 0) or None
-    max_epochs = int(tc.max_epochs or 0) or None
-    if not max_steps and not max_epochs:
-        raise UserError("set train.max_steps or train.max_epochs")
-    log_path = out / "train_log.jsonl"
-    pad, ls = tokenizer.pad_token_id, float(tc.label_smoothing)
-    started = time.perf_counter() - state["elapsed"]
-    window = {"nll": 0.0, "tokens": 0}  # since the last validation
+    def finished(self) -> bool:
+        """The step or epoch limit is reached."""
+        s = self.state
+        return bool((self.max_steps and s["step"] >= self.max_steps) or (self.max_epochs and s["epoch"] >= self.max_epochs))
 
-    def checkpoint() -> dict:
+    def should_stop(self) -> bool:
+        """The limits, or `patience` validations in a row without improvement."""
+        return self.finished() or bool(self.patience and self.state["bad_validations"] >= self.patience)
+
+    def fit(self) -> None:
+        self.model.train()
+        with logging_redirect_tqdm(), tqdm(total=self.max_steps, initial=self.state["step"],
+                                           disable=not self.cfg.progress, unit="step", dynamic_ncols=True,
+                                           file=sys.stderr, desc="train") as bar:
+            while not self.should_stop():
+                batches = make_batches(self.data.src_lens, self.data.tgt_lens, int(self.tc.batch_tokens),
+                                       int(self.tc.bucket_size), random.Random(f"{self.cfg.seed}/{self.state['epoch']}"))
+                for b in batches[self.state["batch"]:]:
+                    nll, ntok = self.step(b)
+                    bar.update(1)
+                    if self.state["step"] % max(1, int(self.tc.log_every)) == 0:
+                        bar.set_postfix(nll=f"{nll / ntok:.3f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
+                    if self.state["step"] % int(self.tc.valid_every) == 0 or self.finished():
+                        self.last_record = self.validate()
+                        if self.should_stop() and not self.finished():
+                            log.info("no improvement in %d validations: stopping", self.patience)
+                    if self.should_stop():
+                        break
+                else:
+                    self.state["epoch"] += 1
+                    self.state["batch"] = 0
+            if self.last_record is None or self.last_record["step"] != self.state["step"]:
+                self.last_record = self.validate()
+
+    def step(self, indices: list[int]) -> tuple[float, int]:
+        """One optimizer step on one batch; returns its summed NLL and target tokens."""
+        loss, nll, ntok = batch_loss(self.model, self.data.batch(indices, self.tokenizer.pad_token_id, self.device),
+                                     float(self.tc.label_smoothing))
+        self.optimizer.zero_grad(set_to_none=True)
+        (loss / ntok).backward()
+        if self.tc.clip_norm:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), float(self.tc.clip_norm))
+        self.optimizer.step()
+        self.scheduler.step()
+        self.state["step"] += 1
+        self.state["batch"] += 1
+        self.window["nll"] += nll
+        self.window["tokens"] += ntok
+        return nll, ntok
+
+    def validate(self) -> dict:
         """Validate, write last/ (and OUT/ when best), log one line; return the record."""
-        record = {"step": state["step"], "epoch": state["epoch"] + 1, "lr": scheduler.get_last_lr()[0],
+        state, window = self.state, self.window
+        record = {"step": state["step"], "epoch": state["epoch"] + 1, "lr": self.scheduler.get_last_lr()[0],
                   "train_nll": window["nll"] / max(window["tokens"], 1), "elapsed_s": 0.0}
         window.update(nll=0.0, tokens=0)
-        if valid:
-            record.update(validate(model, tokenizer, valid, v_src, v_tgt, tc, device))
+        if len(self.held):
+            record.update(validate(self.model, self.tokenizer, self.held, self.tc, self.device))
         score = record.get("valid_bleu", -record.get("valid_loss", -record["train_nll"]))
         improved = state["best"] is None or score > state["best"]
         if improved:
             state.update(best=score, best_step=state["step"], bad_validations=0)
         else:
             state["bad_validations"] += 1
-        state["elapsed"] = time.perf_counter() - started
+        state["elapsed"] = time.perf_counter() - self.started
         record["elapsed_s"] = round(state["elapsed"], 1)
-        save_checkpoint(model, tokenizer, last, {
-            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "trainer": dict(state),
+        save_checkpoint(self.model, self.tokenizer, self.out / "last", {
+            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), "trainer": dict(state),
             "python_rng": random.getstate(), "torch_rng": torch.get_rng_state()})
         if improved:
-            save_checkpoint(model, tokenizer, out)
+            save_checkpoint(self.model, self.tokenizer, self.out)
         record["best"] = improved
-        with open(log_path, "a", encoding="utf-8") as f:
+        with open(self.log_path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
         example = record.pop("example", None)
         log.info("step %d epoch %d | train nll %.3f | %s | %.0f s%s", record["step"], record["epoch"],
@@ -339,56 +433,19 @@ def train(cfg: DictConfig) -> dict:
             log.info("  src: %s\n  ref: %s\n  hyp: %s", example["source"], example["reference"], example["hypothesis"])
         return record
 
-    done = lambda: (max_steps and state["step"] >= max_steps) or (max_epochs and state["epoch"] >= max_epochs)
-    patience = int(tc.patience or 0)
-    last_record = None
-    if resume and done() and log_path.exists():  # already trained this far: report, don't validate again
-        last_record = json.loads(log_path.read_text(encoding="utf-8").splitlines()[-1])
-        last_record.pop("example", None)
-    model.train()
-    with logging_redirect_tqdm(), tqdm(total=max_steps, initial=state["step"], disable=not cfg.progress,
-                                       unit="step", dynamic_ncols=True, file=sys.stderr, desc="train") as bar:
-        while not done():
-            batches = make_batches(src_lens, tgt_lens, int(tc.batch_tokens), int(tc.bucket_size),
-                                   random.Random(f"{cfg.seed}/{state['epoch']}"))
-            for b in batches[state["batch"]:]:
-                batch = collate([src_ids[i] for i in b], [tgt_ids[i] for i in b], pad, device)
-                loss, nll, ntok = batch_loss(model, batch, ls)
-                optimizer.zero_grad(set_to_none=True)
-                (loss / ntok).backward()
-                if tc.clip_norm:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), float(tc.clip_norm))
-                optimizer.step()
-                scheduler.step()
-                state["step"] += 1
-                state["batch"] += 1
-                window["nll"] += nll
-                window["tokens"] += ntok
-                bar.update(1)
-                if state["step"] % max(1, int(tc.log_every)) == 0:
-                    bar.set_postfix(nll=f"{nll / ntok:.3f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
-                if state["step"] % int(tc.valid_every) == 0 or done():
-                    last_record = checkpoint()
-                    if patience and state["bad_validations"] >= patience:
-                        log.info("no improvement in %d validations: stopping", patience)
-                        max_steps = state["step"]
-                if done():
-                    break
-            else:
-                state["epoch"] += 1
-                state["batch"] = 0
-        if last_record is None or last_record["step"] != state["step"]:
-            last_record = checkpoint()
-
-    summary = {"steps": state["step"], "epochs": state["epoch"] + (state["batch"] > 0),
-               "best_step": state["best_step"], "best_score": state["best"],
-               "best_metric": "valid_bleu" if valid and tc.valid_bleu_sentences else
-                              "-valid_loss" if valid else "-train_nll",
-               "last": {k: v for k, v in last_record.items() if k != "best"},
-               "train_seconds": round(state["elapsed"], 1), "parameters": n_params,
-               "training_pairs": len(src_ids), "validation_pairs": len(valid),
-               "vocab_size": len(tokenizer.encoder), "config": OmegaConf.to_container(cfg, resolve=True)}
-    (out / "training.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
-    log.info("done: %d steps in %.0f s; best %s %.3f at step %s; model in %s", state["step"], state["elapsed"],
-             summary["best_metric"], state["best"], state["best_step"], out)
-    return summary
+    def summary(self) -> dict:
+        """The figures of the training, written to OUT/training.json and returned."""
+        state, held = self.state, len(self.held)
+        summary = {"steps": state["step"], "epochs": state["epoch"] + (state["batch"] > 0),
+                   "best_step": state["best_step"], "best_score": state["best"],
+                   "best_metric": "valid_bleu" if held and self.tc.valid_bleu_sentences else
+                                  "-valid_loss" if held else "-train_nll",
+                   "last": {k: v for k, v in self.last_record.items() if k != "best"},
+                   "train_seconds": round(state["elapsed"], 1), "parameters": count_parameters(self.model),
+                   "training_pairs": len(self.data), "validation_pairs": held,
+                   "vocab_size": len(self.tokenizer.encoder),
+                   "config": OmegaConf.to_container(self.cfg, resolve=True)}
+        (self.out / "training.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
+        log.info("done: %d steps in %.0f s; best %s %.3f at step %s; model in %s", state["step"], state["elapsed"],
+                 summary["best_metric"], state["best"], state["best_step"], self.out)
+        return summary

@@ -109,6 +109,14 @@ def test_resume_continues_exactly(text_files, tmp_path):
     assert again["last"] == resumed["last"] and again["steps"] == 16
 
 
+def test_patience_stops_after_validations_without_improvement(text_files, tmp_path):
+    """lr 0 never improves: with patience 2 training stops at the third validation, not at max_steps."""
+    summary = train(config(text_files, tmp_path / "m", "train.lr=0", "train.max_steps=50", "train.valid_every=2",
+                           "train.patience=2"))
+    log = [json.loads(line) for line in (tmp_path / "m" / "train_log.jsonl").read_text().splitlines()]
+    assert summary["steps"] == 6 and [r["best"] for r in log] == [True, False, False]
+
+
 def test_encode_matches_tokenizer(tiny_model_dir, tiny_corpus):
     tok = MarianTokenizer.from_pretrained(str(tiny_model_dir))
     src, tgt = [s for s, _ in tiny_corpus[:5]] + ["Ünknöwn wörds ©"], [t for _, t in tiny_corpus[:5]] + ["Straße"]
