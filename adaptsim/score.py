@@ -17,10 +17,10 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
+from adaptsim.data.textio import read_lines
 from adaptsim.errors import DataError
 from adaptsim.metrics import SCOPES, Evaluator, write_curves
 from adaptsim.metrics.sacre import METRICS
-from adaptsim.data.textio import read_lines
 from adaptsim.metrics.words import CASES
 
 

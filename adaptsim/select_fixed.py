@@ -36,8 +36,8 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from adaptsim.errors import UserError
+from adaptsim.methods.budget import fill_budget, resolve_budget
 from adaptsim.methods.fixed import list_path
-from adaptsim.methods.lasso import fill_budget, resolve_budget
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import JobSummary
 from adaptsim.session import Session, load

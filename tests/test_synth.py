@@ -235,8 +235,6 @@ def test_documents_have_recurring_terms(gen, lex):
         for k in d.focus:
             hits = sum(bool(set(re.findall(r"[\wÄÖÜäöüß-]+", dd)) & lex.forms(k)) for _, dd in d)
             assert hits >= 2, (k, d.pairs)
-    doc = docs[0].to_document()
-    assert doc.doc_id == docs[0].doc_id and doc.segments[0].source == docs[0][0][0]
 
 
 def test_corpus_limits_software_terms(gen, lex):

@@ -30,8 +30,3 @@ def test_tiny_untied_model_has_separate_embeddings(tiny_model_dir_untied):
     assert not model.config.share_encoder_decoder_embeddings and not model.config.tie_word_embeddings
     assert hyps[0].strip()
 
-
-def test_tiny_tsv(tiny_tsv):
-    lines = tiny_tsv.read_text(encoding="utf-8").splitlines()
-    assert lines[0] == "doc_id\tseg_id\tsource\treference" and len(lines) == 7
-    assert {line.split("\t")[0] for line in lines[1:]} == {"doc1", "doc2"}

@@ -36,7 +36,3 @@ class Dataset(list):
     def __init__(self, documents=(), skipped: dict | None = None):
         super().__init__(documents)
         self.skipped: Counter = Counter(skipped or {})
-
-    @property
-    def num_segments(self) -> int:
-        return sum(len(d) for d in self)

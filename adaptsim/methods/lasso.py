@@ -46,21 +46,13 @@ per embedding matrix).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 import torch
 
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 from adaptsim.methods.bias import OUTPUT_BIAS
-
-
-def resolve_budget(count, fraction, total: int, key: str) -> int:
-    """min(count, fraction · total): the paper's absolute budget, capped at a fraction of a small model."""
-    count, fraction = float(count), float(fraction)
-    if count < 0 or not 0 <= fraction <= 1:
-        raise UserError(f"{key}={count:g} with fraction {fraction:g}: a budget is a count ≥ 0 and a fraction in [0, 1]")
-    return int(min(count, fraction * total))
+from adaptsim.methods.budget import fill_budget, resolve_budget
 
 
 def prox_factors(norms: torch.Tensor, threshold: float) -> torch.Tensor:
@@ -75,17 +67,6 @@ def ranked(norms: list[float], signal: list[float], resolution: float) -> list[i
     def key(i):
         return (-math.floor(math.log(norms[i]) / resolution), -signal[i], i)
     return sorted((i for i, n in enumerate(norms) if n > 0), key=key)
-
-
-def fill_budget(order: Iterable, size, budget: int) -> list:
-    """The groups of `order` (best first) that fit in what is left of the budget; one that does not fit is
-    skipped and smaller ones after it may still be kept. `size[g]` is a group's parameter count."""
-    kept, left = [], budget
-    for g in order:
-        if size[g] <= left:
-            kept.append(g)
-            left -= size[g]
-    return kept
 
 
 def fill_budget_rows(norms: torch.Tensor, sizes: torch.Tensor, budget: int) -> torch.Tensor:

@@ -38,12 +38,12 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 
+from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
 from adaptsim.metrics.curves import write_curves
 from adaptsim.metrics.novel import load_known, novelty
 from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict
 from adaptsim.metrics.sacre import METRICS, Running, SacreMetrics, Stats
-from adaptsim.data.textio import read_lines
 from adaptsim.metrics.words import WordPipeline, load_stopwords
 
 __all__ = ["Evaluator", "write_curves", "SCOPES", "resolve_scope"]

@@ -24,8 +24,8 @@ from pathlib import Path
 import stopwordsiso
 from sacremoses import MosesTokenizer, MosesTruecaser
 
-from adaptsim.errors import UserError
 from adaptsim.data.textio import read_lines
+from adaptsim.errors import UserError
 
 CASES = ("truecase", "lower", "none")
 _UNSEEN = object()

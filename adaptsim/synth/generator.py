@@ -39,13 +39,6 @@ class SynthDocument:
     def __getitem__(self, i):
         return self.pairs[i]
 
-    def to_document(self):
-        """As adaptsim.data.types.Document, the type the simulation loop reads."""
-        from adaptsim.data.types import Document, Segment
-
-        return Document(self.doc_id, [Segment(self.doc_id, str(i), s, r, origin=f"synth:{self.doc_id}:{i}")
-                                      for i, (s, r) in enumerate(self.pairs)])
-
 
 class Generator:
     """Controlled English→German parallel language in two domains, general and software.

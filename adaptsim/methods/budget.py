@@ -1,0 +1,26 @@
+"""Parameter budgets, shared by `lasso` (which groups are served) and `select-fixed` (which blocks fit)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from adaptsim.errors import UserError
+
+
+def resolve_budget(count, fraction, total: int, key: str) -> int:
+    """min(count, fraction · total): the paper's absolute budget, capped at a fraction of a small model."""
+    count, fraction = float(count), float(fraction)
+    if count < 0 or not 0 <= fraction <= 1:
+        raise UserError(f"{key}={count:g} with fraction {fraction:g}: a budget is a count ≥ 0 and a fraction in [0, 1]")
+    return int(min(count, fraction * total))
+
+
+def fill_budget(order: Iterable, size, budget: int) -> list:
+    """The groups of `order` (best first) that fit in what is left of the budget; one that does not fit is
+    skipped and smaller ones after it may still be kept. `size[g]` is a group's parameter count."""
+    kept, left = [], budget
+    for g in order:
+        if size[g] <= left:
+            kept.append(g)
+            left -= size[g]
+    return kept
