@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import resource
+
 from omegaconf import DictConfig
 
 from adaptsim.outputs import JobSummary
@@ -22,7 +24,9 @@ def task(cfg: DictConfig, job: JobSummary) -> None:
 
     s = simulate(cfg, job, limit=int(cfg.segments))
     t = s["timing"]
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    job.update(peak_rss_mb=round(peak_mb, 1))
     print(f"bench method={s['method']} model={s['model']} segments={s['segments']} "
-          f"threads={cfg.threads or 'default'}: translate median {t['translate_median_s']:.3f} s, "
-          f"update median {t['update_median_s']:.3f} s, {t['segments_per_s']:.2f} segments/s "
-          f"(trainable {s['trainable_parameters']:,} parameters)", flush=True)
+          f"threads={t['threads']}: translate median {t['translate_median_s']:.3f} s, "
+          f"update median {t['update_median_s']:.3f} s, {t['segments_per_s']:.2f} segments/s, "
+          f"peak RSS {peak_mb:.0f} MB (trainable {s['trainable_parameters']:,} parameters)", flush=True)

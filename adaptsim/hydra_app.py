@@ -155,6 +155,15 @@ def _watch_main_process(main_pid: int) -> None:
     threading.Thread(target=_watch_main, args=(main_pid,), daemon=True, name="adaptsim-watch-main").start()
 
 
+def _one_thread_per_worker() -> None:
+    """`threads: null` in a parallel launcher's worker means one torch thread: torch's default (all physical
+    cores) in each of n_jobs workers oversubscribes the machine (a demo sweep on a busy 2-core machine once
+    took 907 s instead of 41 s). An explicit `threads` still wins (adaptsim.session.load sets it)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 @contextlib.contextmanager
 def _job_context(main_pid: int):
     """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated), and in a local launcher's
@@ -165,6 +174,7 @@ def _job_context(main_pid: int):
     try:
         if os.getpid() != main_pid:
             _watch_main_process(main_pid)
+            _one_thread_per_worker()
         yield
     finally:
         _job_done.set()

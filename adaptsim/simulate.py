@@ -13,6 +13,7 @@ import statistics
 import time
 from pathlib import Path
 
+import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
@@ -117,7 +118,7 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
         status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
         divergences=divergences, per_document=per_doc,
         changed_parameters_max=max(p["changed_parameters"] for p in per_doc), method_info=session.method.info(),
-        timing={"total_s": total, "segments_per_s": len(segments) / total,
+        timing={"total_s": total, "segments_per_s": len(segments) / total, "threads": torch.get_num_threads(),
                 "translate_median_s": statistics.median(translate_s), "update_median_s": statistics.median(update_s),
                 "translate_total_s": sum(translate_s), "update_total_s": sum(update_s),
                 **({"resumed_after_steps": len(done)} if done else {})})

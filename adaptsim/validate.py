@@ -133,7 +133,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     check_device(cfg.device)
     check_threads(cfg.threads)
     choice(cfg, "reset", ("document", "never"))
-    for key in ("progress", "save_offsets", "resume"):
+    for key in ("progress", "save_offsets", "resume", "malloc_tuning"):
         if key in cfg:
             boolean(cfg, key)
 

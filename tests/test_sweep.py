@@ -32,9 +32,9 @@ def data_tsv(tmp_path_factory, tiny_corpus) -> Path:
     return path
 
 
-def sweep(out: Path, model: Path, data: Path, *overrides: str) -> subprocess.CompletedProcess:
+def sweep(out: Path, model: Path, data: Path, *overrides: str, threads: str = "threads=1") -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "adaptsim", "run", "-m", f"model.path={model}", "model.name=tiny", "dataset=tsv",
-           f"dataset.path={data}", "progress=false", "threads=1", f"hydra.sweep.dir={out}", *overrides]
+           f"dataset.path={data}", "progress=false", threads, f"hydra.sweep.dir={out}", *overrides]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=out.parent)
 
 
@@ -59,7 +59,7 @@ def basic(tmp_path_factory, tiny_model_dir, data_tsv) -> Path:
 def submitit(tmp_path_factory, tiny_model_dir, data_tsv) -> Path:
     out = tmp_path_factory.mktemp("submitit") / "sweep"
     proc = sweep(out, tiny_model_dir, data_tsv, f"method={','.join(METHODS)}", "reset=never",  # as paper_methods
-                 "hydra/launcher=submitit_local")
+                 "hydra/launcher=submitit_local", threads="threads=null")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -85,6 +85,7 @@ def test_submitit_local_sweep_matches_basic(basic, submitit):
     assert list(b) == [f"{i}_{m}" for i, m in enumerate(METHODS)]
     for i, m in enumerate(METHODS):  # same jobs in other processes: the same results
         assert b[f"{i}_{m}"]["status"] == "finished"
+        assert b[f"{i}_{m}"]["timing"]["threads"] == 1  # threads=null: one per parallel worker
         assert b[f"{i}_{m}"]["scores"] == pytest.approx(a[f"{2 * i + 1}_{m}"]["scores"])
 
 

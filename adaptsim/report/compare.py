@@ -22,7 +22,7 @@ BASELINE = "none"
 LOWER_IS_BETTER = {"TER"}
 PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
 # Config keys that do not change results: left out when telling two runs of one method apart.
-_NOT_RESULTS = ("hydra", "progress", "threads", "device", "save_offsets")
+_NOT_RESULTS = ("hydra", "progress", "threads", "device", "save_offsets", "malloc_tuning")
 
 
 @dataclass
