@@ -221,6 +221,29 @@ class Seq2SeqModel:
         """Mean per-token cross-entropy of the reference (no label smoothing); exp() is the perplexity."""
         return self.net(**batch).loss
 
+    @torch.no_grad()
+    def output_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """What the output layer receives for the pair (the decoder's last states, as the architecture
+        prepares them): with everything below the output layer frozen, `loss_from_output_inputs` then gives
+        the pair's loss without running the network again."""
+        seen = []
+        hook = self.arch.output_layer.register_forward_hook(lambda _m, inputs, _out: seen.append(inputs[0]))
+        try:
+            self.net(**batch)
+        finally:
+            hook.remove()
+        return seen[-1]
+
+    def loss_from_output_inputs(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """`loss` from `output_inputs`: the output layer (with its hooks, e.g. a second bias), the fixed
+        `final_logits_bias` where the architecture adds one (Marian, mBART), and the same cross-entropy, in
+        the same order of operations as transformers' forward, so the values are identical."""
+        logits = self.arch.output_layer(hidden)
+        final = getattr(self.net, "final_logits_bias", None)
+        if final is not None:
+            logits = logits + final
+        return nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
+
     # -- parameters --------------------------------------------------------------------------------
     def named_parameters(self) -> dict[str, nn.Parameter]:
         return {n: p for n, p in self.net.named_parameters() if n not in self.arch.constants}

@@ -83,7 +83,7 @@ class Updater:
 
     def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         with torch.autocast(**self.autocast):
-            return self.model.loss(batch)
+            return self.method.pair_loss(batch)
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> UpdateResult:
         start = time.perf_counter()
@@ -91,7 +91,8 @@ class Updater:
             with torch.no_grad():
                 ppl = perplexity(self._loss(batch), 0)
             return UpdateResult(0, ppl, ppl, time.perf_counter() - start)
-        self.method.start_pair(batch)
+        with torch.autocast(**self.autocast):
+            self.method.start_pair(batch)
         loss = self._loss(batch)
         ppl_before = ppl = perplexity(loss, 0)
         updates = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
@@ -146,3 +147,15 @@ def test_every_method_runs_on_the_architecture_and_trains_what_it_should(run_ada
         if languages.target_token:  # the forced token is generated but is no piece of the hypothesis
             assert all(languages.target_token not in step["pieces"] for step in steps)
     assert (tmp_path / "fixed" / "summary.json").is_file()
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_loss_from_cached_output_inputs_is_the_models_loss(tiny_dirs, kind):
+    """`bias` trains from the output layer's inputs computed once per pair: on every architecture that must be
+    the forward's loss exactly (T5 rescales the decoder output before the output layer, Marian and mBART add
+    a fixed final bias after it)."""
+    model = load(tiny_dirs, kind)
+    model.add_output_bias().data.normal_()  # a second bias that is not zero, as after some updates
+    batch = model.pair("The man sees the dog.", "Der Mann sieht den Hund.")
+    with torch.no_grad():
+        assert torch.equal(model.loss_from_output_inputs(model.output_inputs(batch), batch["labels"]), model.loss(batch))

@@ -59,6 +59,25 @@ def changed_names(model, before):
     return {n for n, p in model.net.named_parameters() if not torch.equal(p, before[n])}
 
 
+@pytest.mark.parametrize("which", ["tied", "untied"])
+def test_bias_updates_from_cached_decoder_states_equal_full_forwards(which, tiny_model_dir, tiny_model_dir_untied):
+    """bias computes the pair's decoder states once and each update's loss from them: the perplexities and
+    the bias it learns must be exactly those of running the whole network at every update."""
+    from adaptsim.methods.base import Method
+
+    def learn(cached: bool):
+        model = Seq2SeqModel.load(str(tiny_model_dir if which == "tied" else tiny_model_dir_untied))
+        method = methods.build(method_cfg("bias"), model)
+        if not cached:
+            method.pair_loss = lambda batch: Method.pair_loss(method, batch)  # the whole network, every time
+        updater = Updater(model, method, ppl_threshold=0.0)
+        results = [updater(model.pair(*pair)) for pair in PAIRS]
+        return [(r.updates, r.ppl_before, r.ppl_after) for r in results], method.bias.detach().clone()
+
+    (cached_ppl, cached_bias), (full_ppl, full_bias) = learn(True), learn(False)
+    assert cached_ppl == full_ppl and torch.equal(cached_bias, full_bias) and cached_bias.abs().max() > 0
+
+
 def test_bias_changes_nothing_but_the_second_bias(model):
     before = frozen_copy(model)
     method = methods.build(method_cfg("bias"), model)
