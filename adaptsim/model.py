@@ -189,9 +189,9 @@ class Seq2SeqModel:
         if not self.languages.tokens and not self.languages.source_prefix:
             batch = dict(self.tokenizer(source, text_target=reference, return_tensors="pt"))
         else:
-            ids = torch.tensor([self._source_ids(source)])
+            ids = torch.tensor([self._source_ids(source)], device=self.device)
             batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                     "labels": torch.tensor([self._target_ids(reference)])}
+                     "labels": torch.tensor([self._target_ids(reference)], device=self.device)}
         if not self.arch.decoder_inputs_from_labels:
             batch["decoder_input_ids"] = self.net.prepare_decoder_input_ids_from_labels(labels=batch["labels"].clone())
         return {k: v.to(self.device) for k, v in batch.items()}

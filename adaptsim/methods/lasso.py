@@ -89,8 +89,9 @@ class Lasso(Method):
         self.tensors = [named[n] for n in self.names]
         self.embeddings = [named[n] for n in self.emb_names]
         self.sizes = [p.numel() for p in self.tensors]
-        widths, rows = (torch.tensor([e.shape[i] for e in self.embeddings], dtype=torch.long) for i in (1, 0))
-        self.row_sizes = widths.repeat_interleave(rows).to(model.device)  # parameters per row, all matrices
+        widths, rows = (torch.tensor([e.shape[i] for e in self.embeddings], dtype=torch.long, device=model.device)
+                        for i in (1, 0))
+        self.row_sizes = widths.repeat_interleave(rows)  # parameters per row, all matrices
         self.lam, self.resolution, self.bias_lr = float(lam), float(resolution), float(bias_lr)
         if self.lam < 0 or self.resolution <= 0 or self.bias_lr <= 0:
             raise UserError(f"method.lam={self.lam:g}, method.resolution={self.resolution:g}, "
