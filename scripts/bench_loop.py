@@ -19,12 +19,13 @@ import csv
 import math
 import statistics
 import time
+from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from adaptsim import CONFIG_DIR, methods
+from adaptsim import methods
+from adaptsim.hydra_app import compose
 from adaptsim.model import Seq2SeqModel
 from adaptsim.update import Snapshot, Updater
 
@@ -68,7 +69,7 @@ def main() -> None:
     print("|:--|--:|--:|--:|--:|--:|:--|")
     for name in args.methods.split(","):
         model = Seq2SeqModel.load(args.model)
-        method = methods.build(OmegaConf.load(CONFIG_DIR / "method" / f"{name}.yaml"), model)
+        method = methods.build(compose("run", [f"method={name}", f"model.name={Path(args.model).name}"]).method, model)
         updater = Updater(model, method)
         method.start_document(Snapshot(method.parameters()).initial)
         tok = AutoTokenizer.from_pretrained(args.model)
