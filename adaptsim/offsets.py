@@ -35,6 +35,23 @@ def offsets(snapshot: Snapshot) -> dict[str, torch.Tensor]:
     return out
 
 
+@torch.no_grad()
+def offsets_bytes(snapshot: Snapshot) -> int:
+    """The raw size of `offsets(snapshot)` (tensor data, no file header), without building the offsets: what
+    storing one document's adapted parameters costs (summary.json `cost`)."""
+    total = 0
+    for name, p in snapshot.params.items():
+        changed = p != snapshot.initial[name]
+        if not changed.any():
+            continue
+        rows = changed.any(dim=1) if p.dim() == 2 else None
+        if rows is not None and not rows.all():
+            total += int(rows.sum()) * (p.shape[1] * p.element_size() + 8)  # the rows and their int64 indices
+        else:
+            total += p.numel() * p.element_size()
+    return total
+
+
 def save_offsets(snapshot: Snapshot, directory: Path, doc_id: str) -> int:
     """Write `offsets(snapshot)` to `directory/<doc_id>.safetensors` (doc_id made file-safe; kept in the
     metadata). Returns the file size."""

@@ -78,6 +78,13 @@ class Session:
         self.theta0.restore()
         self.method.start_document(self.theta0.initial)
 
+    def state_bytes(self) -> int:
+        """Bytes to store the adapted state now (the changed offsets θ − θ0, plus what the method keeps
+        outside its parameters, e.g. memory's keys and values)."""
+        from adaptsim.offsets import offsets_bytes
+
+        return self.method.state_bytes(offsets_bytes(self.theta0))
+
     def documents(self, documents: Iterable[Doc]) -> Iterator[Doc]:
         """The documents in order, each started from θ0 under reset=document (the first one always)."""
         for d, doc in enumerate(documents):

@@ -74,7 +74,7 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
     log.info("%s: %d documents, %d segments, %d trainable parameters%s", cfg.method.name, len(documents),
              len(segments), job.data["trainable_parameters"], f", resuming after {len(done)}" if done else "")
 
-    hyps, pieces, translate_s, update_s, per_doc = [], [], [], [], []
+    hyps, pieces, translate_s, update_s, per_doc, step_s = [], [], [], [], [], []
     divergences = 0
     start = time.perf_counter()
     bar = tqdm(total=len(segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg", dynamic_ncols=True)
@@ -94,6 +94,7 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
                 result, diverged = session.adapt(model.pair(seg.source, seg.reference), where)
             translate_s.append(seconds)
             update_s.append(result.seconds)
+            step_s += result.step_s
             hyps.append(hyp)
             pieces.append(hyp_pieces)
             divergences += diverged
@@ -106,7 +107,8 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
                              "translate_s": seconds, "update_s": result.seconds, **scores})
             bar.set_postfix(_headline(evaluator.running()), refresh=False)
             bar.update()
-        per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": session.theta0.changed()})
+        per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": session.theta0.changed(),
+                        "state_bytes": session.state_bytes()})
         if cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
             per_doc[-1]["offsets_bytes"] = writer.offsets(session.theta0, str(doc.doc_id))
     bar.close()
@@ -118,6 +120,9 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
         status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
         divergences=divergences, per_document=per_doc,
         changed_parameters_max=max(p["changed_parameters"] for p in per_doc), method_info=session.method.info(),
+        cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
+              "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
+              "state_bytes_max": max(p["state_bytes"] for p in per_doc)},
         timing={"total_s": total, "segments_per_s": len(segments) / total, "threads": torch.get_num_threads(),
                 "translate_median_s": statistics.median(translate_s), "update_median_s": statistics.median(update_s),
                 "translate_total_s": sum(translate_s), "update_total_s": sum(update_s),

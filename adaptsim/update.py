@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -45,6 +45,9 @@ class UpdateResult:
     ppl_before: float
     ppl_after: float
     seconds: float
+    # seconds of each adaptation step: an SGD step (backward, clipping, the method's hooks, the step, the forward
+    # that measures the new perplexity), or a method's `after_pair` adaptation (memory's store)
+    step_s: list[float] = field(default_factory=list)
 
 
 def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> list[torch.Tensor]:
@@ -87,16 +90,19 @@ class Updater:
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> UpdateResult:
         start = time.perf_counter()
-        if self.optimizer is None:  # nothing to train: report the pair's perplexity only
+        if self.optimizer is None:  # nothing to train: the pair's perplexity (and a gradient-free adaptation)
             with torch.no_grad():
                 ppl = perplexity(self._loss(batch), 0)
-            return UpdateResult(0, ppl, ppl, time.perf_counter() - start)
+                ppl_after, step_s = self._after_pair(batch, ppl, 0, ppl)
+            return UpdateResult(0, ppl, ppl_after, time.perf_counter() - start, step_s)
         with torch.autocast(**self.autocast):
             self.method.start_pair(batch)
         loss = self._loss(batch)
         ppl_before = ppl = perplexity(loss, 0)
         updates = 0
+        step_s = []
         while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
+            step_start = time.perf_counter()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             with_grad = [(n, p.grad) for n, p in zip(self.names, self.params) if p.grad is not None]
@@ -112,8 +118,19 @@ class Updater:
             with torch.set_grad_enabled(not last):  # the last forward only measures perplexity
                 loss = self._loss(batch)
             ppl = perplexity(loss, updates, ppl_before)
+            step_s.append(time.perf_counter() - step_start)
         self.optimizer.zero_grad(set_to_none=True)
-        return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start)
+        with torch.no_grad():
+            ppl, more = self._after_pair(batch, ppl, updates, ppl_before)
+        return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start, step_s + more)
+
+    def _after_pair(self, batch, ppl: float, updates: int = 0, ppl_before: float | None = None):
+        """The method's `after_pair`; if it adapted, the pair's perplexity measured again, and its time."""
+        step_start = time.perf_counter()
+        if not self.method.after_pair(batch):
+            return ppl, []
+        seconds = time.perf_counter() - step_start  # the adaptation itself, not the measurement after it
+        return perplexity(self._loss(batch), updates, ppl_before), [seconds]
 
 
 class Snapshot:

@@ -15,6 +15,12 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.before_step(grad_norms) -> after backward and clipping, before the SGD step (edit gradients);
                                     `grad_norms`: each trained tensor's gradient norm *before* clipping
     method.after_step()          -> after the SGD step (edit parameters)
+    method.after_pair(batch)     -> once per pair, after its updates: a method that adapts without gradient
+                                    steps does it here (memory stores the pair's decoder states) and returns
+                                    True, so the update rule measures the pair's perplexity again
+    method.state_bytes(offset_bytes) -> bytes to store one document's adapted state; `offset_bytes` is the size
+                                    of the trainable tensors' offsets θ − θ0 that changed (adaptsim/offsets.py),
+                                    the default; a method with state outside its parameters adds it
     method.info()                -> method-specific figures for summary.json
 """
 
@@ -50,6 +56,12 @@ class Method:
 
     def after_step(self) -> None:
         pass
+
+    def after_pair(self, batch: dict[str, torch.Tensor]) -> bool:
+        return False
+
+    def state_bytes(self, offset_bytes: int) -> int:
+        return offset_bytes
 
     def info(self) -> dict:
         return {}
