@@ -155,7 +155,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     choice(cfg, "update.dtype", ("float32", "bfloat16"))
 
     lr = cfg.method.get("lr")
-    if cfg.method.get("name") == "none":
+    if cfg.method.get("name") in ("none", "memory"):  # methods that take no gradient step
         if not _is_number(lr):
             raise _bad("method.lr", lr, "must be a number")
     else:

@@ -1,0 +1,86 @@
+"""`lora`: low-rank adapters on chosen linear maps (not in the paper; Hu et al. 2022, "LoRA: Low-rank
+adaptation of large language models").
+
+Each chosen linear map y = Wx (+ b) of the network becomes y = Wx (+ b) + (α/r)·B·A·x with A ∈ R^{r×in},
+B ∈ R^{out×r}; W stays frozen and only the adapters are trained, with the paper's update rule (SGD on the
+pair, each tensor — every A and every B — clipped to norm 1.0 on its own, ≤ 3 steps until perplexity ≤ 2).
+B starts at zero, so B·A·x is exactly 0 and the adapted model starts as θ0 (bit for bit: the hook adds
+zeros); A starts as Hu et al. and peft initialise it (Kaiming-uniform, a = √5, the default of nn.Linear),
+from the run's seed. The loop's θ0 snapshot holds A's initial values and B = 0, so every document starts again
+from them (`reset`), like the other methods. The stored state of a document is its adapters' offsets (B, and A
+from the second step on; at the first step A gets no gradient because B = 0).
+
+Own code, not peft. peft (0.21) would inject the same computation but (a) it replaces the chosen nn.Linear
+modules with its own wrapper classes and wraps the model in a PeftModel, which renames every parameter
+(`base_model.model.…`) and moves the modules adaptsim's architecture descriptions point at (adaptsim/arch:
+layers, the output layer where `bias`/`lasso`/`memory` hook in, the tensor names `fixed` lists and θ0
+snapshots use); (b) it is not installed and would add a dependency, tied to transformers versions, for about
+twenty lines of arithmetic. Here the adapters are forward hooks on the unchanged modules: names, modules and
+every other method stay as they are, and the hooks are the whole implementation. What peft adds beyond this
+(merging adapters into W, adapter dropout, many adapter types) the loop does not use: the model is in eval()
+mode (no dropout, as the paper adapts), and merging would change θ0.
+
+Choices the sources leave open for this setting (all settings, configs/method/lora.yaml):
+
+- `modules`: shell patterns over the names of the network's nn.Linear modules; each must match at least one.
+  Default: every linear map of the attention blocks (self- and cross-attention q, k, v, output) and the
+  feed-forward blocks of encoder and decoder. Hu et al. adapt only W_q and W_v of a large language model;
+  immediate adaptation asks for new target words, so the decoder's feed-forward and cross-attention maps are
+  included too (Dettmers et al. 2023, QLoRA, report that adapting all linear layers matters more than the
+  rank). The output projection (tied to the embeddings in OPUS-MT) is not adapted by default: `bias` covers it.
+- `rank` r = 8 and `alpha` α = 16 (scale α/r = 2): common defaults of LoRA implementations; not tuned.
+- the learning rate γ: see configs/method/lora.yaml for the value and how it was chosen.
+"""
+
+from __future__ import annotations
+
+import math
+from fnmatch import fnmatchcase
+
+import torch
+from torch import nn
+
+from adaptsim.errors import UserError
+from adaptsim.methods.base import Method
+
+PREFIX = "lora."  # adapter names: lora.<module>.A / .B (not parameters of the network)
+
+
+class LoRA(Method):
+    def __init__(self, model, *, modules: list[str], rank: int, alpha: float, **common):
+        super().__init__(model, **common)
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
+            raise UserError(f"method.rank={rank}: expected an integer ≥ 1")
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha > 0 or not math.isfinite(alpha):
+            raise UserError(f"method.alpha={alpha}: expected a number > 0 (the adapters' scale is alpha / rank)")
+        patterns = [str(p) for p in modules] if isinstance(modules, (list, tuple)) else []
+        linear = {n: m for n, m in model.net.named_modules() if isinstance(m, nn.Linear)}
+        unmatched = [p for p in patterns if not any(fnmatchcase(n, p) for n in linear)]
+        if not patterns or unmatched:
+            raise UserError(f"method.modules={modules}: {unmatched or 'expected a list of patterns; none'} "
+                            f"match(es) no linear module of the model (names look like {next(iter(linear), '?')!r})")
+        self.rank, self.alpha, self.scale = rank, float(alpha), float(alpha) / rank
+        self.modules = [n for n in linear if any(fnmatchcase(n, p) for p in patterns)]
+        self._params: dict[str, nn.Parameter] = {}
+        for name in self.modules:
+            layer = linear[name]
+            a = torch.empty(rank, layer.in_features, device=model.device, dtype=layer.weight.dtype)
+            nn.init.kaiming_uniform_(a, a=math.sqrt(5))
+            a = nn.Parameter(a)
+            b = nn.Parameter(torch.zeros(layer.out_features, rank, device=model.device, dtype=layer.weight.dtype))
+            self._params[f"{PREFIX}{name}.A"], self._params[f"{PREFIX}{name}.B"] = a, b
+            layer.register_forward_hook(self._hook(a, b))
+
+    def _hook(self, a: nn.Parameter, b: nn.Parameter):
+        scale = self.scale
+
+        def add_adapter(_module, inputs, out):
+            return out + nn.functional.linear(nn.functional.linear(inputs[0], a), b) * scale
+        return add_adapter
+
+    def parameters(self):
+        return dict(self._params)
+
+    def info(self):
+        return {"modules": len(self.modules), "rank": self.rank, "alpha": self.alpha,
+                "adapter_parameters": sum(p.numel() for p in self._params.values())}
