@@ -139,7 +139,7 @@ def select(cfg: DictConfig) -> dict:
     report = {"output": str(output), "params": chosen, "parameters": sum(sizes[n] for n in chosen), "budget": budget,
               "loss": tried[best], "baseline_loss": base, "score": "held-out prequential cross-entropy (nats/token)",
               "documents": len(held.documents), "segments": sum(len(p) for p in held.pairs),
-              "model": model_identity(cfg, model), "dataset": cfg.dataset.name, "simulations": held.runs,
+              "chosen_for": model_identity(cfg, model), "dataset": cfg.dataset.name, "simulations": held.runs,
               "blocks": {b: {"gain": gains[b], "size": block_size[b]} for b in sorted(gains, key=lambda b: -gains[b])},
               "prefixes": {str(k): {"blocks": order[:k], "loss": tried[k]} for k in lengths}}
     write_list(output, report)
@@ -160,7 +160,7 @@ def write_list(path: Path, report: dict) -> None:
               f"# {report['baseline_loss']:.4f} adapting the source-embedding rows only -> {report['loss']:.4f} with "
               f"these tensors ({report['simulations']} simulations). Blocks in order of held-out gain:"]
     header += [f"#   {b}: {v['gain']:+.4f} ({v['size']:,} parameters)" for b, v in report["blocks"].items()]
-    body = OmegaConf.to_yaml(OmegaConf.create({"model": report["model"], "params": report["params"]}))
+    body = OmegaConf.to_yaml(OmegaConf.create({"model": report["chosen_for"], "params": report["params"]}))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(header) + "\n" + body, encoding="utf-8")
 

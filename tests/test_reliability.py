@@ -407,3 +407,13 @@ def test_a_finished_command_says_so_in_its_summary(tmp_path, capsys, base):
     summary = json.loads((out / "summary.json").read_text())
     assert code == 0 and summary["command"] == "bench" and summary["status"] == "finished"
     assert summary["segments"] == 2 and summary["method"] == "none"
+
+
+def test_reports_leave_other_commands_jobs_alone(tmp_path):
+    """train and select-fixed jobs have a summary.json too: `table outputs/` must not list them as broken runs."""
+    from adaptsim.report.runs import discover
+
+    for command in ("train", "select-fixed"):
+        JobSummary(tmp_path / command, {"command": command}).close("finished")
+    found = discover([tmp_path])
+    assert found.runs == [] and found.problems == []

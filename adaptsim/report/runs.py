@@ -96,7 +96,8 @@ def discover(paths: list[str | Path]) -> Found:
     runs, problems = [], []
     for d in run_dirs:
         run, problem = _load(d)
-        (runs if run else problems).append(run or problem)
+        if run or problem:
+            (runs if run else problems).append(run or problem)
     present = [set(_overrides(d)) for d in run_dirs]
     for s in sweeps:
         problems += _missing_jobs(s, [o for d, o in zip(run_dirs, present) if d.is_relative_to(s)])
@@ -122,6 +123,8 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         return None, Problem(d, f"unreadable summary.json ({e})")
+    if summary.get("command", "run") not in ("run", "bench"):
+        return None, None  # another command's job (train, select-fixed): not a run to report on
     status = summary.get("status")
     if status == "failed":
         lines = [ln.strip() for ln in str(summary.get("error", "")).splitlines() if ln.strip()]
