@@ -21,6 +21,7 @@ from adaptsim.report.runs import Run
 BASELINE = "none"
 LOWER_IS_BETTER = {"TER"}
 PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
+ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper (issue 17)
 # Config keys that do not change results: left out when telling two runs of one method apart.
 _NOT_RESULTS = ("hydra", "progress", "threads", "device", "save_offsets", "malloc_tuning")
 
@@ -110,7 +111,7 @@ def _baseline(group: list[Run]) -> tuple[Run | None, list[Run], str | None]:
 
 
 def _order(method: str) -> int:
-    return PAPER_ORDER.index(method) if method in PAPER_ORDER else len(PAPER_ORDER)
+    return ROW_ORDER.index(method) if method in ROW_ORDER else len(ROW_ORDER)
 
 
 def _labels(runs: list[Run]) -> list[str]:

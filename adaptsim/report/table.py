@@ -10,6 +10,10 @@ missing runs are listed on stderr, so stdout stays a clean table.
 adds 95% intervals (of the score; with --relative, of the relative difference), both computed by
 resampling the per-segment statistics in steps.jsonl (adaptsim.stats); the footer names the test and
 its signature.
+
+--cost adds what each method costs (summary.json `cost`): the median milliseconds per adaptation step (an SGD
+step, or memory's store of a pair) and the median bytes to store one document's adapted state (the changed
+offsets θ − θ0; lora's adapters; memory's keys and values), each document's measured at its end.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from adaptsim.report.runs import finished_runs
 ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"]  # Table 1 then Table 2
 RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"]  # Table 5's order
 FORMATS = ("md", "csv", "latex")
+COST = [("ms/step", "step_ms_median"), ("state", "state_bytes_median")]  # --cost: column, summary.json cost key
 
 
 @dataclass
@@ -39,6 +44,7 @@ class Row:
     best: list[bool]
     p: list[float | None] | None = None  # p-value of the difference to the baseline (--significance)
     ci: list[tuple[float, float] | None] | None = None  # 95% interval of what the cell shows (--ci)
+    cost: list[float | None] | None = None  # --cost: the summary's COST figures
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,6 +59,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--significance", action="store_true",
                    help=f"mark ({sig.MARK}) cells that differ from the baseline at p < {sig.ALPHA}")
     p.add_argument("--ci", action="store_true", help="show 95%% bootstrap intervals in the cells")
+    p.add_argument("--cost", action="store_true", help="add columns: median ms per adaptation step, median bytes "
+                   "to store one document's adapted state")
     sig.add_arguments(p)
     return p
 
@@ -69,7 +77,11 @@ def main(argv: list[str]) -> int:
         if cfg is not None:
             b.need_baseline("--significance" if args.significance else "--ci")
             result = sig.analyse([run for _, run in b.rows], metrics, cfg, "table")
-        tables.append((b, rows(b, metrics, args.relative, result, args.significance, args.ci), result))
+        rs = rows(b, metrics, args.relative, result, args.significance, args.ci)
+        if args.cost:
+            for r, (_, run) in zip(rs, b.rows):
+                r.cost = [(run.summary.get("cost") or {}).get(key) for _, key in COST]
+        tables.append((b, rs, result))
     render = {"md": markdown, "csv": to_csv, "latex": latex}[args.format]
     print(render(tables, metrics, args.relative, args.decimals), end="")
     if found.problems:
@@ -144,6 +156,22 @@ def _extras(r: Row, j: int, rel_cell: bool, decimals: int | None, empty: str, ma
     return text
 
 
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError
+
+
+def _cost_cells(r: Row, empty: str) -> list[str]:
+    """--cost's cells: milliseconds with one decimal, sizes in B/kB/MB/GB (powers of 1000)."""
+    if r.cost is None:
+        return []
+    ms, size = r.cost
+    return [empty if ms is None else f"{ms:.1f}", empty if size is None else _size(size)]
+
+
 def _footer(result) -> str:
     return f"{sig.footer(result)}; signature {result.signature}"
 
@@ -151,13 +179,15 @@ def _footer(result) -> str:
 def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     out = []
     for block, rs, result in tables:
-        out += [f"**{_caption(block)}**", "", "| method | " + " | ".join(metrics) + " |",
-                "|:--" + "|--:" * len(metrics) + "|"]
+        extra = [c for c, _ in COST] if any(r.cost is not None for r in rs) else []
+        out += [f"**{_caption(block)}**", "", "| method | " + " | ".join(metrics + extra) + " |",
+                "|:--" + "|--:" * len(metrics + extra) + "|"]
         for r in rs:
             rel_cell = rel and not r.is_baseline
             cells = [_number(v, rel_cell, decimals, "–") for v in r.shown]
             cells = [f"**{c}**" if m and c != "–" else c for c, m in zip(cells, r.best)]
             cells = [c + _extras(r, j, rel_cell, decimals, "–", sig.MARK) for j, c in enumerate(cells)]
+            cells += _cost_cells(r, "–")
             out.append(f"| {r.label.replace('|', '/')} | " + " | ".join(cells) + " |")
         out.append("")
         if result is not None:
@@ -172,8 +202,10 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     with_ci = any(r.ci is not None for _, rs, _ in tables for r in rs)
     extra = ([f"p {m}" for m in metrics] if with_p else []) + \
         ([f"{m} {end}" for m in metrics for end in ("low", "high")] if with_ci else [])
-    w.writerow(["dataset", "data_fingerprint", "model", "method", "values", *metrics, "best", "run_dir", *extra,
-                *(["significance"] if extra else [])])
+    with_cost = any(r.cost is not None for _, rs, _ in tables for r in rs)
+    cost = [key for _, key in COST] if with_cost else []
+    w.writerow(["dataset", "data_fingerprint", "model", "method", "values", *metrics, *cost, "best", "run_dir",
+                *extra, *(["significance"] if extra else [])])
     for block, rs, result in tables:
         for r in rs:
             rel_row = rel and not r.is_baseline
@@ -185,6 +217,7 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
                          for ci in (r.ci or [(None, None)] * len(metrics)) for v in ci]
             w.writerow([block.dataset, block.fingerprint, block.model, r.label,
                         "relative %" if rel_row else "absolute", *cells,
+                        *(["" if v is None else repr(v) for v in (r.cost or [None] * len(cost))] if with_cost else []),
                         ";".join(m for m, b in zip(metrics, r.best) if b), r.run_dir, *more,
                         *([result.signature if result else ""] if extra else [])])
     return buf.getvalue()
@@ -210,18 +243,20 @@ def _tex_extras(text: str) -> str:
 def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     out = [f"% {_legend(rel)} (booktabs)", r"\begin{tabular}{l" + "r" * len(metrics) + "}", r"\toprule"]
     for i, (block, rs, result) in enumerate(tables):
+        extra = [c for c, _ in COST] if any(r.cost is not None for r in rs) else []
         if i:
             out.append(r"\midrule")
         if result is not None:
             out.append(f"% {_tex(_footer(result))}")
         out += [f"% {_tex(_caption(block))}",
-                rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics)) + r" \\", r"\midrule"]
+                rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics + extra)) + r" \\", r"\midrule"]
         for r in rs:
             cells = [_number(v, rel and not r.is_baseline, decimals, "--") for v in r.shown]
             cells = ["$-$" + c[1:] if c.startswith("-") and c != "--" else c for c in cells]  # a minus, not a hyphen
             cells = [rf"\textbf{{{c}}}" if m and c != "--" else c for c, m in zip(cells, r.best)]
             rel_cell = rel and not r.is_baseline
             cells = [c + _tex_extras(_extras(r, j, rel_cell, decimals, "--", r"$^\dagger$")) for j, c in enumerate(cells)]
+            cells += _cost_cells(r, "--")
             label = _tex(r.label) if r.is_baseline else rf"\textit{{{_tex(r.label)}}}"
             out.append(f"{label} & " + " & ".join(cells) + r" \\")
     return "\n".join(out + [r"\bottomrule", r"\end{tabular}", ""])
