@@ -14,20 +14,34 @@ import torch
 from adaptsim.update import Snapshot
 
 ROWS = ":rows"  # suffix of the row indices of a row-sparse offset in an offsets file
+ROW_INDEX_BYTES = 8  # they are int64
+
+
+def _changed_rows(p: torch.Tensor, changed: torch.Tensor) -> torch.Tensor | None:
+    """For a matrix of which only some rows changed: those rows (a mask), if storing them with their int64
+    indices is smaller than storing the whole matrix (a LoRA B with most rows changed is stored whole)."""
+    if p.dim() != 2:
+        return None
+    rows = changed.any(dim=1)
+    n = int(rows.sum())
+    if n * (p.shape[1] * p.element_size() + ROW_INDEX_BYTES) >= p.numel() * p.element_size():
+        return None
+    return rows
 
 
 @torch.no_grad()
 def offsets(snapshot: Snapshot) -> dict[str, torch.Tensor]:
     """δ of what changed, only: a whole tensor, or, for a matrix of which only some rows changed
-    (embeddings under lasso or fixed), those rows under `name` and their indices under `name + ROWS`."""
+    (embeddings under lasso or fixed), those rows under `name` and their indices under `name + ROWS` (where
+    that is smaller than the whole matrix)."""
     out = {}
     for name, p in snapshot.params.items():
         changed = p != snapshot.initial[name]
         if not changed.any():
             continue
         delta = p - snapshot.initial[name]
-        rows = changed.any(dim=1) if p.dim() == 2 else None
-        if rows is not None and not rows.all():
+        rows = _changed_rows(p, changed)
+        if rows is not None:
             index = rows.nonzero().squeeze(1)
             out[name], out[name + ROWS] = delta[index], index
         else:
@@ -44,9 +58,9 @@ def offsets_bytes(snapshot: Snapshot) -> int:
         changed = p != snapshot.initial[name]
         if not changed.any():
             continue
-        rows = changed.any(dim=1) if p.dim() == 2 else None
-        if rows is not None and not rows.all():
-            total += int(rows.sum()) * (p.shape[1] * p.element_size() + 8)  # the rows and their int64 indices
+        rows = _changed_rows(p, changed)
+        if rows is not None:
+            total += int(rows.sum()) * (p.shape[1] * p.element_size() + ROW_INDEX_BYTES)
         else:
             total += p.numel() * p.element_size()
     return total
