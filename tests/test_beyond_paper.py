@@ -1,4 +1,4 @@
-"""The methods beyond the paper (issue 17): lora, memory, l2 — each starts at θ0, changes the model's output on
+"""The methods beyond the paper: lora, memory, l2 — each starts at θ0, changes the model's output on
 what it adapted on, and is reset between documents — and the cost figures (summary.json `cost`, `table --cost`)."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from adaptsim.report.runs import Run
 BASELINE = "none"
 LOWER_IS_BETTER = {"TER"}
 PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
-ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper (issue 17)
+ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper
 # Config keys that do not change results: left out when telling two runs of one method apart.
 _NOT_RESULTS = ("hydra", "progress", "threads", "device", "save_offsets", "malloc_tuning")
 
