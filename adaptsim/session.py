@@ -71,7 +71,6 @@ class Session:
         self.updater = Updater(model, self.method, **update_cfg)
         self.theta0 = Snapshot(self.method.parameters())
         self.reset = reset
-        self.lr = method_cfg.lr
 
     def restart(self) -> None:
         """Back to θ0: the tensors, then the method's own state."""
@@ -100,7 +99,7 @@ class Session:
         except Diverged as e:
             if self.updater.on_divergence == "stop":
                 raise UserError(f"{where}: adaptation diverged after {e.updates} update(s): {e.what}; lower "
-                                f"method.lr={self.lr} or set update.on_divergence=rollback") from None
+                                f"method.lr={self.method.lr:g} or set update.on_divergence=rollback") from None
             log.warning("%s: adaptation diverged (%s); the document restarts from θ0", where, e.what)
             self.restart()
             return UpdateResult(e.updates, e.ppl_before, None, 0.0), True
