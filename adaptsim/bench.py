@@ -30,3 +30,5 @@ def task(cfg: DictConfig, job: JobSummary) -> None:
           f"threads={t['threads']}: translate median {t['translate_median_s']:.3f} s, "
           f"update median {t['update_median_s']:.3f} s, {t['segments_per_s']:.2f} segments/s, "
           f"peak RSS {peak_mb:.0f} MB (trainable {s['trainable_parameters']:,} parameters)", flush=True)
+    if t["rss_mb"]:
+        print("RSS after segment " + ", ".join(f"{n}: {mb:.0f} MB" for n, mb in t["rss_mb"].items()), flush=True)

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from adaptsim import decode
 from adaptsim.arch import Architecture, describe
 from adaptsim.errors import UserError
 
@@ -197,23 +198,23 @@ class Seq2SeqModel:
         return {k: v.to(self.device) for k, v in batch.items()}
 
     # -- inference and loss ------------------------------------------------------------------------
-    @torch.inference_mode()
-    def translate(self, source: str, beam_size: int = 5, max_length: int = 256,
-                  length_penalty: float = 1.0) -> Translation:
-        forced = {}
+    def translate(self, source: str, beam_size: int = 5, max_length: int = 256, length_penalty: float = 1.0,
+                  search: str = "lean") -> Translation:
+        """Beam search (adaptsim/decode: `search` lean, or transformers' generate) for the best hypothesis."""
+        forced = None
         if self.languages.tokens or self.languages.source_prefix:
             ids = torch.tensor([self._source_ids(source)], device=self.device)
             inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-            if self.target_token_id is not None:
-                forced = {"forced_bos_token_id": self.target_token_id}
+            forced = self.target_token_id
         else:
             inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
         # the decoder start token (and a forced language token) take positions too
-        max_length = min(max_length, self.max_tokens - 1 - len(forced))
-        out = self.net.generate(**inputs, num_beams=beam_size, max_new_tokens=max_length,
-                                length_penalty=length_penalty, do_sample=False, early_stopping=True, **forced)
+        max_length = min(max_length, self.max_tokens - 1 - (forced is not None))
+        out = decode.best_ids(self.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
+                              max_new_tokens=max_length, length_penalty=length_penalty, forced_bos_token_id=forced,
+                              search=search)
         special = set(self.tokenizer.all_special_ids) | {self.target_token_id}
-        ids = [i for i in out[0].tolist() if i not in special]
+        ids = [i for i in out if i not in special]
         return Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
                            self.tokenizer.convert_ids_to_tokens(ids))
 

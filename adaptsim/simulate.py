@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import statistics
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from adaptsim.session import Session, load
 from adaptsim.update import UpdateResult
 
 log = logging.getLogger("adaptsim")
+RSS_EVERY = 100  # segments between two readings of the resident memory (summary.json timing.rss_mb)
 
 
 def fingerprint(documents) -> str:
@@ -74,7 +76,7 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
     log.info("%s: %d documents, %d segments, %d trainable parameters%s", cfg.method.name, len(documents),
              len(segments), job.data["trainable_parameters"], f", resuming after {len(done)}" if done else "")
 
-    hyps, pieces, translate_s, update_s, per_doc, step_s = [], [], [], [], [], []
+    hyps, pieces, translate_s, update_s, per_doc, step_s, rss = [], [], [], [], [], [], {}
     divergences = 0
     start = time.perf_counter()
     bar = tqdm(total=len(segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg", dynamic_ncols=True)
@@ -105,6 +107,8 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
                              "updates": result.updates, "ppl_before": result.ppl_before,
                              "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
                              "translate_s": seconds, "update_s": result.seconds, **scores})
+            if len(hyps) % RSS_EVERY == 0:
+                rss[len(hyps)] = resident_mb()
             bar.set_postfix(_headline(evaluator.running()), refresh=False)
             bar.update()
         per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": session.theta0.changed(),
@@ -125,11 +129,21 @@ def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | 
               "state_bytes_max": max(p["state_bytes"] for p in per_doc)},
         timing={"total_s": total, "segments_per_s": len(segments) / total, "threads": torch.get_num_threads(),
                 "translate_median_s": statistics.median(translate_s), "update_median_s": statistics.median(update_s),
-                "translate_total_s": sum(translate_s), "update_total_s": sum(update_s),
+                "translate_total_s": sum(translate_s), "update_total_s": sum(update_s), "rss_mb": rss,
                 **({"resumed_after_steps": len(done)} if done else {})})
     log.info("finished %s in %.1f s: %s", cfg.method.name, total,
              {k: round(v, 2) for k, v in evaluator.running().items() if v is not None})
     return job.data
+
+
+def resident_mb() -> float | None:
+    """The process's resident memory now (MB; Linux's /proc, None elsewhere): recorded every RSS_EVERY segments,
+    so that memory growing with the stream shows in summary.json (peaks alone would hide it)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return round(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _check_replay(run_dir: Path, record: dict, seg, result: UpdateResult, diverged: bool) -> None:

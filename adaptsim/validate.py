@@ -18,6 +18,7 @@ from functools import lru_cache
 from omegaconf import DictConfig, OmegaConf
 
 from adaptsim import CONFIG_DIR
+from adaptsim.decode import SEARCHES
 from adaptsim.errors import UserError
 
 log = logging.getLogger("adaptsim")
@@ -138,6 +139,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
             boolean(cfg, key)
 
     integer(cfg, "decode.beam_size", 1)
+    choice(cfg, "decode.search", SEARCHES)
     max_length = integer(cfg, "decode.max_length", 1)
     if max_length < SHORT_MAX_LENGTH:
         log.warning("decode.max_length=%d: hypotheses are cut off after %d tokens (often empty or truncated)",

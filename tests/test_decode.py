@@ -1,0 +1,121 @@
+"""The lean beam search (adaptsim/decode) gives exactly the hypotheses of transformers' `generate`: on trained
+and untrained (random) Marian models, tied and untied, for several beam sizes, length penalties and maximum
+lengths (so that hypotheses end by </s>, by the forced last token and by the length limit), with the methods'
+hooks on modules acting on it (`bias`, `lora`), and on the real small-ende-probe model and TED when
+../shared is there. Where it cannot reproduce `generate` (a hook on the whole network, another
+architecture, a generation setting it does not implement) translation falls back to `generate`."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+
+from adaptsim import decode, methods
+from adaptsim.hydra_app import compose
+from adaptsim.model import Seq2SeqModel
+from conftest import TINY_ARCH
+
+PROBE = Path(__file__).resolve().parents[2] / "shared" / "models" / "small-ende-probe"
+TED = Path(__file__).resolve().parents[2] / "shared" / "data" / "ted" / "iwslt17.tst2016.en-de.tsv"
+SETTINGS = [dict(beam_size=1, max_length=20), dict(beam_size=2, max_length=20), dict(beam_size=5, max_length=20),
+            dict(beam_size=5, max_length=20, length_penalty=0.6), dict(beam_size=5, max_length=20, length_penalty=2.0),
+            dict(beam_size=5, max_length=6, length_penalty=0.6), dict(beam_size=4, max_length=3, length_penalty=2.0)]
+
+
+def sources(corpus) -> list[str]:
+    return [s for s, _ in corpus[:12]] + ["", "dog dog dog the the", "Der Mann sieht den Hund."]
+
+
+def assert_same_as_generate(model: Seq2SeqModel, texts: list[str], **settings) -> None:
+    for text in texts:
+        lean, generated = (model.translate(text, search=s, **settings) for s in ("lean", "generate"))
+        assert lean == generated, (text, settings)
+
+
+def random_model(tiny_model_dir, tied: bool, seed: int, end_bias: float = 0.0) -> Seq2SeqModel:
+    """An untrained Marian model: flat, arbitrary distributions, so beams tie and hit the length limit; with an
+    `end_bias` on </s>, hypotheses of many lengths end close in score (what the length penalty decides)."""
+    from transformers import MarianTokenizer
+
+    from adaptsim.scratch_model import build_model
+
+    tokenizer = MarianTokenizer.from_pretrained(str(tiny_model_dir))
+    net = build_model(dict(TINY_ARCH, share_encoder_decoder_embeddings=tied, tie_word_embeddings=tied), tokenizer, seed)
+    net.final_logits_bias[0, tokenizer.eos_token_id] = end_bias
+    return Seq2SeqModel(net, tokenizer)
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+def test_trained_models_tied_and_untied(tiny_model_dir, tiny_model_dir_untied, tiny_corpus, settings):
+    for path in (tiny_model_dir, tiny_model_dir_untied):
+        model = Seq2SeqModel.load(str(path))
+        assert decode.lean_applies(model.net)
+        assert_same_as_generate(model, sources(tiny_corpus), **settings)
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+def test_untrained_models(tiny_model_dir, tiny_corpus, settings):
+    for tied, seed, end_bias in ((True, 3, 0.0), (False, 4, 0.0), (True, 7, 3.0), (False, 8, 3.5)):
+        assert_same_as_generate(random_model(tiny_model_dir, tied, seed, end_bias), sources(tiny_corpus), **settings)
+
+
+def test_banned_tokens_of_the_generation_config(tiny_model_dir, tiny_corpus):
+    """OPUS-MT configs ban the pad token (`bad_words_ids`); generate applies it, so must the lean search."""
+    model = random_model(tiny_model_dir, True, 5)
+    frequent = model.translate(tiny_corpus[0][0], beam_size=1, max_length=12).pieces[0]
+    model.net.generation_config.bad_words_ids = [[model.tokenizer.pad_token_id],
+                                                 [model.tokenizer.convert_tokens_to_ids(frequent)]]
+    assert decode.lean_applies(model.net)
+    assert frequent not in model.translate(tiny_corpus[0][0], beam_size=1, max_length=12).pieces
+    assert_same_as_generate(model, sources(tiny_corpus)[:6], beam_size=3, max_length=12)
+
+
+@pytest.mark.parametrize("method", ["bias", "lora"])
+def test_hooks_on_modules_act_on_the_lean_search(tiny_model_dir, tiny_corpus, method):
+    """`bias` adds its second bias with a hook on the output layer, `lora` its adapters with hooks on linear
+    layers: with them non-zero, the translation changes, and lean and generate still agree."""
+    model = Seq2SeqModel.load(str(tiny_model_dir))
+    before = [model.translate(s, beam_size=3).text for s in sources(tiny_corpus)]
+    built = methods.build(compose("run", [f"method={method}"]).method, model)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in built.parameters().values():
+            p.add_(torch.randn_like(p) * (3.0 if method == "bias" else 0.5))
+    assert [model.translate(s, beam_size=3).text for s in sources(tiny_corpus)] != before
+    assert_same_as_generate(model, sources(tiny_corpus), beam_size=3)
+
+
+def test_a_hook_on_the_whole_network_falls_back_to_generate(tiny_model_dir, tiny_corpus):
+    """`memory` rewrites the network's output: the lean search would not see it, so translation uses generate,
+    and what the memory stored is what translating the stored source gives."""
+    model = Seq2SeqModel.load(str(tiny_model_dir))
+    memory = methods.build(compose("run", ["method=memory", "method.lam=1.0", "method.temperature=1.0"]).method, model)
+    source, reference = "The driver buys the house.", "Die Lehrerin kauft den Schlüssel."
+    memory.after_pair(model.pair(source, reference))
+    assert not decode.lean_applies(model.net)
+    assert model.translate(source, beam_size=2).text == reference
+
+
+def test_generation_settings_it_does_not_reproduce_fall_back_to_generate(tiny_model_dir, tiny_corpus):
+    model = random_model(tiny_model_dir, True, 6)
+    model.net.generation_config.no_repeat_ngram_size = 1
+    assert not decode.lean_applies(model.net)
+    hyp = model.translate(tiny_corpus[0][0], beam_size=2, max_length=12)
+    assert len(set(hyp.pieces)) == len(hyp.pieces)  # no token repeats: generate's processor ran
+    assert hyp == model.translate(tiny_corpus[0][0], beam_size=2, max_length=12, search="generate")
+
+
+def test_an_unknown_search_is_refused(tiny_model_dir):
+    with pytest.raises(ValueError, match="search='fast'"):
+        Seq2SeqModel.load(str(tiny_model_dir)).translate("The man sees the dog.", search="fast")
+
+
+@pytest.mark.skipif(not (PROBE.is_dir() and TED.is_file()), reason="../shared is absent")
+def test_real_model_and_data_the_first_ted_segments():
+    model = Seq2SeqModel.load(str(PROBE))
+    with open(TED, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))[:20]
+    assert_same_as_generate(model, [r["source"] for r in rows], beam_size=5)
