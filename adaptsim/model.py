@@ -201,6 +201,12 @@ class Seq2SeqModel:
     def translate(self, source: str, beam_size: int = 5, max_length: int = 256, length_penalty: float = 1.0,
                   search: str = "lean") -> Translation:
         """Beam search (adaptsim/decode: `search` lean, or transformers' generate) for the best hypothesis."""
+        return self.translate_together([self], source, beam_size, max_length, length_penalty, search)[0]
+
+    def translate_together(self, models: list["Seq2SeqModel"], source: str, beam_size: int = 5, max_length: int = 256,
+                           length_penalty: float = 1.0, search: str = "lean") -> list[Translation]:
+        """`translate` for several clones of this model at once (lockstep runs, adaptsim/lockstep.py): one lean
+        beam search over all of them, each model's hypothesis the one it gives alone."""
         forced = None
         if self.languages.tokens or self.languages.source_prefix:
             ids = torch.tensor([self._source_ids(source)], device=self.device)
@@ -210,13 +216,16 @@ class Seq2SeqModel:
             inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
         # the decoder start token (and a forced language token) take positions too
         max_length = min(max_length, self.max_tokens - 1 - (forced is not None))
-        out = decode.best_ids(self.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
-                              max_new_tokens=max_length, length_penalty=length_penalty, forced_bos_token_id=forced,
-                              search=search)
+        outs = decode.best_ids([m.net for m in models], inputs["input_ids"], inputs["attention_mask"],
+                               beam_size=beam_size, max_new_tokens=max_length, length_penalty=length_penalty,
+                               forced_bos_token_id=forced, search=search)
         special = set(self.tokenizer.all_special_ids) | {self.target_token_id}
-        ids = [i for i in out if i not in special]
-        return Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
-                           self.tokenizer.convert_ids_to_tokens(ids))
+        hyps = []
+        for out in outs:
+            ids = [i for i in out if i not in special]
+            hyps.append(Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
+                                    self.tokenizer.convert_ids_to_tokens(ids)))
+        return hyps
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean per-token cross-entropy of the reference (no label smoothing); exp() is the perplexity."""

@@ -39,20 +39,22 @@ def lean_applies(net) -> bool:
 
 
 @torch.inference_mode()
-def best_ids(net, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam_size: int, max_new_tokens: int,
-             length_penalty: float, forced_bos_token_id: int | None = None, search: str = "lean") -> list[int]:
-    """The token ids of the best hypothesis for one source [1, length] (decoder start token first)."""
+def best_ids(nets: list, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam_size: int,
+             max_new_tokens: int, length_penalty: float, forced_bos_token_id: int | None = None,
+             search: str = "lean") -> list[list[int]]:
+    """The token ids of each model's best hypothesis (decoder start token first) for one source [1, length].
+    Several models (clones of one checkpoint: adaptsim/lockstep.py) are searched together by the lean search."""
     if search not in SEARCHES:
         raise ValueError(f"search={search!r}: expected one of {SEARCHES}")
     forced = {} if forced_bos_token_id is None else {"forced_bos_token_id": forced_bos_token_id}
-    if search == "generate" or not lean_applies(net):
-        return net.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=beam_size,
-                            max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
-                            early_stopping=True, **forced)[0].tolist()
-    config, device = net.generation_config, input_ids.device
+    if search == "generate" or not all(map(lean_applies, nets)):
+        return [net.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=beam_size,
+                             max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
+                             early_stopping=True, **forced)[0].tolist() for net in nets]
+    config, device = nets[0].generation_config, input_ids.device
     eos = torch.tensor([config.eos_token_id], device=device).flatten()
     pad = config.pad_token_id if config.pad_token_id is not None else int(eos[0])
-    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else net.config.decoder_start_token_id
+    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else nets[0].config.decoder_start_token_id
     max_length = 1 + max_new_tokens
     # the processors generate builds from these settings, in its order
     processors = []
@@ -63,7 +65,7 @@ def best_ids(net, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam
     if config.forced_eos_token_id is not None:
         processors.append(ForcedEOSTokenLogitsProcessor(max_length, config.forced_eos_token_id, device=device))
     fill = pad or int(eos[0])  # what generate fills unused positions with (pad, or eos where pad is 0)
-    step = marian.MarianStep(net, input_ids, attention_mask, beam_size)
-    starts = torch.full((input_ids.shape[0], 1), start, dtype=torch.long, device=device)
+    step = marian.MarianStep(nets, input_ids, attention_mask, beam_size)
+    starts = torch.full((len(nets), 1), start, dtype=torch.long, device=device)
     sequences = beam_search(step, starts, Search(beam_size, max_length, eos, fill, length_penalty), processors)
-    return sequences[0].tolist()
+    return sequences.tolist()

@@ -51,7 +51,10 @@ class Search:
 def beam_search(step: Step, start: torch.Tensor, search: Search, processors: list) -> torch.Tensor:
     """The best sequence of each source: `start` [batch, 1] holds each source's decoder start token; returns
     [batch, length] (start token first, then the generated tokens, padded with `search.pad`). `processors` are
-    transformers logits processors, applied in order to the log-probabilities as `generate` applies them."""
+    transformers logits processors, applied in order to the log-probabilities as `generate` applies them.
+
+    A batch is searched as each of its sources would be alone: a source whose search would have stopped keeps
+    its result while the others go on (transformers' batched search lets it take late finishers instead)."""
     n, device = search.beams, start.device
     batch, prompt = start.shape[0], start.shape[1]
     keep = 2 * n  # transformers: max(2, 1 + number of eos tokens) · n, for one eos token
@@ -70,6 +73,7 @@ def beam_search(step: Step, start: torch.Tensor, search: Search, processors: lis
     improvable = torch.ones((batch, 1), dtype=torch.bool, device=device)
     batch_offset = torch.arange(batch, device=device).view(-1, 1) * n
 
+    active = torch.ones((batch, 1), dtype=torch.bool, device=device)  # sources whose search goes on
     length = prompt
     while True:
         flat = running[:, :, :length].reshape(batch * n, length)
@@ -99,15 +103,20 @@ def beam_search(step: Step, start: torch.Tensor, search: Search, processors: lis
         final += (~improvable).to(torch.float32) * NEG
         final += (~just_finished) * NEG
         merged = torch.topk(torch.cat((scores, final), dim=1), k=n)[1]
-        sequences = torch.take_along_dim(torch.cat((sequences, candidates), dim=1), merged[:, :, None], dim=1)
-        scores = torch.take_along_dim(torch.cat((scores, final), dim=1), merged, dim=1)
-        finished = torch.take_along_dim(torch.cat((finished, just_finished), dim=1), merged, dim=1)
+        # a source whose search has stopped keeps its finished list (its beams are still computed, unused)
+        sequences = torch.where(active[:, :, None], torch.take_along_dim(
+            torch.cat((sequences, candidates), dim=1), merged[:, :, None], dim=1), sequences)
+        scores = torch.where(active, torch.take_along_dim(torch.cat((scores, final), dim=1), merged, dim=1), scores)
+        finished = torch.where(active, torch.take_along_dim(torch.cat((finished, just_finished), dim=1), merged,
+                                                            dim=1), finished)
 
         length += 1
         best_possible = running_scores[:, :1] / ((length - prompt) ** search.length_penalty)
         worst_finished = torch.where(finished, torch.min(scores, dim=1, keepdim=True)[0], NEG)
         improvable = improvable & torch.any(best_possible > worst_finished, dim=-1, keepdim=True)
-        if not (bool(improvable.any()) and not bool(finished.all()) and not bool(ends.all())):
+        # transformers' stopping rule, per source: it stops where its search alone would have stopped
+        active = active & improvable & ~finished.all(dim=-1, keepdim=True) & ~ends.all(dim=-1, keepdim=True)
+        if not bool(active.any()):
             break
         step.reorder(beam_origin.view(-1))
     return sequences[:, 0, :length]

@@ -1,15 +1,23 @@
 """One decoding step of a Marian model (transformers `MarianMTModel`: OPUS-MT, `adaptsim train`, `adaptsim
-convert`), incrementally, with a key/value cache.
+convert`), incrementally, with a key/value cache — for one model, or for K models decoding the same source in
+lockstep (adaptsim/lockstep.py).
 
 The same operations as transformers' decoder forward with its cache, in the same order and on the same
 modules, without what a general forward does around them at every token (masks rebuilt, cache classes,
-output wrappers, the cross-attention keys and values recomputed for every beam). The modules are called, not
+output wrappers, the cross-attention keys and values recomputed for every beam). Modules are called, not
 their weights, so forward hooks on them (the `bias` and `lasso` second bias on the output layer, `lora`'s
 adapters) act as they do in the model's own forward. A hook on the whole network (`memory`) is not seen
 here: such a model decodes with `generate` (adaptsim/decode/__init__.py).
 
 Attention is `scaled_dot_product_attention` with no mask, as transformers calls it while decoding one source:
 no padding, and one query position attends to every cached position.
+
+K models: their beams are stacked (model k's rows are k·beams … (k+1)·beams − 1). At every module position,
+the models whose module holds the *same* parameter tensors (frozen tensors that lockstep shares between the
+models, adaptsim/lockstep.py) are computed in one call on their stacked rows: the weights are read once for
+all of them, which is what a step on a CPU waits for. A row of a matrix product is the same whatever other
+rows are computed with it once there are at least 4 (beam ≥ 4; checked for MKL on this CPU,
+tests/test_lockstep.py), so the stacked models decode exactly as each alone.
 """
 
 from __future__ import annotations
@@ -23,19 +31,65 @@ def supports(net) -> bool:
     return net.config.model_type == "marian"
 
 
+class Stacked:
+    """modules[k] applied to model k's rows, one call per group of modules with the same parameters."""
+
+    def __init__(self, modules: list[nn.Module], rows: int):
+        self.modules, self.rows = modules, rows
+        groups: dict[tuple, list[int]] = {}
+        for k, m in enumerate(modules):
+            own = m._forward_pre_hooks or m._forward_hooks_with_kwargs or m._forward_hooks_always_called
+            key = ("own", k) if own else tuple(id(t) for t in (*m.parameters(), *m.buffers()))
+            groups.setdefault(key, []).append(k)
+        self.groups = [(modules[ks[0]], ks, self._index(ks)) for ks in groups.values()]
+
+    def _index(self, runs: list[int]):
+        if runs == list(range(runs[0], runs[-1] + 1)):
+            return slice(runs[0] * self.rows, (runs[-1] + 1) * self.rows)
+        return torch.cat([torch.arange(k * self.rows, (k + 1) * self.rows) for k in runs])
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if len(self.modules) == 1:
+            return self.modules[0](x)
+        out = None
+        for module, runs, index in self.groups:
+            y = module.forward(x[index])  # hooks are each module's own: applied to its rows below
+            if any(self.modules[k]._forward_hooks for k in runs):
+                parts = list(y.split(self.rows))
+                for i, k in enumerate(runs):
+                    for hook in self.modules[k]._forward_hooks.values():
+                        rows = x[index][i * self.rows:(i + 1) * self.rows]
+                        result = hook(self.modules[k], (rows,), parts[i])
+                        parts[i] = parts[i] if result is None else result
+                y = torch.cat(parts)
+            if len(self.groups) == 1:
+                return y
+            if out is None:
+                out = y.new_empty((x.shape[0], *y.shape[1:]))
+            out[index] = y
+        return out
+
+
 class MarianStep:
-    def __init__(self, net, input_ids: torch.Tensor, attention_mask: torch.Tensor, beams: int):
-        """Encode the source(s) [batch, length] once and precompute each decoder layer's cross-attention keys and
-        values, repeated for the `beams` beams of each source (as generate expands the encoder output)."""
-        inner = net.model
-        self.decoder, self.lm_head, self.final_bias = inner.decoder, net.lm_head, net.final_logits_bias
-        self.heads = net.config.decoder_attention_heads
-        encoded = inner.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        encoded = encoded.repeat_interleave(beams, dim=0)
+    def __init__(self, nets: list, input_ids: torch.Tensor, attention_mask: torch.Tensor, beams: int):
+        """Encode the source [1, length] with each model once (once per group of models with the same encoder) and
+        precompute each decoder layer's cross-attention keys and values, repeated for the beams (as generate
+        expands the encoder output)."""
+        self.heads = nets[0].config.decoder_attention_heads
+        decoders = [net.model.decoder for net in nets]
+        self.embed = Stacked([d.embed_tokens for d in decoders], beams)
+        self.embed_scale, self.positions = decoders[0].embed_scale, decoders[0].embed_positions
+        self.layers = [_Layer([d.layers[i] for d in decoders], beams) for i in range(len(decoders[0].layers))]
+        self.lm_head = Stacked([net.lm_head for net in nets], beams)
+        self.final_bias = (nets[0].final_logits_bias if len(nets) == 1 else
+                           torch.cat([net.final_logits_bias.expand(beams, -1) for net in nets])[:, None, :])
+        encoded = _encode(nets, input_ids, attention_mask)
+        encoded = [e.repeat_interleave(beams, dim=0) for e in encoded]
         # contiguous, as transformers' cache stores them (its first update concatenates them to an empty tensor)
-        self.cross = [tuple(self._split(proj(encoded)).contiguous() for proj in (layer.encoder_attn.k_proj,
-                                                                                  layer.encoder_attn.v_proj))
-                      for layer in self.decoder.layers]
+        self.cross = [tuple(torch.cat([self._split(proj(e)).contiguous() for proj, e in zip(projs, encoded)])
+                            for projs in ([l.encoder_attn.k_proj for l in layer.layers],
+                                          [l.encoder_attn.v_proj for l in layer.layers]))
+                      for layer in self.layers]
         self.cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         self.position = 0
 
@@ -43,31 +97,58 @@ class MarianStep:
         """[beams, length, d] -> [beams, heads, length, d / heads]"""
         return x.view(x.shape[0], x.shape[1], self.heads, -1).transpose(1, 2)
 
-    def _attend(self, attn: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        out = sdpa(q, k, v, attn_mask=None, dropout_p=0.0, scale=attn.scaling, is_causal=False)
+    def _attend(self, out_proj: Stacked, scaling: float, q, k, v) -> torch.Tensor:
+        out = sdpa(q, k, v, attn_mask=None, dropout_p=0.0, scale=scaling, is_causal=False)
         out = out.transpose(1, 2).contiguous()
-        return attn.out_proj(out.reshape(out.shape[0], out.shape[1], -1).contiguous())
+        return out_proj(out.reshape(out.shape[0], out.shape[1], -1).contiguous())
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
-        dec = self.decoder
-        x = dec.embed_tokens(tokens[:, None]) * dec.embed_scale
+        x = self.embed(tokens[:, None]) * self.embed_scale
         positions = torch.arange(1, device=x.device) + self.position
-        x = x + dec.embed_positions((x.shape[0], 1), self.position, position_ids=positions)
+        x = x + self.positions((x.shape[0], 1), self.position, position_ids=positions)
         cache = []
-        for i, layer in enumerate(dec.layers):
-            attn = layer.self_attn
-            q, k, v = (self._split(proj(x)) for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
+        for i, layer in enumerate(self.layers):
+            q, k, v = (self._split(proj(x)) for proj in (layer.q, layer.k, layer.v))
             if self.cache is None:
                 k, v = k.contiguous(), v.contiguous()
             else:
                 k, v = torch.cat((self.cache[i][0], k), dim=-2), torch.cat((self.cache[i][1], v), dim=-2)
             cache.append((k, v))
-            x = layer.self_attn_layer_norm(x + self._attend(attn, q, k, v))
-            cross = layer.encoder_attn
-            x = layer.encoder_attn_layer_norm(x + self._attend(cross, self._split(cross.q_proj(x)), *self.cross[i]))
-            x = layer.final_layer_norm(x + layer.fc2(layer.activation_fn(layer.fc1(x))))
+            x = layer.self_norm(x + self._attend(layer.out, layer.scaling, q, k, v))
+            x = layer.cross_norm(x + self._attend(layer.cross_out, layer.scaling, self._split(layer.cross_q(x)),
+                                                  *self.cross[i]))
+            x = layer.final_norm(x + layer.fc2(layer.activation(layer.fc1(x))))
         self.cache, self.position = cache, self.position + 1
         return (self.lm_head(x) + self.final_bias)[:, -1, :].to(dtype=torch.float32)
 
     def reorder(self, beams: torch.Tensor) -> None:
         self.cache = [(k.index_select(0, beams), v.index_select(0, beams)) for k, v in self.cache]
+
+
+class _Layer:
+    """The modules of one decoder layer, stacked over the models."""
+
+    def __init__(self, layers: list[nn.Module], beams: int):
+        self.layers = layers
+        self.q, self.k, self.v, self.out = (Stacked([getattr(l.self_attn, n) for l in layers], beams)
+                                            for n in ("q_proj", "k_proj", "v_proj", "out_proj"))
+        self.cross_q, self.cross_out = (Stacked([getattr(l.encoder_attn, n) for l in layers], beams)
+                                        for n in ("q_proj", "out_proj"))
+        self.self_norm, self.cross_norm, self.final_norm, self.fc1, self.fc2 = (
+            Stacked([getattr(l, n) for l in layers], beams)
+            for n in ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm", "fc1", "fc2"))
+        self.scaling, self.activation = layers[0].self_attn.scaling, layers[0].activation_fn
+
+
+def _encode(nets: list, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> list[torch.Tensor]:
+    """Each model's encoder output; models whose encoder has the same parameters and no hooks share one."""
+    done: dict[tuple, torch.Tensor] = {}
+    out = []
+    for k, net in enumerate(nets):
+        encoder = net.model.encoder
+        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in encoder.modules())
+        key = ("own", k) if hooked else tuple(id(p) for p in encoder.parameters())
+        if key not in done:
+            done[key] = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        out.append(done[key])
+    return out
