@@ -219,6 +219,16 @@ def run_task(task: Callable, cfg, command: str) -> None:
     job.close("finished")
 
 
+_failures: list[str] = []  # the failures of the jobs this process ran (launch's exit code)
+
+
+def report_failure(command: str, error: str) -> None:
+    """A job failed with a one-line error: say so, and make the command's exit code 1. (The lockstep launcher,
+    adaptsim/lockstep.py, runs its jobs outside `launch`'s job wrapper and reports them here.)"""
+    print(f"adaptsim {command}: error: {error}", file=sys.stderr)
+    _failures.append(error)
+
+
 def launch(task: Callable, config_name: str, argv: list[str], command: str) -> int:
     """Run `task(cfg, job)` through `run_task` as a Hydra app (single run or `-m` multirun) with `argv` as
     its command line.
@@ -234,7 +244,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         sys.exit(2)
     if not any(a in ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i") for a in argv):
         check_output_dirs(cfgs, multirun=any(a in ("-m", "--multirun") for a in argv))
-    failures: list[str] = []
+    _failures.clear()
     main_pid = os.getpid()
 
     @functools.wraps(task)
@@ -244,8 +254,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
             with _job_context(main_pid):
                 return run_task(task, cfg, command)
         except UserError as e:
-            print(f"adaptsim {command}: error: {e}", file=sys.stderr)
-            failures.append(str(e))
+            report_failure(command, str(e))
             if os.getpid() != main_pid:
                 raise
 
@@ -256,4 +265,4 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         app()
     finally:
         sys.argv = saved
-    return 1 if failures else 0
+    return 1 if _failures else 0

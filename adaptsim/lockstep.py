@@ -1,21 +1,43 @@
 """K simulations of one model in one process, in lockstep: the same source segment at the same step.
 
+    python -m adaptsim run -m +experiment=paper_methods hydra/launcher=lockstep
+
 The runs of a sweep (methods, learning rates, seeds) translate the same source at every step. In lockstep
 each run has its own modules and its own copies of the tensors its method trains, and shares every other
 tensor with the base model (`share`): the frozen tensors of `top`, `fixed`, `bias`, `lora` and `none` are
-then one tensor in memory, read once per decoding step for all the runs that hold it
-(adaptsim/decode/marian.py stacks their beams). Each run's hypotheses are those it gives alone.
+then one tensor in memory, read once per decoding step for all the runs that hold it, and one beam search
+decodes all the runs (adaptsim/decode/marian.py stacks their beams). Each run writes what it writes alone
+(adaptsim/simulate.py `Run`), with the same hypotheses (tests/test_lockstep.py); its `translate_s` is its
+share of the joint search (the search's time / the runs decoding). Each run then adapts on its own.
+
+What the runs must share: the model, the data, the decoding settings, the device and threads (anything else —
+method, learning rates, update rule, reset, seed, metrics — may differ). A run that fails (divergence under
+`update.on_divergence=stop`) is closed as failed and the others go on. `resume` is not supported in lockstep.
+The gain is the weights read once for several runs, so it grows with the tensors the runs share and with the
+model's size; where no lean search applies (other architectures, `memory`), the runs decode one by one.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
+import time
+from contextlib import ExitStack
+from pathlib import Path
 
-from omegaconf import DictConfig
+import torch
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from adaptsim import methods
+from adaptsim.errors import UserError
 from adaptsim.model import Seq2SeqModel
-from adaptsim.session import Session
+from adaptsim.outputs import JobSummary, RunWriter
+from adaptsim.session import Session, load
+from adaptsim.simulate import Run
+from adaptsim.validate import validate
+
+log = logging.getLogger("adaptsim")
+SHARED = ("model", "dataset", "decode", "device", "threads", "malloc_tuning")  # settings lockstep runs must share
 
 
 def share(model: Seq2SeqModel, own: set[int] = frozenset()) -> Seq2SeqModel:
@@ -29,12 +51,125 @@ def share(model: Seq2SeqModel, own: set[int] = frozenset()) -> Seq2SeqModel:
     return Seq2SeqModel(net, model.tokenizer, model.device, model.languages)
 
 
-def sessions(base: Seq2SeqModel, method_cfgs: list[DictConfig], update_cfg: DictConfig, reset: str) -> list[Session]:
-    """One session per method config, each on a clone of `base` that owns exactly the tensors its method trains.
+def sessions(base: Seq2SeqModel, cfgs: list[DictConfig], rng: dict | None = None) -> list[Session]:
+    """One session per run config, each on a clone of `base` that owns exactly the tensors its method trains.
     Which tensors those are, each method says once built: on a private copy of the model (methods add hooks to
-    modules and tensors they are built on), before any run freezes the tensors it shares."""
+    modules and tensors they are built on), before any run freezes the tensors it shares. `rng`: seed -> the
+    random state a run with that seed has when it builds its method alone (`lora` draws its initial adapters)."""
     names = {id(p): n for n, p in base.net.named_parameters()}
-    copy_all = set(names)
-    trained = [set(methods.build(cfg, share(base, copy_all)).parameters()) for cfg in method_cfgs]
-    return [Session(share(base, {i for i, n in names.items() if n in own}), cfg, update_cfg, reset)
-            for cfg, own in zip(method_cfgs, trained)]
+    trained = [set(methods.build(cfg.method, share(base, set(names))).parameters()) for cfg in cfgs]
+    out = []
+    for cfg, own in zip(cfgs, trained):
+        if rng is not None:
+            torch.set_rng_state(rng[cfg.seed])
+        out.append(Session(share(base, {i for i, n in names.items() if n in own}), cfg.method, cfg["update"],
+                           cfg.reset))
+    return out
+
+
+def check_together(cfgs: list[DictConfig]) -> None:
+    """One line naming the first setting in which the runs differ but must not."""
+    for key in SHARED:
+        values = [OmegaConf.to_container(c[key], resolve=True) if OmegaConf.is_config(c[key]) else c[key]
+                  for c in cfgs]
+        if any(v != values[0] for v in values[1:]):
+            raise UserError(f"hydra/launcher=lockstep: the runs differ in {key} ({values[0]} vs "
+                            f"{next(v for v in values if v != values[0])}); lockstep runs share "
+                            f"{', '.join(SHARED)}: sweep the others, or use another launcher")
+    if any(c.resume for c in cfgs):
+        raise UserError("hydra/launcher=lockstep: resume=true is not supported; resume each run alone")
+
+
+def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
+    """The runs of `cfgs` into their jobs' directories, in lockstep. A run that fails is closed as failed
+    (`failed(job, error)` is recorded in its summary) and the others go on; raises nothing for it."""
+    check_together(cfgs)
+    for cfg in cfgs[1:]:
+        validate(cfg)
+    base, documents = load(cfgs[0])
+    skipped = dict(documents.skipped)
+    rng = {cfgs[0].seed: torch.get_rng_state()}  # alone, a run builds its method right after `load`
+    for cfg in cfgs:
+        if cfg.seed not in rng:  # loading the model draws random numbers: the state after loading with that seed
+            load(cfg)
+            rng[cfg.seed] = torch.get_rng_state()
+    runs_sessions = sessions(base, cfgs, rng)
+    decode = cfgs[0].decode
+    with ExitStack() as stack:
+        runs = []
+        for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, runs_sessions)):
+            writer = stack.enter_context(RunWriter(job.dir))
+            runs.append(Run(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job, writer, session,
+                            documents, skipped))
+        active = list(range(len(runs)))
+        for d, doc in enumerate(documents):
+            for k in active:
+                runs_sessions[k].start_document(d)
+            for seg in doc.segments:
+                if not active:  # every run failed
+                    break
+                t = time.perf_counter()
+                hyps = base.translate_together([runs_sessions[k].model for k in active], seg.source, **decode)
+                seconds = (time.perf_counter() - t) / len(active)
+                for k, (hyp, hyp_pieces) in zip(list(active), hyps):
+                    session = runs_sessions[k]
+                    try:
+                        result, diverged = session.adapt(session.model.pair(seg.source, seg.reference),
+                                                         runs[k].where(seg))
+                    except UserError as e:
+                        jobs[k].close("failed", str(e))
+                        log.error("%s: %s", jobs[k].dir, e)
+                        active.remove(k)
+                        continue
+                    runs[k].step(seg, hyp, hyp_pieces, seconds, result, diverged)
+            for k in active:
+                runs[k].end_document(doc)
+        for k in active:
+            runs[k].finish(lockstep=len(runs))
+
+
+def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
+    """What `hydra/launcher=lockstep` does (hydra_plugins/adaptsim_lockstep): every job of the sweep gets its
+    directory and .hydra/ files as with Hydra's basic launcher, then all of them run in lockstep here."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import configure_log, run_job, setup_globals
+
+    from adaptsim.hydra_app import job_fields, report_failure
+
+    setup_globals()
+    configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
+    Path(str(launcher.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+    collected: list[tuple[DictConfig, Path]] = []
+    returns = []
+    for idx, overrides in enumerate(job_overrides):
+        sweep_config = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+        with read_write(sweep_config), open_dict(sweep_config):
+            sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{initial_job_idx + idx}"
+            sweep_config.hydra.job.num = initial_job_idx + idx
+        HydraConfig.instance().set_config(sweep_config)
+        returns.append(run_job(hydra_context=launcher.hydra_context, config=sweep_config,
+                               task_function=lambda cfg: collected.append(
+                                   (cfg, Path(HydraConfig.get().runtime.output_dir))),
+                               job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
+    if HydraConfig.get().job.config_name != "run":
+        raise UserError("hydra/launcher=lockstep runs `adaptsim run` sweeps only")
+    jobs = [JobSummary(out, job_fields("run", cfg)) for cfg, out in collected]
+    try:
+        simulate_together([cfg for cfg, _ in collected], jobs)
+    except UserError as e:
+        for job in jobs:
+            if job.data.get("status") == "running":
+                job.close("failed", str(e))
+        report_failure("run", str(e))
+        return returns
+    except KeyboardInterrupt as e:
+        for job in jobs:
+            if job.data.get("status") == "running":
+                job.close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
+        raise
+    for job in jobs:
+        if job.data.get("status") == "failed":
+            report_failure("run", job.data.get("error", "failed"))
+        else:
+            job.close("finished")
+    return returns

@@ -87,9 +87,13 @@ class Session:
     def documents(self, documents: Iterable[Doc]) -> Iterator[Doc]:
         """The documents in order, each started from θ0 under reset=document (the first one always)."""
         for d, doc in enumerate(documents):
-            if self.reset == "document" or d == 0:
-                self.restart()
+            self.start_document(d)
             yield doc
+
+    def start_document(self, d: int) -> None:
+        """Document `d` (0, 1, …) of the stream begins: back to θ0 under reset=document, and at the first."""
+        if self.reset == "document" or d == 0:
+            self.restart()
 
     def adapt(self, batch: dict[str, torch.Tensor], where: str) -> tuple[UpdateResult, bool]:
         """The update on one pair, and whether it diverged (then, under on_divergence=rollback, the document

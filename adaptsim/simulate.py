@@ -45,95 +45,133 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
     replayed (the same computation, checked against the recorded perplexities), which restores the
     adapted model exactly, whatever the method's state; the run then goes on from the next segment."""
     with RunWriter(job.dir, resume=cfg.resume) as writer:
-        return _simulate(cfg, job, writer, limit)
+        model, documents = load(cfg)
+        skipped = dict(documents.skipped)
+        if limit is not None:
+            documents = first_segments(documents, limit)
+        session = Session(model, cfg.method, cfg["update"], cfg.reset)  # cfg.update is DictConfig.update
+        run = Run(cfg, job, writer, session, documents, skipped)
+        done = run.resumable_steps() if cfg.resume else []
+        for doc in session.documents(documents):
+            for seg in doc.segments:
+                where = run.where(seg)
+                if run.index < len(done):  # resuming: replay the recorded step's update
+                    record = done[run.index]
+                    result, diverged = session.adapt(model.pair(seg.source, seg.reference), where)
+                    _check_replay(writer.dir, record, seg, result, diverged)
+                    run.step(seg, record["hypothesis"], record["pieces"], record["translate_s"], result, diverged,
+                             write=False)
+                else:
+                    t = time.perf_counter()
+                    hyp, hyp_pieces = model.translate(seg.source, **cfg.decode)  # before its reference is seen
+                    seconds = time.perf_counter() - t
+                    run.step(seg, hyp, hyp_pieces, seconds, *session.adapt(model.pair(seg.source, seg.reference),
+                                                                             where))
+            run.end_document(doc)
+        return run.finish(**({"resumed_after_steps": len(done)} if done else {}))
 
 
-def _simulate(cfg: DictConfig, job: JobSummary, writer: RunWriter, limit: int | None) -> dict:
-    model, documents = load(cfg)
-    session = Session(model, cfg.method, cfg["update"], cfg.reset)  # cfg.update is DictConfig.update
-    skipped = dict(documents.skipped)
-    if limit is not None:
-        documents = _first_segments(documents, limit)
-    segments = [s for d in documents for s in d.segments]
-    if not segments:
-        raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
-    done = writer.resume_steps() if cfg.resume else []
-    if len(done) > len(segments):
-        raise UserError(f"{writer.dir}: cannot resume: it holds {len(done)} steps, the data has {len(segments)}")
-    if any("pieces" not in record for record in done):
-        raise UserError(f"{writer.dir}: cannot resume: its steps were written by an adaptsim that did not record "
-                        "the generated pieces; run it again in a new directory")
-    if done and cfg.save_offsets:
-        writer.clear_offsets()
+class Run:
+    """One simulation's bookkeeping over a stream: the evaluator, the step records, the timings and costs, and
+    the summary — what a run writes, whether it runs alone (`simulate`) or in lockstep with others
+    (adaptsim/lockstep.py). The caller translates and adapts; `step` records what happened."""
 
-    scope = resolve_scope(cfg.metrics.scope, cfg.reset)
-    evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
-                                      subword_tokenize=model.pieces, scope=scope)
-    job.update(reset=cfg.reset, metrics_scope=scope, data_fingerprint=fingerprint(documents),
-               documents=len(documents), segments=len(segments), skipped=skipped,
-               model_parameters=sum(p.numel() for p in model.net.parameters()),
-               trainable_parameters=sum(p.numel() for p in session.updater.params))
-    log.info("%s: %d documents, %d segments, %d trainable parameters%s", cfg.method.name, len(documents),
-             len(segments), job.data["trainable_parameters"], f", resuming after {len(done)}" if done else "")
+    def __init__(self, cfg: DictConfig, job: JobSummary, writer: RunWriter, session: Session, documents,
+                 skipped: dict):
+        self.cfg, self.job, self.writer, self.session = cfg, job, writer, session
+        self.segments = [s for d in documents for s in d.segments]
+        if not self.segments:
+            raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
+        model = session.model
+        scope = resolve_scope(cfg.metrics.scope, cfg.reset)
+        self.evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in self.segments],
+                                               [s.doc_id for s in self.segments], subword_tokenize=model.pieces,
+                                               scope=scope)
+        job.update(reset=cfg.reset, metrics_scope=scope, data_fingerprint=fingerprint(documents),
+                   documents=len(documents), segments=len(self.segments), skipped=skipped,
+                   model_parameters=sum(p.numel() for p in model.net.parameters()),
+                   trainable_parameters=sum(p.numel() for p in session.updater.params))
+        log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
+                 len(self.segments), job.data["trainable_parameters"])
+        self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
+        self.rss: dict[int, float | None] = {}
+        self.divergences = 0
+        self.start = time.perf_counter()
+        self.bar = tqdm(total=len(self.segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg",
+                        dynamic_ncols=True)
 
-    hyps, pieces, translate_s, update_s, per_doc, step_s, rss = [], [], [], [], [], [], {}
-    divergences = 0
-    start = time.perf_counter()
-    bar = tqdm(total=len(segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg", dynamic_ncols=True)
-    for doc in session.documents(documents):
-        for seg in doc.segments:
-            i = len(hyps)
-            where = f"document {seg.doc_id}, segment {seg.seg_id} (step {i + 1})"
-            if i < len(done):  # resuming: replay the recorded step's update
-                record = done[i]
-                hyp, hyp_pieces, seconds = record["hypothesis"], record["pieces"], record["translate_s"]
-                result, diverged = session.adapt(model.pair(seg.source, seg.reference), where)
-                _check_replay(writer.dir, record, seg, result, diverged)
-            else:
-                t = time.perf_counter()
-                hyp, hyp_pieces = model.translate(seg.source, **cfg.decode)  # before its reference is seen
-                seconds = time.perf_counter() - t
-                result, diverged = session.adapt(model.pair(seg.source, seg.reference), where)
-            translate_s.append(seconds)
-            update_s.append(result.seconds)
-            step_s += result.step_s
-            hyps.append(hyp)
-            pieces.append(hyp_pieces)
-            divergences += diverged
-            scores = evaluator.segment(i, hyp, hyp_pieces)
-            if i >= len(done):
-                writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
-                             "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces,
-                             "updates": result.updates, "ppl_before": result.ppl_before,
-                             "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
-                             "translate_s": seconds, "update_s": result.seconds, **scores})
-            if len(hyps) % RSS_EVERY == 0:
-                rss[len(hyps)] = resident_mb()
-            bar.set_postfix(_headline(evaluator.running()), refresh=False)
-            bar.update()
-        per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": session.theta0.changed(),
-                        "state_bytes": session.state_bytes()})
-        if cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
-            per_doc[-1]["offsets_bytes"] = writer.offsets(session.theta0, str(doc.doc_id))
-    bar.close()
-    total = time.perf_counter() - start
+    @property
+    def index(self) -> int:
+        return len(self.hyps)
 
-    writer.curves(evaluator.curves(hyps, pieces))
-    corpus = evaluator.corpus(hyps, pieces)
-    job.update(
-        status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
-        divergences=divergences, per_document=per_doc,
-        changed_parameters_max=max(p["changed_parameters"] for p in per_doc), method_info=session.method.info(),
-        cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
-              "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
-              "state_bytes_max": max(p["state_bytes"] for p in per_doc)},
-        timing={"total_s": total, "segments_per_s": len(segments) / total, "threads": torch.get_num_threads(),
-                "translate_median_s": statistics.median(translate_s), "update_median_s": statistics.median(update_s),
-                "translate_total_s": sum(translate_s), "update_total_s": sum(update_s), "rss_mb": rss,
-                **({"resumed_after_steps": len(done)} if done else {})})
-    log.info("finished %s in %.1f s: %s", cfg.method.name, total,
-             {k: round(v, 2) for k, v in evaluator.running().items() if v is not None})
-    return job.data
+    def where(self, seg) -> str:
+        return f"document {seg.doc_id}, segment {seg.seg_id} (step {self.index + 1})"
+
+    def resumable_steps(self) -> list[dict]:
+        """The steps an interrupted run in this directory wrote (`resume: true`), checked to fit the data."""
+        done = self.writer.resume_steps()
+        if len(done) > len(self.segments):
+            raise UserError(f"{self.writer.dir}: cannot resume: it holds {len(done)} steps, the data has "
+                            f"{len(self.segments)}")
+        if any("pieces" not in record for record in done):
+            raise UserError(f"{self.writer.dir}: cannot resume: its steps were written by an adaptsim that did not "
+                            "record the generated pieces; run it again in a new directory")
+        if done and self.cfg.save_offsets:
+            self.writer.clear_offsets()
+        log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
+        return done
+
+    def step(self, seg, hyp: str, hyp_pieces: list[str], seconds: float, result: UpdateResult, diverged: bool,
+             write: bool = True) -> None:
+        """Record segment `seg`: its hypothesis (translated in `seconds`) and the adaptation on its pair."""
+        i = self.index
+        self.translate_s.append(seconds)
+        self.update_s.append(result.seconds)
+        self.step_s += result.step_s
+        self.hyps.append(hyp)
+        self.pieces.append(hyp_pieces)
+        self.divergences += diverged
+        scores = self.evaluator.segment(i, hyp, hyp_pieces)
+        if write:
+            self.writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
+                              "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces,
+                              "updates": result.updates, "ppl_before": result.ppl_before,
+                              "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
+                              "translate_s": seconds, "update_s": result.seconds, **scores})
+        if self.index % RSS_EVERY == 0:
+            self.rss[self.index] = resident_mb()
+        self.bar.set_postfix(_headline(self.evaluator.running()), refresh=False)
+        self.bar.update()
+
+    def end_document(self, doc) -> None:
+        session = self.session
+        self.per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": session.theta0.changed(),
+                             "state_bytes": session.state_bytes()})
+        if self.cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
+            self.per_doc[-1]["offsets_bytes"] = self.writer.offsets(session.theta0, str(doc.doc_id))
+
+    def finish(self, **timing) -> dict:
+        """Curves and corpus scores written; the summary filled in and returned."""
+        self.bar.close()
+        total = time.perf_counter() - self.start
+        self.writer.curves(self.evaluator.curves(self.hyps, self.pieces))
+        corpus = self.evaluator.corpus(self.hyps, self.pieces)
+        per_doc, step_s = self.per_doc, self.step_s
+        self.job.update(
+            status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
+            divergences=self.divergences, per_document=per_doc,
+            changed_parameters_max=max(p["changed_parameters"] for p in per_doc),
+            method_info=self.session.method.info(),
+            cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
+                  "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
+                  "state_bytes_max": max(p["state_bytes"] for p in per_doc)},
+            timing={"total_s": total, "segments_per_s": len(self.segments) / total,
+                    "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
+                    "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
+                    "update_total_s": sum(self.update_s), "rss_mb": self.rss, **timing})
+        log.info("finished %s in %.1f s: %s", self.cfg.method.name, total,
+                 {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None})
+        return self.job.data
 
 
 def resident_mb() -> float | None:
@@ -164,7 +202,7 @@ def _headline(scores: dict) -> dict:
     return {k: f"{scores[k]:.1f}" for k in ("R0", "R1", "R0+1", "BLEU") if scores.get(k) is not None}
 
 
-def _first_segments(documents, limit: int):
+def first_segments(documents, limit: int):
     out, left = [], limit
     for doc in documents:
         if left <= 0:

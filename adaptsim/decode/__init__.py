@@ -46,15 +46,27 @@ def best_ids(nets: list, input_ids: torch.Tensor, attention_mask: torch.Tensor, 
     Several models (clones of one checkpoint: adaptsim/lockstep.py) are searched together by the lean search."""
     if search not in SEARCHES:
         raise ValueError(f"search={search!r}: expected one of {SEARCHES}")
+    settings = dict(beam_size=beam_size, max_new_tokens=max_new_tokens, length_penalty=length_penalty,
+                    forced_bos_token_id=forced_bos_token_id)
+    lean = [k for k, net in enumerate(nets) if search == "lean" and lean_applies(net)]
+    out = dict(zip(lean, _lean(nets[0], [nets[k] for k in lean], input_ids, attention_mask, **settings))) if lean \
+        else {}
     forced = {} if forced_bos_token_id is None else {"forced_bos_token_id": forced_bos_token_id}
-    if search == "generate" or not all(map(lean_applies, nets)):
-        return [net.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=beam_size,
-                             max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
-                             early_stopping=True, **forced)[0].tolist() for net in nets]
-    config, device = nets[0].generation_config, input_ids.device
+    for k, net in enumerate(nets):
+        if k not in out:
+            out[k] = net.generate(input_ids=input_ids, attention_mask=attention_mask, num_beams=beam_size,
+                                  max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
+                                  early_stopping=True, **forced)[0].tolist()
+    return [out[k] for k in range(len(nets))]
+
+
+def _lean(first, nets: list, input_ids, attention_mask, *, beam_size: int, max_new_tokens: int,
+          length_penalty: float, forced_bos_token_id: int | None) -> list[list[int]]:
+    """The lean search over `nets` together (the generation settings are those of `first`'s checkpoint)."""
+    config, device = first.generation_config, input_ids.device
     eos = torch.tensor([config.eos_token_id], device=device).flatten()
     pad = config.pad_token_id if config.pad_token_id is not None else int(eos[0])
-    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else nets[0].config.decoder_start_token_id
+    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else first.config.decoder_start_token_id
     max_length = 1 + max_new_tokens
     # the processors generate builds from these settings, in its order
     processors = []

@@ -63,9 +63,11 @@ def prox_factors(norms: torch.Tensor, threshold: float) -> torch.Tensor:
 
 def ranked(norms: list[float], signal: list[float], resolution: float) -> list[int]:
     """Indices of the groups with ‖δ_g‖ > 0, largest first: norms compared on a log grid of relative width
-    `resolution`, ties broken by the larger `signal`, then by position."""
+    `resolution`, ties broken by the larger `signal`, then by position. An infinite norm (a diverging update)
+    ranks first, so that the next forward meets it and the update rule reports the divergence."""
     def key(i):
-        return (-math.floor(math.log(norms[i]) / resolution), -signal[i], i)
+        grid = math.log(norms[i]) / resolution
+        return (-math.floor(grid) if math.isfinite(grid) else -math.inf, -signal[i], i)
     return sorted((i for i, n in enumerate(norms) if n > 0), key=key)
 
 

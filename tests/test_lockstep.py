@@ -1,0 +1,104 @@
+"""Lockstep runs (`hydra/launcher=lockstep`, adaptsim/lockstep.py): a sweep's runs in one process, decoded
+together, each writing exactly what it writes alone; frozen tensors shared between the runs, trained ones
+private; settings the runs must share checked; a failing run closed as failed while the others finish."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from adaptsim.cli import main
+from adaptsim.hydra_app import compose
+from adaptsim.model import Seq2SeqModel
+
+FIXED_TENSORS = ["model.decoder.layers.1.fc2.weight", "model.encoder.layers.0.fc1.weight"]
+
+
+def run(tmp_path, name: str, *overrides: str, launcher: str = "basic") -> int:
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "-m", f"hydra.sweep.dir={tmp_path / name}", f"hydra/launcher={launcher}", "progress=false",
+              "decode.max_length=20", "threads=1", *overrides])
+    return exit_.value.code
+
+
+def steps(run_dir) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if not k.endswith("_s")}
+            for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture
+def data(tmp_path, tiny_model_dir, tiny_tsv):
+    """The tiny model and data; `fixed` reads its tensor list from the file that model.name names (a sweep over
+    methods cannot give `method.params` to fixed alone)."""
+    from omegaconf import OmegaConf
+
+    chosen = tmp_path / "tiny.yaml"
+    signature = Seq2SeqModel.load(str(tiny_model_dir)).signature()
+    OmegaConf.save({"model": {"name": "tiny", "signature": signature}, "params": FIXED_TENSORS}, chosen)
+    return [f"model.path={tiny_model_dir}", f"model.name={chosen}", "dataset=tsv", f"dataset.path={tiny_tsv}"]
+
+
+@pytest.mark.parametrize("beam", [5, 4])
+def test_each_run_writes_what_it_writes_alone(tmp_path, data, beam):
+    """Every method (fixed with an explicit list; memory decodes with generate beside the others), reset per
+    document and across documents in one sweep: hypotheses, updates, perplexities and scores are the solo
+    run's, bit for bit."""
+    sweep = ["method=none,full,bias,fixed,top,lasso,lora,l2,memory", "reset=document,never", f"decode.beam_size={beam}",
+             *(["seed=1,2"] if beam == 4 else [])]  # lora's adapters start from the seed's random numbers
+    assert run(tmp_path, "alone", *data, *sweep) == 0
+    assert run(tmp_path, "lockstep", *data, *sweep, launcher="lockstep") == 0
+    alone, together = sorted((tmp_path / "alone").glob("*_*")), sorted((tmp_path / "lockstep").glob("*_*"))
+    runs = 18 if beam == 5 else 36
+    assert [d.name for d in alone] == [d.name for d in together] and len(alone) == runs
+    for a, b in zip(alone, together):
+        assert steps(a) == steps(b), a.name
+        sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
+        assert sb["status"] == "finished" and sb["timing"]["lockstep"] == runs
+        assert sa["scores"] == sb["scores"] and sa["per_document"] == sb["per_document"]
+        assert (b / ".hydra" / "config.yaml").is_file()  # table and plot read the runs as any sweep's
+
+
+def test_frozen_tensors_are_shared_and_trained_ones_private(tiny_model_dir):
+    from adaptsim import lockstep
+
+    base = Seq2SeqModel.load(str(tiny_model_dir))
+    fixed = f"method.params=[{','.join(FIXED_TENSORS)}]"
+    cfgs = [compose("run", [f"method={m}", "model.name=tiny", *([fixed] if m == "fixed" else [])])
+            for m in ("none", "top", "full", "fixed")]
+    none, top, full, fixed = (s.model.named_parameters() for s in lockstep.sessions(base, cfgs))
+    base_params = base.named_parameters()
+    lower = "model.decoder.layers.0.fc1.weight"  # frozen by none, top and fixed
+    assert none[lower] is top[lower] is fixed[lower] is base_params[lower]
+    assert full[lower] is not base_params[lower] and torch.equal(full[lower], base_params[lower])
+    upper = "model.decoder.layers.1.fc2.weight"  # trained by top, full and fixed: each its own
+    assert len({id(p[upper]) for p in (none, top, full, fixed)}) == 4
+    assert top[upper].requires_grad and not none[upper].requires_grad
+
+
+
+def test_settings_the_runs_must_share_are_checked(tmp_path, data, capsys):
+    assert run(tmp_path, "beams", *data, "method=none,full", "decode.beam_size=2,5", launcher="lockstep") == 1
+    err = capsys.readouterr().err
+    assert "lockstep" in err and "decode" in err
+    for d in (tmp_path / "beams").glob("*_*"):
+        assert json.loads((d / "summary.json").read_text())["status"] == "failed"
+
+
+def test_a_failing_run_fails_alone(tmp_path, data, capsys):
+    """full with an absurd learning rate diverges (update.on_divergence=stop); none goes on to the end."""
+    assert run(tmp_path, "diverge", *data, "method=full,none", "method.lr=1e30", "decode.beam_size=5",
+               launcher="lockstep") == 1
+    full, none = (json.loads((tmp_path / "diverge" / d / "summary.json").read_text()) for d in ("0_full", "1_none"))
+    assert full["status"] == "failed" and "diverged" in full["error"]
+    assert none["status"] == "finished" and none["segments"] == 6 and len(steps(tmp_path / "diverge" / "1_none")) == 6
+    err = capsys.readouterr().err
+    assert "diverged" in err and "Traceback" not in err
+
+
+def test_when_every_run_fails_the_sweep_ends_with_one_line_each(tmp_path, data, capsys):
+    assert run(tmp_path, "all", *data, "method=full,lasso", "method.lr=1e30", "decode.beam_size=5",
+               launcher="lockstep") == 1
+    err = capsys.readouterr().err
+    assert err.count("adaptsim run: error:") == 2 and "Traceback" not in err
