@@ -81,8 +81,8 @@ def check_together(cfgs: list[DictConfig]) -> None:
 
 
 def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
-    """The runs of `cfgs` into their jobs' directories, in lockstep. A run that fails is closed as failed
-    (`failed(job, error)` is recorded in its summary) and the others go on; raises nothing for it."""
+    """The runs of `cfgs` into their jobs' directories, in lockstep. A run that fails (its error is a UserError:
+    a divergence under on_divergence=stop) is closed as failed with its error, and the others go on."""
     check_together(cfgs)
     for cfg in cfgs[1:]:
         validate(cfg)

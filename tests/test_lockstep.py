@@ -40,17 +40,18 @@ def data(tmp_path, tiny_model_dir, tiny_tsv):
     return [f"model.path={tiny_model_dir}", f"model.name={chosen}", "dataset=tsv", f"dataset.path={tiny_tsv}"]
 
 
-@pytest.mark.parametrize("beam", [5, 4])
+@pytest.mark.parametrize("beam", [5, 4, 2])
 def test_each_run_writes_what_it_writes_alone(tmp_path, data, beam):
     """Every method (fixed with an explicit list; memory decodes with generate beside the others), reset per
     document and across documents in one sweep: hypotheses, updates, perplexities and scores are the solo
     run's, bit for bit."""
     sweep = ["method=none,full,bias,fixed,top,lasso,lora,l2,memory", "reset=document,never", f"decode.beam_size={beam}",
              *(["seed=1,2"] if beam == 4 else [])]  # lora's adapters start from the seed's random numbers
+    # (beam 2: fewer rows than marian.STACK_ROWS, so each run's modules run on its own rows)
     assert run(tmp_path, "alone", *data, *sweep) == 0
     assert run(tmp_path, "lockstep", *data, *sweep, launcher="lockstep") == 0
     alone, together = sorted((tmp_path / "alone").glob("*_*")), sorted((tmp_path / "lockstep").glob("*_*"))
-    runs = 18 if beam == 5 else 36
+    runs = 36 if beam == 4 else 18
     assert [d.name for d in alone] == [d.name for d in together] and len(alone) == runs
     for a, b in zip(alone, together):
         assert steps(a) == steps(b), a.name

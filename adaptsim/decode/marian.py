@@ -16,8 +16,9 @@ K models: their beams are stacked (model k's rows are k·beams … (k+1)·beams 
 the models whose module holds the *same* parameter tensors (frozen tensors that lockstep shares between the
 models, adaptsim/lockstep.py) are computed in one call on their stacked rows: the weights are read once for
 all of them, which is what a step on a CPU waits for. A row of a matrix product is the same whatever other
-rows are computed with it once there are at least 4 (beam ≥ 4; checked for MKL on this CPU,
-tests/test_lockstep.py), so the stacked models decode exactly as each alone.
+rows are computed with it once there are at least `STACK_ROWS` (checked for MKL on this CPU; fewer rows take
+another kernel), so with beams of at least that size the stacked models decode exactly as each alone; with
+smaller beams each model's modules are called on its own rows (tests/test_lockstep.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+
+STACK_ROWS = 4  # the fewest rows per model for which stacking models' rows leaves every row's product unchanged
 
 
 def supports(net) -> bool:
@@ -38,7 +42,8 @@ class Stacked:
         self.modules, self.rows = modules, rows
         groups: dict[tuple, list[int]] = {}
         for k, m in enumerate(modules):
-            own = m._forward_pre_hooks or m._forward_hooks_with_kwargs or m._forward_hooks_always_called
+            own = (rows < STACK_ROWS or m._forward_pre_hooks or m._forward_hooks_with_kwargs
+                   or m._forward_hooks_always_called)
             key = ("own", k) if own else tuple(id(t) for t in (*m.parameters(), *m.buffers()))
             groups.setdefault(key, []).append(k)
         self.groups = [(modules[ks[0]], ks, self._index(ks)) for ks in groups.values()]
@@ -46,7 +51,8 @@ class Stacked:
     def _index(self, runs: list[int]):
         if runs == list(range(runs[0], runs[-1] + 1)):
             return slice(runs[0] * self.rows, (runs[-1] + 1) * self.rows)
-        return torch.cat([torch.arange(k * self.rows, (k + 1) * self.rows) for k in runs])
+        device = next(self.modules[0].parameters()).device
+        return torch.cat([torch.arange(k * self.rows, (k + 1) * self.rows, device=device) for k in runs])
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if len(self.modules) == 1:
