@@ -59,15 +59,18 @@ class Stacked:
             return self.modules[0](x)
         out = None
         for module, runs, index in self.groups:
-            y = module.forward(x[index])  # hooks are each module's own: applied to its rows below
-            if any(self.modules[k]._forward_hooks for k in runs):
-                parts = list(y.split(self.rows))
-                for i, k in enumerate(runs):
-                    for hook in self.modules[k]._forward_hooks.values():
-                        rows = x[index][i * self.rows:(i + 1) * self.rows]
-                        result = hook(self.modules[k], (rows,), parts[i])
-                        parts[i] = parts[i] if result is None else result
-                y = torch.cat(parts)
+            rows = x[index]
+            if len(runs) == 1:  # one model: its module as it is called in the model's own forward
+                y = module(rows)
+            else:  # the shared weights once; each model's (plain) forward hooks on its own rows
+                y = module.forward(rows)
+                if any(self.modules[k]._forward_hooks for k in runs):
+                    parts, inputs = list(y.split(self.rows)), rows.split(self.rows)
+                    for i, k in enumerate(runs):
+                        for hook in self.modules[k]._forward_hooks.values():
+                            result = hook(self.modules[k], (inputs[i],), parts[i])
+                            parts[i] = parts[i] if result is None else result
+                    y = torch.cat(parts)
             if len(self.groups) == 1:
                 return y
             if out is None:
