@@ -1,10 +1,12 @@
 """A wheel of adaptsim, installed without the checkout (not editable), runs the demo offline from anywhere:
-the configs and the embedded demo travel inside the package."""
+the configs and the embedded demo travel inside the package, and so does the lockstep launcher (Hydra finds
+launchers in the `hydra_plugins` package only)."""
 
 import json
 import subprocess
 import sys
 import venv
+import zipfile
 
 import pytest
 
@@ -20,6 +22,7 @@ def test_the_installed_wheel_runs_the_demo_outside_the_checkout(tmp_path):
     venv.create(env_dir, system_site_packages=True, with_pip=True)  # torch & co. from this environment
     python = env_dir / "bin" / "python"
     wheel = next(wheels.glob("adaptsim-*.whl"))
+    assert "hydra_plugins/adaptsim_lockstep/lockstep_launcher.py" in zipfile.ZipFile(wheel).namelist()
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                    check=True, capture_output=True, timeout=300)
     elsewhere = tmp_path / "elsewhere"
@@ -34,3 +37,11 @@ def test_the_installed_wheel_runs_the_demo_outside_the_checkout(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["segments"] == 15
+    sweep = elsewhere / "sweep"
+    done = subprocess.run([str(python), "-m", "adaptsim", "run", "-m", "method=none,bias", "hydra/launcher=lockstep",
+                           "progress=false", "threads=1", "dataset.max_documents=1", "dataset.max_segments=3",
+                           f"hydra.sweep.dir={sweep}"], cwd=elsewhere, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for run in ("0_none", "1_bias"):
+        summary = json.loads((sweep / run / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["timing"]["lockstep"] == 2
