@@ -130,12 +130,21 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
 
 def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
     """What `hydra/launcher=lockstep` does (hydra_plugins/adaptsim_lockstep): every job of the sweep gets its
-    directory and .hydra/ files as with Hydra's basic launcher, then all of them run in lockstep here."""
+    directory and .hydra/ files as with Hydra's basic launcher, then all of them run in lockstep here, their
+    summaries closed as `run_task` closes a job's (finished, failed with the error or the traceback of a bug,
+    interrupted by SIGINT or SIGTERM)."""
+    import os
+    import traceback
+
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.utils import configure_log, run_job, setup_globals
 
-    from adaptsim.hydra_app import job_fields, report_failure
+    from adaptsim.hydra_app import _job_context, job_fields, report_failure
 
+    if launcher.config.hydra.job.config_name != "run":
+        report_failure(str(launcher.config.hydra.job.config_name), "hydra/launcher=lockstep runs `adaptsim run` "
+                       "sweeps only")
+        return []
     setup_globals()
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
     Path(str(launcher.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
@@ -151,21 +160,25 @@ def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
                                task_function=lambda cfg: collected.append(
                                    (cfg, Path(HydraConfig.get().runtime.output_dir))),
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
-    if HydraConfig.get().job.config_name != "run":
-        raise UserError("hydra/launcher=lockstep runs `adaptsim run` sweeps only")
     jobs = [JobSummary(out, job_fields("run", cfg)) for cfg, out in collected]
-    try:
-        simulate_together([cfg for cfg, _ in collected], jobs)
-    except UserError as e:
+
+    def close_running(status: str, error: str) -> None:
         for job in jobs:
             if job.data.get("status") == "running":
-                job.close("failed", str(e))
+                job.close(status, error)
+
+    try:
+        with _job_context(os.getpid()):
+            simulate_together([cfg for cfg, _ in collected], jobs)
+    except UserError as e:
+        close_running("failed", str(e))
         report_failure("run", str(e))
         return returns
-    except KeyboardInterrupt as e:
-        for job in jobs:
-            if job.data.get("status") == "running":
-                job.close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
+        close_running("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
+        raise
+    except Exception:
+        close_running("failed", traceback.format_exc())
         raise
     for job in jobs:
         if job.data.get("status") == "failed":

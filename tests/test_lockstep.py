@@ -103,3 +103,12 @@ def test_when_every_run_fails_the_sweep_ends_with_one_line_each(tmp_path, data, 
                launcher="lockstep") == 1
     err = capsys.readouterr().err
     assert err.count("adaptsim run: error:") == 2 and "Traceback" not in err
+
+
+def test_other_commands_are_refused_in_one_line(tmp_path, data, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "-m", f"hydra.sweep.dir={tmp_path / 'bench'}", "hydra/launcher=lockstep", "method=none,bias",
+              "segments=2", *data])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and "runs `adaptsim run` sweeps only" in err and "Traceback" not in err
+
