@@ -12,7 +12,9 @@ share of the joint search (the search's time / the runs decoding). Each run then
 
 What the runs must share: the model, the data, the decoding settings, the device and threads (anything else —
 method, learning rates, update rule, reset, seed, metrics — may differ). A run that fails (divergence under
-`update.on_divergence=stop`) is closed as failed and the others go on. `resume` is not supported in lockstep.
+`update.on_divergence=stop`) is closed as failed and the others go on. With `resume=true` (and the interrupted
+sweep's `hydra.sweep.dir`) finished runs are left alone and each interrupted run replays the steps it wrote,
+as it would alone, and joins the joint search at its first unwritten segment.
 The gain is the weights read once for several runs, so it grows with the tensors the runs share and with the
 model's size; where no lean search applies (other architectures, `memory`), the runs decode one by one.
 """
@@ -76,8 +78,6 @@ def check_together(cfgs: list[DictConfig]) -> None:
             raise UserError(f"hydra/launcher=lockstep: the runs differ in {key} ({values[0]} vs "
                             f"{next(v for v in values if v != values[0])}); lockstep runs share "
                             f"{', '.join(SHARED)}: sweep the others, or use another launcher")
-    if any(c.resume for c in cfgs):
-        raise UserError("hydra/launcher=lockstep: resume=true is not supported; resume each run alone")
 
 
 def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
@@ -98,9 +98,10 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
     with ExitStack() as stack:
         runs = []
         for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, runs_sessions)):
-            writer = stack.enter_context(RunWriter(job.dir))
+            writer = stack.enter_context(RunWriter(job.dir, resume=cfg.resume))
             runs.append(Run(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job, writer, session,
                             documents, skipped))
+        done = [run.resumable_steps() if cfg.resume else [] for cfg, run in zip(cfgs, runs)]
         active = list(range(len(runs)))
         for d, doc in enumerate(documents):
             for k in active:
@@ -108,24 +109,29 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
             for seg in doc.segments:
                 if not active:  # every run failed
                     break
-                t = time.perf_counter()
-                hyps = base.translate_together([runs_sessions[k].model for k in active], seg.source, **decode)
-                seconds = (time.perf_counter() - t) / len(active)
-                for k, (hyp, hyp_pieces) in zip(list(active), hyps):
+                fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
+                hyps = {}
+                if fresh:
+                    t = time.perf_counter()
+                    hyps = dict(zip(fresh, base.translate_together([runs_sessions[k].model for k in fresh],
+                                                                   seg.source, **decode)))
+                    seconds = (time.perf_counter() - t) / len(fresh)
+                for k in list(active):
                     session = runs_sessions[k]
                     try:
-                        result, diverged = session.adapt(session.model.pair(seg.source, seg.reference),
-                                                         runs[k].where(seg))
+                        adapted = session.adapt(session.model.pair(seg.source, seg.reference), runs[k].where(seg))
+                        if k in hyps:
+                            runs[k].step(seg, *hyps[k], seconds, *adapted)
+                        else:
+                            runs[k].replay(seg, done[k][runs[k].index], *adapted)
                     except UserError as e:
                         jobs[k].close("failed", str(e))
                         log.error("%s: %s", jobs[k].dir, e)
                         active.remove(k)
-                        continue
-                    runs[k].step(seg, hyp, hyp_pieces, seconds, result, diverged)
             for k in active:
                 runs[k].end_document(doc)
         for k in active:
-            runs[k].finish(lockstep=len(runs))
+            runs[k].finish(lockstep=len(runs), **({"resumed_after_steps": len(done[k])} if done[k] else {}))
 
 
 def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
@@ -160,7 +166,7 @@ def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
                                task_function=lambda cfg: collected.append(
                                    (cfg, Path(HydraConfig.get().runtime.output_dir))),
                                job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
-    jobs = [JobSummary(out, job_fields("run", cfg)) for cfg, out in collected]
+    jobs: list[JobSummary] = []
 
     def close_running(status: str, error: str) -> None:
         for job in jobs:
@@ -168,8 +174,15 @@ def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
                 job.close(status, error)
 
     try:
+        for cfg, out in collected:  # each claims its directory; with resume=true a finished run is left alone
+            jobs.append(JobSummary(out, job_fields("run", cfg), resume=bool(cfg.resume)))
+            if jobs[-1].finished:
+                log.info("%s: finished already; nothing to resume", out)
+        pending = [(cfg, job) for (cfg, _), job in zip(collected, jobs) if not job.finished]
+        jobs = [job for _, job in pending]
         with _job_context(os.getpid()):
-            simulate_together([cfg for cfg, _ in collected], jobs)
+            if pending:
+                simulate_together([cfg for cfg, _ in pending], jobs)
     except UserError as e:
         close_running("failed", str(e))
         report_failure("run", str(e))

@@ -12,7 +12,6 @@ import logging
 import os
 import statistics
 import time
-from pathlib import Path
 
 import torch
 from omegaconf import DictConfig
@@ -56,11 +55,7 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
             for seg in doc.segments:
                 where = run.where(seg)
                 if run.index < len(done):  # resuming: replay the recorded step's update
-                    record = done[run.index]
-                    result, diverged = session.adapt(model.pair(seg.source, seg.reference), where)
-                    _check_replay(writer.dir, record, seg, result, diverged)
-                    run.step(seg, record["hypothesis"], record["pieces"], record["translate_s"], result, diverged,
-                             write=False)
+                    run.replay(seg, done[run.index], *session.adapt(model.pair(seg.source, seg.reference), where))
                 else:
                     t = time.perf_counter()
                     hyp, hyp_pieces = model.translate(seg.source, **cfg.decode)  # before its reference is seen
@@ -143,6 +138,21 @@ class Run:
         self.bar.set_postfix(_headline(self.evaluator.running()), refresh=False)
         self.bar.update()
 
+    def replay(self, seg, record: dict, result: UpdateResult, diverged: bool) -> None:
+        """Record a step an interrupted run wrote (`record`, from `resumable_steps`) whose update was just done
+        again (`result`): it must be the recorded one, bit for bit; anything else means other settings, threads
+        or software than the interrupted run's."""
+        same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
+            seg.doc_id, seg.seg_id, seg.source, seg.reference)
+        replayed = (result.updates, result.ppl_before, result.ppl_after, diverged)
+        recorded = (record["updates"], record["ppl_before"], record["ppl_after"], record.get("diverged", False))
+        if not same_segment or replayed != recorded:
+            what = ("another segment" if not same_segment
+                    else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
+            raise UserError(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
+                            "resume with the interrupted run's settings, threads and software")
+        self.step(seg, record["hypothesis"], record["pieces"], record["translate_s"], result, diverged, write=False)
+
     def end_document(self, doc) -> None:
         session = self.session
         self.per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": session.theta0.changed(),
@@ -182,19 +192,6 @@ def resident_mb() -> float | None:
             return round(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _check_replay(run_dir: Path, record: dict, seg, result: UpdateResult, diverged: bool) -> None:
-    """A replayed step must be the recorded one: same segment, same updates and perplexities (bit for bit;
-    anything else means other settings, threads or software than the interrupted run's)."""
-    same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
-        seg.doc_id, seg.seg_id, seg.source, seg.reference)
-    replayed = (result.updates, result.ppl_before, result.ppl_after, diverged)
-    recorded = (record["updates"], record["ppl_before"], record["ppl_after"], record.get("diverged", False))
-    if not same_segment or replayed != recorded:
-        what = "another segment" if not same_segment else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}"
-        raise UserError(f"{run_dir}: cannot resume: step {record['index'] + 1} replays to {what}; resume with "
-                        "the interrupted run's settings, threads and software")
 
 
 def _headline(scores: dict) -> dict:

@@ -112,3 +112,29 @@ def test_other_commands_are_refused_in_one_line(tmp_path, data, capsys):
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and "runs `adaptsim run` sweeps only" in err and "Traceback" not in err
 
+
+
+def test_an_interrupted_sweep_resumes_to_the_uninterrupted_outputs(tmp_path, data):
+    """resume=true in the interrupted sweep's directory: a finished run is left alone, and each interrupted run
+    replays the steps it wrote (a different number for each) before joining the others' search."""
+    import shutil
+
+    sweep = [*data, "method=none,full,lasso", "reset=never", "decode.beam_size=5"]
+    assert run(tmp_path, "whole", *sweep, launcher="lockstep") == 0
+    shutil.copytree(tmp_path / "whole", tmp_path / "cut")
+    for name, kept in (("1_full", 2), ("2_lasso", 4)):
+        d = tmp_path / "cut" / name
+        lines = (d / "steps.jsonl").read_text().splitlines(keepends=True)
+        (d / "steps.jsonl").write_text("".join(lines[:kept]) + lines[kept][:20])  # and half a line
+        summary = json.loads((d / "summary.json").read_text())
+        (d / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    untouched = (tmp_path / "cut" / "0_none" / "summary.json").read_bytes()
+
+    assert run(tmp_path, "cut", *sweep, "resume=true", launcher="lockstep") == 0
+    assert (tmp_path / "cut" / "0_none" / "summary.json").read_bytes() == untouched
+    for name, kept in (("1_full", 2), ("2_lasso", 4)):
+        a, b = tmp_path / "whole" / name, tmp_path / "cut" / name
+        assert steps(a) == steps(b) and (a / "hyps.txt").read_bytes() == (b / "hyps.txt").read_bytes()
+        sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
+        assert sb["status"] == "finished" and sb["timing"]["resumed_after_steps"] == kept
+        assert sa["scores"] == sb["scores"] and sa["per_document"] == sb["per_document"]
