@@ -1,0 +1,109 @@
+"""scripts/experiments/realistic_ende.sh end to end at toy size (a 2-step demo-sized model, a few segments per
+document): the paper's setting in every sweep, settings chosen on held-out data only, held-out and training
+data kept apart from the test streams, the reports written, and a second invocation that leaves finished work
+alone. (The real run's figures are in docs/results.md; this checks the plumbing that produced them.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from adaptsim import PROJECT_ROOT
+
+SHARED = Path(os.environ.get("ADAPTSIM_SHARED", PROJECT_ROOT.parent / "shared"))
+SCRIPT = PROJECT_ROOT / "scripts" / "experiments" / "realistic_ende.sh"
+pytestmark = pytest.mark.skipif(not (SHARED / "data" / "ape-it").is_dir() or not SCRIPT.is_file(),
+                                reason="../shared/data or the checkout's scripts/ is absent")
+DATASETS = ("ted", "gnome_help", "ape_it")
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("realistic")
+    env = {**os.environ, "ADAPTSIM_SHARED": str(SHARED), "MODEL": "demo", "MODEL_NAME": str(tmp / "list.yaml"),
+           "MODEL_PATH": str(tmp / "model"), "VOCAB": "300", "MODEL_OVERRIDES": "model.vocab.max_sentences=3000",
+           "TRAIN_OVERRIDES": "train.valid_bleu_sentences=5 train.valid_max_sentences=20 train.max_length=32",
+           "MAX_STEPS": "2", "TRAIN_PAIRS": "100", "APE_BLOCK": "3", "APE_TEST_BLOCKS": "2",
+           "APE_HELDOUT_BLOCKS": "1", "HELDOUT_SEGMENTS": "2", "GNOME_TEST": "printing,power",
+           "LASSO_LAMS": "0.1,0.5", "LASSO_BUDGETS": "0.13", "MAX_SEGMENTS": "3", "DEV_SEGMENTS": "5",
+           "RESULTS": str(tmp / "results"), "SWEEPS": str(tmp / "sweeps")}
+    first = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr[-3000:]
+    return tmp, env
+
+
+def summaries(sweep: Path) -> dict[str, dict]:
+    return {json.loads((d / "summary.json").read_text())["method"]: json.loads((d / "summary.json").read_text())
+            for d in sorted(sweep.glob("*_*"))}
+
+
+def test_each_data_set_is_one_stream_of_the_six_methods_in_the_papers_setting(toy):
+    tmp, _ = toy
+    for name, segments in zip(DATASETS, (13 * 3, 2 * 3, 2 * 3)):
+        runs = summaries(tmp / "sweeps" / name)
+        assert sorted(runs) == ["bias", "fixed", "full", "lasso", "none", "top"]
+        for s in runs.values():
+            assert s["status"] == "finished" and s["segments"] == segments
+            assert s["reset"] == "never" and s["metrics_scope"] == "corpus"
+
+
+def test_lasso_and_fixed_use_what_was_chosen_on_held_out_data(toy):
+    tmp, _ = toy
+    tried = {}
+    for d in sorted((tmp / "sweeps" / "lasso_grid").glob("*_lasso")):
+        method = OmegaConf.load(d / ".hydra" / "config.yaml").method
+        summary = json.loads((d / "summary.json").read_text())
+        assert summary["dataset"] == "heldout"
+        tried[(method.lam, method.budget_fraction)] = summary["scores"]["R0+1"]
+    assert sorted(tried) == [(0.1, 0.13), (0.5, 0.13)]
+    chosen = OmegaConf.load(tmp / "sweeps" / "configs" / "method" / "lasso_heldout.yaml")
+    assert tried[(chosen.lam, chosen.budget_fraction)] == max(tried.values())
+    assert "← chosen" in (tmp / "results" / "selection.md").read_text()
+    for name in DATASETS:
+        lasso = summaries(tmp / "sweeps" / name)["lasso"]
+        assert lasso["method_info"]["lam"] == chosen.lam
+    fixed_list = OmegaConf.load(tmp / "list.yaml").params
+    for name in DATASETS:
+        trained = summaries(tmp / "sweeps" / name)["fixed"]["method_info"]["tensors"]
+        assert set(fixed_list) <= set(trained) and all("embed" in n for n in set(trained) - set(fixed_list))
+
+
+def test_held_out_and_training_data_stay_out_of_the_test_streams(toy):
+    tmp, _ = toy
+    data = tmp / "sweeps" / "data"
+    heldout = [line.split("\t") for line in (data / "heldout.tsv").read_text().splitlines()[1:]]
+    test_docs = {json.loads(line)["doc_id"] for name in DATASETS
+                 for line in (tmp / "sweeps" / name / "0_none" / "steps.jsonl").read_text().splitlines()}
+    assert not {row[0] for row in heldout} & test_docs
+    split = json.loads((data / "split.json").read_text())
+    assert split["ape_heldout_blocks"][0] > split["ape_test_blocks"][1]
+    assert split["ape_train_blocks"][0] > split["ape_heldout_blocks"][1]
+    general = split["general_pairs"]
+    ape_train = set(zip(*((data / f"train.{lang}").read_text().splitlines()[general:] for lang in ("en", "de"))))
+    assert len(ape_train) == 100
+    ape_test = {(json.loads(line)["source"], json.loads(line)["reference"])
+                for line in (tmp / "sweeps" / "ape_it" / "0_none" / "steps.jsonl").read_text().splitlines()}
+    assert len(ape_test) == 6 and not ape_test & ape_train
+
+
+def test_reports_and_a_second_invocation_that_leaves_finished_work_alone(toy):
+    tmp, env = toy
+    results = tmp / "results"
+    relative = (results / "tables_relative.md").read_text()
+    assert all(f"**{name} ·" in relative for name in DATASETS) and "ms/step" in relative and "paired bootstrap" in relative
+    for name in DATASETS:
+        assert (results / f"curves_{name}.png").stat().st_size > 0
+    assert (results / "general_dev_bleu.txt").read_text().startswith("general/dev BLEU")
+    stages = [line.split("\t")[0] for line in (results / "timing.tsv").read_text().splitlines()]
+    assert stages[:6] == ["stage", "data", "train", "selection", "sweeps", "reports"] and stages[6].startswith("total")
+
+    steps = {p: p.read_bytes() for p in (tmp / "sweeps").glob("*/*/steps.jsonl")}
+    again = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "finished already; nothing to resume" in again.stdout + again.stderr
+    assert {p: p.read_bytes() for p in (tmp / "sweeps").glob("*/*/steps.jsonl")} == steps
