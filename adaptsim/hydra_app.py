@@ -165,7 +165,7 @@ def _one_thread_per_worker() -> None:
 
 
 @contextlib.contextmanager
-def _job_context(main_pid: int):
+def job_context(main_pid: int):
     """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated), and in a local launcher's
     worker the sweep's main process is watched."""
     in_main_thread = threading.current_thread() is threading.main_thread()
@@ -251,7 +251,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     def job(cfg):
         # (only module-level names in here besides the closure: a parallel launcher pickles this function)
         try:
-            with _job_context(main_pid):
+            with job_context(main_pid):
                 return run_task(task, cfg, command)
         except UserError as e:
             report_failure(command, str(e))

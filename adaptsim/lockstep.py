@@ -145,7 +145,7 @@ def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
     from hydra.core.hydra_config import HydraConfig
     from hydra.core.utils import configure_log, run_job, setup_globals
 
-    from adaptsim.hydra_app import _job_context, job_fields, report_failure
+    from adaptsim.hydra_app import job_context, job_fields, report_failure
 
     if launcher.config.hydra.job.config_name != "run":
         report_failure(str(launcher.config.hydra.job.config_name), "hydra/launcher=lockstep runs `adaptsim run` "
@@ -180,7 +180,7 @@ def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:
                 log.info("%s: finished already; nothing to resume", out)
         pending = [(cfg, job) for (cfg, _), job in zip(collected, jobs) if not job.finished]
         jobs = [job for _, job in pending]
-        with _job_context(os.getpid()):
+        with job_context(os.getpid()):
             if pending:
                 simulate_together([cfg for cfg, _ in pending], jobs)
     except UserError as e:
