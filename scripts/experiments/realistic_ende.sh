@@ -19,8 +19,8 @@
 #    ms per update and bytes per stored document) and curves with 95% bands into $RESULTS.
 # Model weights go to the cache directory (MODEL_PATH), never into git; run outputs to $SWEEPS (they hold the
 # test text: not committed). Every step is seeded. Run it again after an interruption: training resumes from its
-# last checkpoint, finished runs are left alone and interrupted ones resume where they stopped. Each stage's
-# wall time goes to $RESULTS/timing.tsv.
+# last checkpoint, finished runs are left alone and interrupted ones resume where they stopped. The wall time of
+# each stage of the last invocation goes to $RESULTS/timing.tsv (an uninterrupted run's is the total).
 #
 # Settings (environment), defaults in brackets:
 #   MODEL            a configs/model entry with an arch block [realistic-cpu; on a GPU: paper-transformer]
@@ -135,7 +135,7 @@ for run in sorted(Path(sys.argv[1]).glob("*_lasso")):
     rows.append((scores["R0+1"], -method.lam, -method.budget_fraction, method.lam, method.budget_fraction, scores))
 best = max(rows)  # the best R0+1; ties to the smaller λ and budget
 fixed = json.loads(Path(sys.argv[3]).read_text())
-lines = ["# Settings chosen on held-out data", "", f"Held-out data: {sys.argv[1]}/../data/heldout.tsv "
+lines = ["# Settings chosen on held-out data", "", "Held-out data: heldout.tsv of scripts/experiments/prepare_ende.py "
          "(held-out GNOME help topics, held-out ape-it blocks; see split.json).", "",
          "`lasso` (one stream, reset=never), chosen by R0+1:", "",
          "| λ | budget_fraction | R0 | R1 | R0+1 | BLEU |", "|--:|--:|--:|--:|--:|--:|"]
