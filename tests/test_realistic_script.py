@@ -30,7 +30,7 @@ def toy(tmp_path_factory):
            "TRAIN_OVERRIDES": "train.valid_bleu_sentences=5 train.valid_max_sentences=20 train.max_length=32",
            "MAX_STEPS": "2", "TRAIN_PAIRS": "100", "APE_BLOCK": "3", "APE_TEST_BLOCKS": "2",
            "APE_HELDOUT_BLOCKS": "1", "HELDOUT_SEGMENTS": "2", "GNOME_TEST": "printing,power",
-           "LASSO_LAMS": "0.1,0.5", "LASSO_BUDGETS": "0.13", "MAX_SEGMENTS": "3", "DEV_SEGMENTS": "5",
+           "LASSO_LAMS": "0.05,0.5", "LASSO_BUDGETS": "0.2", "MAX_SEGMENTS": "3", "DEV_SEGMENTS": "5",
            "RESULTS": str(tmp / "results"), "SWEEPS": str(tmp / "sweeps")}
     first = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -60,13 +60,14 @@ def test_lasso_and_fixed_use_what_was_chosen_on_held_out_data(toy):
         summary = json.loads((d / "summary.json").read_text())
         assert summary["dataset"] == "heldout"
         tried[(method.lam, method.budget_fraction)] = summary["scores"]["R0+1"]
-    assert sorted(tried) == [(0.1, 0.13), (0.5, 0.13)]
+    assert sorted(tried) == [(0.05, 0.2), (0.5, 0.2)]  # neither is lasso.yaml's default (0.1, 0.13)
     chosen = OmegaConf.load(tmp / "sweeps" / "configs" / "method" / "lasso_heldout.yaml")
     assert tried[(chosen.lam, chosen.budget_fraction)] == max(tried.values())
     assert "← chosen" in (tmp / "results" / "selection.md").read_text()
     for name in DATASETS:
-        lasso = summaries(tmp / "sweeps" / name)["lasso"]
-        assert lasso["method_info"]["lam"] == chosen.lam
+        assert summaries(tmp / "sweeps" / name)["lasso"]["method_info"]["lam"] == chosen.lam
+        (run,) = (tmp / "sweeps" / name).glob("*_lasso")
+        assert OmegaConf.load(run / ".hydra" / "config.yaml").method.budget_fraction == chosen.budget_fraction
     fixed_list = OmegaConf.load(tmp / "list.yaml").params
     for name in DATASETS:
         trained = summaries(tmp / "sweeps" / name)["fixed"]["method_info"]["tensors"]
