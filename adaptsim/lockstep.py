@@ -101,7 +101,7 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
             writer = stack.enter_context(RunWriter(job.dir, resume=cfg.resume))
             runs.append(Run(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job, writer, session,
                             documents, skipped))
-        done = [run.resumable_steps() if cfg.resume else [] for cfg, run in zip(cfgs, runs)]
+        done = [run.resumable_steps() for run in runs]
         active = list(range(len(runs)))
         for d, doc in enumerate(documents):
             for k in active:
@@ -131,7 +131,7 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
             for k in active:
                 runs[k].end_document(doc)
         for k in active:
-            runs[k].finish(lockstep=len(runs), **({"resumed_after_steps": len(done[k])} if done[k] else {}))
+            runs[k].finish(lockstep=len(runs))
 
 
 def launch_together(launcher, job_overrides, initial_job_idx: int) -> list:

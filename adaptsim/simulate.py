@@ -50,7 +50,7 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
             documents = first_segments(documents, limit)
         session = Session(model, cfg.method, cfg["update"], cfg.reset)  # cfg.update is DictConfig.update
         run = Run(cfg, job, writer, session, documents, skipped)
-        done = run.resumable_steps() if cfg.resume else []
+        done = run.resumable_steps()
         for doc in session.documents(documents):
             for seg in doc.segments:
                 where = run.where(seg)
@@ -63,7 +63,7 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
                     run.step(seg, hyp, hyp_pieces, seconds, *session.adapt(model.pair(seg.source, seg.reference),
                                                                              where))
             run.end_document(doc)
-        return run.finish(**({"resumed_after_steps": len(done)} if done else {}))
+        return run.finish()
 
 
 class Run:
@@ -91,6 +91,7 @@ class Run:
         self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
         self.rss: dict[int, float | None] = {}
         self.divergences = 0
+        self.resumed_after = 0  # steps replayed from an interrupted run (resumable_steps)
         self.start = time.perf_counter()
         self.bar = tqdm(total=len(self.segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg",
                         dynamic_ncols=True)
@@ -103,7 +104,10 @@ class Run:
         return f"document {seg.doc_id}, segment {seg.seg_id} (step {self.index + 1})"
 
     def resumable_steps(self) -> list[dict]:
-        """The steps an interrupted run in this directory wrote (`resume: true`), checked to fit the data."""
+        """The steps an interrupted run in this directory wrote (`resume: true`; none otherwise), checked to fit
+        the data; their number goes into the summary as `timing.resumed_after_steps`."""
+        if not self.cfg.resume:
+            return []
         done = self.writer.resume_steps()
         if len(done) > len(self.segments):
             raise UserError(f"{self.writer.dir}: cannot resume: it holds {len(done)} steps, the data has "
@@ -114,6 +118,7 @@ class Run:
         if done and self.cfg.save_offsets:
             self.writer.clear_offsets()
         log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
+        self.resumed_after = len(done)
         return done
 
     def step(self, seg, hyp: str, hyp_pieces: list[str], seconds: float, result: UpdateResult, diverged: bool,
@@ -178,7 +183,8 @@ class Run:
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,
                     "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
-                    "update_total_s": sum(self.update_s), "rss_mb": self.rss, **timing})
+                    "update_total_s": sum(self.update_s), "rss_mb": self.rss,
+                    **({"resumed_after_steps": self.resumed_after} if self.resumed_after else {}), **timing})
         log.info("finished %s in %.1f s: %s", self.cfg.method.name, total,
                  {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None})
         return self.job.data

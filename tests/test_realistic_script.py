@@ -38,8 +38,8 @@ def toy(tmp_path_factory):
 
 
 def summaries(sweep: Path) -> dict[str, dict]:
-    return {json.loads((d / "summary.json").read_text())["method"]: json.loads((d / "summary.json").read_text())
-            for d in sorted(sweep.glob("*_*"))}
+    found = [json.loads((d / "summary.json").read_text()) for d in sorted(sweep.glob("*_*"))]
+    return {s["method"]: s for s in found}
 
 
 def test_each_data_set_is_one_stream_of_the_six_methods_in_the_papers_setting(toy):

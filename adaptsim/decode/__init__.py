@@ -1,8 +1,8 @@
 """Translating one source: adaptsim's lean beam search where it applies, transformers' `generate` elsewhere.
 
 `decode.search: lean` (the default) decodes with adaptsim/decode/beam.py over an incremental decoder step
-(adaptsim/decode/marian.py) — the same hypotheses as `generate` in less time (about 0.8× its CPU time on
-small-ende-probe: docs/performance.md). It applies when the model is a Marian model, nothing hooks the whole network (the
+(adaptsim/decode/marian.py) — the same hypotheses as `generate` in less time (0.73–0.78× its CPU time on
+small-ende-probe on two hosts: docs/performance.md). It applies when the model is a Marian model, nothing hooks the whole network (the
 `memory` method does), and the model's generation config asks for nothing beyond what the lean search
 reproduces (the end token, the forced first and last tokens, banned tokens). Anything else, or
 `decode.search: generate`, uses `generate` with the same settings.
@@ -65,7 +65,6 @@ def _lean(nets: list, input_ids, attention_mask, *, beam_size: int, max_new_toke
     first = nets[0]
     config, device = first.generation_config, input_ids.device
     eos = torch.tensor([config.eos_token_id], device=device).flatten()
-    pad = config.pad_token_id if config.pad_token_id is not None else int(eos[0])
     start = config.decoder_start_token_id if config.decoder_start_token_id is not None else first.config.decoder_start_token_id
     max_length = 1 + max_new_tokens
     # the processors generate builds from these settings, in its order
@@ -76,7 +75,7 @@ def _lean(nets: list, input_ids, attention_mask, *, beam_size: int, max_new_toke
         processors.append(ForcedBOSTokenLogitsProcessor(forced_bos_token_id))
     if config.forced_eos_token_id is not None:
         processors.append(ForcedEOSTokenLogitsProcessor(max_length, config.forced_eos_token_id, device=device))
-    fill = pad or int(eos[0])  # what generate fills unused positions with (pad, or eos where pad is 0)
+    fill = config.pad_token_id or int(eos[0])  # what generate fills unused positions with (pad; eos if none or 0)
     step = marian.MarianStep(nets, input_ids, attention_mask, beam_size)
     starts = torch.full((len(nets), 1), start, dtype=torch.long, device=device)
     sequences = beam_search(step, starts, Search(beam_size, max_length, eos, fill, length_penalty), processors)

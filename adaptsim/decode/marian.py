@@ -16,7 +16,7 @@ K models: their beams are stacked (model k's rows are k·beams … (k+1)·beams 
 the models whose module holds the *same* parameter tensors (frozen tensors that lockstep shares between the
 models, adaptsim/lockstep.py) are computed in one call on their stacked rows: the weights are read once for
 all of them, which is what a step on a CPU waits for. A row of a matrix product is the same whatever other
-rows are computed with it once there are at least `STACK_ROWS` (checked for MKL on this CPU; fewer rows take
+rows are computed with it once there are at least `STACK_ROWS` (checked for MKL on two x86 CPUs; fewer rows take
 another kernel), so with beams of at least that size the stacked models decode exactly as each alone; with
 smaller beams each model's modules are called on its own rows (tests/test_lockstep.py).
 """
