@@ -257,3 +257,43 @@ def test_plot_bands_end_at_the_corpus_interval(runs, data, tmp_path, capsys):
     out = tmp_path / "bands.png"
     assert plot.main([str(runs["root"]), "--out", str(out), "--bands", "--resamples", "200"]) == 0
     assert out.read_bytes()[:4] == b"\x89PNG" and "bands (test:bs|unit:document" in capsys.readouterr().out
+
+
+def test_findings_verdicts_follow_the_direction_and_significance_of_each_difference(tmp_path, data, capsys):
+    """`adaptsim findings`: full = the references (raises R1, R0 and BLEU), bias = the baseline, lasso, fixed and top
+    noisier than the baseline (lower R0): each verdict is what the constructed differences make it."""
+    from adaptsim.report import findings
+
+    refs, ids = data
+    root = tmp_path / "sweep"
+    base = noisy(refs, 0.35, seed=1)
+    write_run(root, "0_none", "none", base, refs, ids)
+    write_run(root, "1_full", "full", refs, refs, ids)
+    write_run(root, "2_bias", "bias", base, refs, ids)
+    for i, method in enumerate(("lasso", "fixed", "top")):
+        write_run(root, f"{3 + i}_{method}", method, noisy(refs, 0.7, seed=5 + i), refs, ids)
+    assert findings.main([str(root), "--resamples", "200"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "#" not in line
+            and "--" not in line]
+    verdicts = {int(r[0][2:]): r[-1].rstrip(" |") for r in rows}
+    assert verdicts == {1: "reproduced",        # full R1 up
+                        2: "not reproduced",    # full R0 up, not down
+                        3: "not reproduced",    # full's R0 beats lasso's
+                        4: "not reproduced",
+                        5: "reproduced",        # bias = baseline on every metric
+                        6: "reproduced",        # fixed and top far below the baseline's R0
+                        7: "not reproduced",    # lasso and fixed lower BLEU
+                        8: "not reproduced"}    # every method moves BLEU and R0 the same way
+
+
+def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
+    from adaptsim.report import findings
+
+    refs, ids = data
+    root = tmp_path / "sweep"
+    write_run(root, "0_none", "none", noisy(refs, 0.35, seed=1), refs, ids)
+    write_run(root, "1_full", "full", refs, refs, ids)
+    assert findings.main([str(root), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | not testable |" in out
+    assert "| 1 | full raises R1 |" in out and "| 6 | fixed and top lower R0 | no fixed, top run |" in out

@@ -94,11 +94,13 @@ def paired(runs: list[Run]) -> list[Steps]:
     return steps
 
 
-def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str) -> Result:
-    """Scores, intervals, and differences to runs[0] (the baseline) with p-values, for every metric."""
+def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str, warn: bool = True) -> Result:
+    """Scores, intervals, and differences to runs[0] (the baseline) with p-values, for every metric (`warn`: say
+    when there are few units to resample)."""
     steps = paired(runs)
     index, n_units = units_of(steps[0].doc_ids, cfg.unit)
-    warn_few(n_units, cfg, command)
+    if warn:
+        warn_few(n_units, cfg, command)
     series = [Series(m, scorer(m), [s.statistics(m) for s in steps]) for m in metrics]
     return compare(series, index, n_units, cfg)
 

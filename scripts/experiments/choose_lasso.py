@@ -1,10 +1,10 @@
 """Step 2 of realistic_ende.sh: choose lasso's variant on held-out data and write what was tried.
 
-    python scripts/experiments/choose_lasso.py HELDOUT HELDOUT_RESET SELECT_FIXED CHOSEN.yaml SELECTION.md
+    python scripts/experiments/choose_lasso.py HELDOUT HELDOUT_MORE HELDOUT_RESET SELECT_FIXED CHOSEN.yaml SELECTION.md
 
-HELDOUT is the held-out sweep (the baseline, full, bias, lasso and the variants of
-scripts/experiments/configs/method, one stream); HELDOUT_RESET the baseline and lasso with a reset at every
-document. The lasso variant with the best held-out R0+1 (lasso's aim; ties go to the default `lasso`, then to
+HELDOUT and HELDOUT_MORE are the held-out sweeps (the baseline, full, bias, lasso and the variants of
+scripts/experiments/configs/method, one stream; HELDOUT_MORE may be absent); HELDOUT_RESET the baseline and
+lasso with a reset at every document. The lasso variant with the best held-out R0+1 (lasso's aim; ties go to the default `lasso`, then to
 the first name) is written as a method config named `lasso` (CHOSEN.yaml), which the test sweeps run. No test
 stream is read.
 """
@@ -23,9 +23,10 @@ def table(*args: str) -> str:
 
 
 def main() -> None:
-    heldout, heldout_reset, select_fixed, chosen_yaml, selection_md = map(Path, sys.argv[1:6])
+    heldout, heldout_more, heldout_reset, select_fixed, chosen_yaml, selection_md = map(Path, sys.argv[1:7])
+    sweeps = [str(d) for d in (heldout, heldout_more) if d.is_dir()]
     runs = {}
-    for summary_path in heldout.glob("*/summary.json"):
+    for summary_path in [p for d in sweeps for p in Path(d).glob("*/summary.json")]:
         summary = json.loads(summary_path.read_text())
         if summary["method"].startswith("lasso") and summary["status"] == "finished":
             runs[summary["method"]] = summary["scores"]
@@ -45,8 +46,8 @@ def main() -> None:
              f"chosen with reset={fixed.get('reset', '?')}; held-out prequential cross-entropy {fixed['loss']:.3f} "
              f"nats/token (adapting the source-embedding rows only: {fixed['baseline_loss']:.3f}).", "",
              "## The held-out sweep, relative to the baseline († p < 0.05, paired bootstrap over documents)", "",
-             table(str(heldout), "--relative", "--significance", "--cost"), "",
-             "## Absolute, with 95% intervals", "", table(str(heldout), "--ci"), "",
+             table(*sweeps, "--relative", "--significance", "--cost"), "",
+             "## Absolute, with 95% intervals", "", table(*sweeps, "--ci"), "",
              "## A reset at every document (scores counted per document)", "",
              table(str(heldout_reset), "--relative", "--significance")]
     selection_md.write_text("\n".join(lines) + "\n")

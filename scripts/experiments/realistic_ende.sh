@@ -119,7 +119,7 @@ HELDOUT=(dataset=tsv dataset.name=heldout dataset.path="$DATA/heldout.tsv" datas
 declare -A STREAM=([ted]="dataset=ted" [gnome_help]="dataset=gnome_help dataset.documents=[$GNOME_TEST]"
                    [ape_it]="dataset=ape_it dataset.split_every=$APE_BLOCK dataset.max_documents=$APE_TEST_BLOCKS")
 declare -A EXTRA=([ted]="" [gnome_help]="" [ape_it]=",$BEYOND")
-STREAMS=(ted gnome_help ape_it)
+STREAMS=(ted gnome_help ape_it)  # the order of the reports
 stage_done data
 
 if [ "$TRAIN" = 1 ]; then
@@ -133,55 +133,79 @@ else
 fi
 stage_done model
 
-# Two chains of work, side by side when JOBS ≥ 2: the test streams' first methods (then the base model's BLEU
-# on newstest2018), and step 2 followed by each stream's later methods, once that stream's first ones are done.
-first_methods() {
-  for name in "${STREAMS[@]}"; do
-    # shellcheck disable=SC2086
-    sweep "$name" method="$FIRST${EXTRA[$name]}" ${STREAM[$name]} "${LIMIT[@]}"
-    touch "$SWEEPS/$name.first.done"
-  done
-  log "== 1b. the base model on general/dev (newstest2018, beam 5, no adaptation)"
+log "== 2, 3. held-out choices and ablations (on $DATA/heldout.tsv, one stream) and the sweeps, $JOBS at once"
+# The work of steps 2 and 3 as tasks with dependencies, JOBS of them at once, in this order of priority.
+task_select_fixed() {
+  # writes configs/fixed_lists/$MODEL_NAME.yaml, which method=fixed reads for this model (it checks names and
+  # shapes); chosen in the setting it is used in (reset=never)
+  grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json" && return
+  rm -rf "$SWEEPS/select_fixed"
+  python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" reset=never threads=1 \
+    hydra.run.dir="$SWEEPS/select_fixed" >"$SWEEPS/select_fixed.log" 2>&1
+}
+ABLATION_LIST=(${ABLATIONS//,/ })
+HALF=$(( (${#ABLATION_LIST[@]} + 1) / 2 ))
+FIRST_HALF=$(IFS=,; echo "${ABLATION_LIST[*]:0:$HALF}")
+SECOND_HALF=$(IFS=,; echo "${ABLATION_LIST[*]:$HALF}")
+task_heldout() { sweep heldout method="none,full,bias,lasso${FIRST_HALF:+,$FIRST_HALF}" "${HELDOUT[@]}"; }
+task_heldout_more() { [ -z "$SECOND_HALF" ] || sweep heldout_more method="$SECOND_HALF" "${HELDOUT[@]}"; }
+task_heldout_reset() { sweep heldout_reset method=none,lasso reset=document "${HELDOUT[@]}"; }
+task_choose() {
+  python scripts/experiments/choose_lasso.py "$SWEEPS/heldout" "$SWEEPS/heldout_more" "$SWEEPS/heldout_reset" \
+    "$SWEEPS/select_fixed" "$SWEEPS/configs/method/lasso_heldout.yaml" "$RESULTS/selection.md"
+}
+# shellcheck disable=SC2086
+first() { sweep "$1" method="$FIRST${EXTRA[$1]}" ${STREAM[$1]} "${LIMIT[@]}"; }
+later() {  # the same sweep with every method: the first ones are finished and left alone
+  # shellcheck disable=SC2086
+  sweep "$1" method="$FIRST${EXTRA[$1]},$LATER" ${STREAM[$1]} "${LIMIT[@]}"
+  python scripts/experiments/export_runs.py "$SWEEPS/$1" "$RESULTS/runs/$1"
+}
+task_dev() {
   python -m adaptsim run "${COMMON[@]}" threads=1 method=none dataset=plain dataset.path="$SHARED/data/general/dev" \
     dataset.name=general_dev ${DEV_SEGMENTS:+dataset.max_segments=$DEV_SEGMENTS} "${SKIP[@]}" resume=true \
     hydra.run.dir="$SWEEPS/general_dev" >"$SWEEPS/general_dev.log" 2>&1
   python -c "import json,sys; print('general/dev BLEU %.1f' % json.load(open(sys.argv[1]))['scores']['BLEU'])" \
     "$SWEEPS/general_dev/summary.json" >"$RESULTS/general_dev_bleu.txt"
 }
+declare -A DEPS=([select_fixed]="" [heldout]="" [heldout_more]="" [heldout_reset]="" [dev]=""
+                 [choose]="select_fixed heldout heldout_more heldout_reset")
+for name in "${STREAMS[@]}"; do
+  eval "task_${name}_first() { first $name; }; task_${name}_later() { later $name; }"
+  DEPS[${name}_first]=""
+  DEPS[${name}_later]="${name}_first choose"
+done
+TASKS=(select_fixed heldout ted_first heldout_more ape_it_first gnome_help_first heldout_reset choose ted_later
+       gnome_help_later ape_it_later dev)
 
-heldout_then_later_methods() {
-  log "== 2. choices and ablations on held-out data ($DATA/heldout.tsv), one stream"
-  # fixed: writes configs/fixed_lists/$MODEL_NAME.yaml, which method=fixed reads for this model (it checks names
-  # and shapes); chosen in the setting it is used in (reset=never)
-  if ! grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json"; then
-    rm -rf "$SWEEPS/select_fixed"
-    log "select-fixed"
-    python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" reset=never threads=1 \
-      hydra.run.dir="$SWEEPS/select_fixed" >"$SWEEPS/select_fixed.log" 2>&1
-  fi
-  sweep heldout method="none,full,bias,lasso,$ABLATIONS" "${HELDOUT[@]}"
-  sweep heldout_reset method=none,lasso reset=document "${HELDOUT[@]}"
-  python scripts/experiments/choose_lasso.py "$SWEEPS/heldout" "$SWEEPS/heldout_reset" "$SWEEPS/select_fixed" \
-    "$SWEEPS/configs/method/lasso_heldout.yaml" "$RESULTS/selection.md"
-  for name in "${STREAMS[@]}"; do
-    while [ ! -e "$SWEEPS/$name.first.done" ]; do sleep 10; done
-    # shellcheck disable=SC2086
-    sweep "$name" method="$FIRST${EXTRA[$name]},$LATER" ${STREAM[$name]} "${LIMIT[@]}"
-    python scripts/experiments/export_runs.py "$SWEEPS/$name" "$RESULTS/runs/$name"
-    log "$name done: its text-free record is in $RESULTS/runs/$name"
+declare -A STATE PID
+for t in "${TASKS[@]}"; do STATE[$t]=pending; done
+failed=0
+while :; do
+  running=0 pending=0
+  for t in "${TASKS[@]}"; do
+    if [ "${STATE[$t]}" = running ]; then
+      if kill -0 "${PID[$t]}" 2>/dev/null; then running=$((running + 1)); continue; fi
+      if wait "${PID[$t]}"; then STATE[$t]=done; log "done: $t"
+      else STATE[$t]=failed; failed=1; echo "realistic_ende.sh: $t failed (its log is in $SWEEPS)" >&2; fi
+    fi
   done
-}
-
-log "== 2, 3. held-out choices and the sweeps ($JOBS at once)"
-rm -f "$SWEEPS"/*.first.done
-if [ "$JOBS" -ge 2 ]; then
-  first_methods & FIRST_PID=$!
-  heldout_then_later_methods || { kill "$FIRST_PID" 2>/dev/null; exit 1; }
-  wait "$FIRST_PID"
-else
-  first_methods
-  heldout_then_later_methods
-fi
+  for t in "${TASKS[@]}"; do
+    [ "${STATE[$t]}" = pending ] || continue
+    ready=1
+    for d in ${DEPS[$t]}; do
+      case ${STATE[$d]} in done) ;; failed) STATE[$t]=failed; ready=0; break ;; *) ready=0 ;; esac
+    done
+    [ "${STATE[$t]}" = pending ] || continue
+    pending=$((pending + 1))
+    if [ $ready = 1 ] && [ $running -lt "$JOBS" ]; then
+      log "start: $t"; "task_$t" & PID[$t]=$!; STATE[$t]=running; running=$((running + 1)); pending=$((pending - 1))
+    fi
+  done
+  [ $running -gt 0 ] || [ $pending -gt 0 ] || break
+  sleep 2
+done
+[ $failed = 0 ] || exit 1
 cat "$RESULTS/general_dev_bleu.txt"
 stage_done selection_and_sweeps
 
