@@ -41,6 +41,7 @@ from adaptsim.methods.fixed import list_path
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import JobSummary
 from adaptsim.session import Session, load
+from adaptsim.simulate import fingerprint
 
 log = logging.getLogger("adaptsim")
 
@@ -140,6 +141,8 @@ def select(cfg: DictConfig) -> dict:
               "loss": tried[best], "baseline_loss": base, "score": "held-out prequential cross-entropy (nats/token)",
               "documents": len(held.documents), "segments": sum(len(p) for p in held.pairs),
               "chosen_for": model_identity(cfg, model), "dataset": cfg.dataset.name, "simulations": held.runs,
+              "data_fingerprint": fingerprint(held.documents), "heldout_documents": [d.doc_id for d in held.documents],
+              "reset": cfg.reset, "lr": float(cfg.method.lr), "update": OmegaConf.to_container(cfg["update"]),
               "blocks": {b: {"gain": gains[b], "size": block_size[b]} for b in sorted(gains, key=lambda b: -gains[b])},
               "prefixes": {str(k): {"blocks": order[:k], "loss": tried[k]} for k in lengths}}
     write_list(output, report)
@@ -156,7 +159,9 @@ def write_list(path: Path, report: dict) -> None:
     """The list file `fixed` reads: the model it belongs to, how it was chosen, the tensors."""
     header = [f"# Written by `adaptsim select-fixed`: {len(report['params'])} tensors, {report['parameters']:,} "
               f"parameters (budget {report['budget']:,}), chosen on {report['documents']} held-out documents "
-              f"({report['segments']} segments) of dataset={report['dataset']} by {report['score']}:",
+              f"({report['segments']} segments) of dataset={report['dataset']} (data {report['data_fingerprint']}; "
+              f"documents {', '.join(report['heldout_documents'])}) with reset={report['reset']}, γ = {report['lr']:g}, "
+              f"update {dict(report['update'])}, by {report['score']}:",
               f"# {report['baseline_loss']:.4f} adapting the source-embedding rows only -> {report['loss']:.4f} with "
               f"these tensors ({report['simulations']} simulations). Blocks in order of held-out gain:"]
     header += [f"#   {b}: {v['gain']:+.4f} ({v['size']:,} parameters)" for b, v in report["blocks"].items()]

@@ -338,6 +338,28 @@ def test_lasso_group_that_starts_mattering_later_enters_the_kept_set(tied):
     assert A in {method.names[i] for i in method.reserve}  # A's offset was kept for later, not forgotten
 
 
+@pytest.mark.parametrize("hysteresis, swaps_at", [(0.0, 0), (0.05, 1)])
+def test_lasso_hysteresis_keeps_the_served_group_against_a_marginally_larger_one(tied, hysteresis, swaps_at):
+    # Budget: one of the two. A is served; then B's offset overtakes A's by 2 %: the plain top-k swaps them,
+    # a 5 % hysteresis keeps A until B is larger by more than 5 % (8 % after B's second step).
+    method, theta0 = lasso_at(tied, **{**UNLIMITED, "lam": 0.0, "budget": 32, "hysteresis": hysteresis})
+    assert step(method, theta0, {A: 0.0100}, {A: 1.0}) == {A}
+    kept = [step(method, theta0, {B: 0.0102}, {B: 1.0}), step(method, theta0, {B: 0.0006}, {B: 1.0})]
+    assert kept[swaps_at] == {B} and all(k == {A} for k in kept[:swaps_at])
+    assert method.info()["hysteresis"] == hysteresis
+
+
+def test_lasso_without_its_second_bias(tiny_model_dir):
+    model = Seq2SeqModel.load(str(tiny_model_dir))
+    method = methods.build(method_cfg("lasso", bias_lr=0.0), model)
+    assert "output_bias" not in method.parameters() and method.learning_rates() == {}
+    assert method.info()["output_bias_size"] == 0
+    method.start_document(Snapshot(method.parameters()).initial)
+    Updater(model, method, min_updates=1, max_updates=1)(model.pair(*PAIRS[0]))  # adapts without it
+    with pytest.raises(UserError, match="hysteresis"):
+        methods.build(method_cfg("lasso", hysteresis=-0.1), Seq2SeqModel.load(str(tiny_model_dir)))
+
+
 def test_lasso_second_bias_learns_at_its_own_rate(tiny_model_dir):
     moved = {}
     for rate in (0.01, 1.0):

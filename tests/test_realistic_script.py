@@ -1,7 +1,8 @@
-"""scripts/experiments/realistic_ende.sh end to end at toy size (a 2-step demo-sized model, a few segments per
-document): the paper's setting in every sweep, settings chosen on held-out data only, held-out and training
-data kept apart from the test streams, the reports written, and a second invocation that leaves finished work
-alone. (The real run's figures are in docs/results.md; this checks the plumbing that produced them.)"""
+"""scripts/experiments/realistic_ende.sh end to end at toy size (the demo model, a few segments per document):
+the paper's setting in every sweep, settings chosen on held-out data only, held-out and training data kept
+apart from the test streams, text-free records and the reports made from them, and a second invocation that
+leaves finished work alone. (The real run's figures are in docs/results.md; this checks the plumbing that
+produced them.)"""
 
 from __future__ import annotations
 
@@ -20,18 +21,16 @@ SCRIPT = PROJECT_ROOT / "scripts" / "experiments" / "realistic_ende.sh"
 pytestmark = pytest.mark.skipif(not (SHARED / "data" / "ape-it").is_dir() or not SCRIPT.is_file(),
                                 reason="../shared/data or the checkout's scripts/ is absent")
 DATASETS = ("ted", "gnome_help", "ape_it")
+ABLATIONS = ("lasso_lam0.5", "lasso_bias0", "bias_lr0.1")  # two sweeps of held-out variants: 2 and 1
 
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("realistic")
     env = {**os.environ, "ADAPTSIM_SHARED": str(SHARED), "MODEL": "demo", "MODEL_NAME": str(tmp / "list.yaml"),
-           "MODEL_PATH": str(tmp / "model"), "VOCAB": "300", "MODEL_OVERRIDES": "model.vocab.max_sentences=3000",
-           "TRAIN_OVERRIDES": "train.valid_bleu_sentences=5 train.valid_max_sentences=20 train.max_length=32",
-           "MAX_STEPS": "2", "TRAIN_PAIRS": "100", "APE_BLOCK": "3", "APE_TEST_BLOCKS": "2",
-           "APE_HELDOUT_BLOCKS": "1", "HELDOUT_SEGMENTS": "2", "GNOME_TEST": "printing,power",
-           "LASSO_LAMS": "0.05,0.5", "LASSO_BUDGETS": "0.2", "MAX_SEGMENTS": "3", "DEV_SEGMENTS": "5",
-           "RESULTS": str(tmp / "results"), "SWEEPS": str(tmp / "sweeps")}
+           "TRAIN_PAIRS": "100", "APE_BLOCK": "3", "APE_TEST_BLOCKS": "2", "APE_HELDOUT_BLOCKS": "1",
+           "HELDOUT_SEGMENTS": "2", "GNOME_TEST": "printing,power", "ABLATIONS": ",".join(ABLATIONS),
+           "MAX_SEGMENTS": "3", "DEV_SEGMENTS": "5", "RESULTS": str(tmp / "results"), "SWEEPS": str(tmp / "sweeps")}
     first = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-3000:]
     return tmp, env
@@ -46,7 +45,8 @@ def test_each_data_set_is_one_stream_of_the_six_methods_in_the_papers_setting(to
     tmp, _ = toy
     for name, segments in zip(DATASETS, (13 * 3, 2 * 3, 2 * 3)):
         runs = summaries(tmp / "sweeps" / name)
-        assert sorted(runs) == ["bias", "fixed", "full", "lasso", "none", "top"]
+        beyond = ["l2", "lora", "memory"] if name == "ape_it" else []
+        assert sorted(runs) == sorted(["bias", "fixed", "full", "lasso", "none", "top", *beyond])
         for s in runs.values():
             assert s["status"] == "finished" and s["segments"] == segments
             assert s["reset"] == "never" and s["metrics_scope"] == "corpus"
@@ -55,20 +55,28 @@ def test_each_data_set_is_one_stream_of_the_six_methods_in_the_papers_setting(to
 def test_lasso_and_fixed_use_what_was_chosen_on_held_out_data(toy):
     tmp, _ = toy
     tried = {}
-    for d in sorted((tmp / "sweeps" / "lasso_grid").glob("*_lasso")):
-        method = OmegaConf.load(d / ".hydra" / "config.yaml").method
-        summary = json.loads((d / "summary.json").read_text())
-        assert summary["dataset"] == "heldout"
-        tried[(method.lam, method.budget_fraction)] = summary["scores"]["R0+1"]
-    assert sorted(tried) == [(0.05, 0.2), (0.5, 0.2)]  # neither is lasso.yaml's default (0.1, 0.13)
+    for sweep in ("heldout", "heldout_more"):
+        for method, summary in summaries(tmp / "sweeps" / sweep).items():
+            assert summary["dataset"] == "heldout" and summary["reset"] == "never"
+            tried[method] = summary
+    assert sorted(tried) == sorted(["none", "full", "bias", "lasso", *ABLATIONS])
+    assert tried["lasso_bias0"]["method_info"]["output_bias_size"] == 0
+    assert tried["lasso_lam0.5"]["method_info"]["lam"] == 0.5
+    reset = summaries(tmp / "sweeps" / "heldout_reset")
+    assert sorted(reset) == ["lasso", "none"] and {s["reset"] for s in reset.values()} == {"document"}
+    lasso = {m: s["scores"]["R0+1"] for m, s in tried.items() if m.startswith("lasso")}
     chosen = OmegaConf.load(tmp / "sweeps" / "configs" / "method" / "lasso_heldout.yaml")
-    assert tried[(chosen.lam, chosen.budget_fraction)] == max(tried.values())
-    assert "← chosen" in (tmp / "results" / "selection.md").read_text()
+    assert chosen.name == "lasso" and lasso[chosen.defaults[0]] == max(lasso.values())
+    assert f"**{chosen.defaults[0]}**" in (tmp / "results" / "selection.md").read_text()
+    expected = OmegaConf.load(PROJECT_ROOT / "scripts" / "experiments" / "configs" / "method" /
+                              f"{chosen.defaults[0]}.yaml") if chosen.defaults[0] != "lasso" else {}
     for name in DATASETS:
-        assert summaries(tmp / "sweeps" / name)["lasso"]["method_info"]["lam"] == chosen.lam
-        (run,) = (tmp / "sweeps" / name).glob("*_lasso")
-        assert OmegaConf.load(run / ".hydra" / "config.yaml").method.budget_fraction == chosen.budget_fraction
+        info = summaries(tmp / "sweeps" / name)["lasso"]["method_info"]
+        for key in ("lam", "bias_lr", "hysteresis"):
+            if key in expected:
+                assert info[key] == expected[key]
     fixed_list = OmegaConf.load(tmp / "list.yaml").params
+    assert json.loads((tmp / "sweeps" / "select_fixed" / "summary.json").read_text())["reset"] == "never"
     for name in DATASETS:
         trained = summaries(tmp / "sweeps" / name)["fixed"]["method_info"]["tensors"]
         assert set(fixed_list) <= set(trained) and all("embed" in n for n in set(trained) - set(fixed_list))
@@ -92,16 +100,29 @@ def test_held_out_and_training_data_stay_out_of_the_test_streams(toy):
     assert len(ape_test) == 6 and not ape_test & ape_train
 
 
-def test_reports_and_a_second_invocation_that_leaves_finished_work_alone(toy):
-    tmp, env = toy
+def test_text_free_records_make_the_reports(toy):
+    tmp, _ = toy
     results = tmp / "results"
+    for name in DATASETS:
+        sweep_steps = (tmp / "sweeps" / name / "0_none" / "steps.jsonl").read_text()
+        record = (results / "runs" / name / "0_none" / "steps.jsonl").read_text()
+        texts = {json.loads(line)[k] for line in sweep_steps.splitlines() for k in ("source", "hypothesis")}
+        assert not any(t in record for t in texts if len(t) > 8)
+        assert not (results / "runs" / name / "0_none" / "hyps.txt").exists()
     relative = (results / "tables_relative.md").read_text()
     assert all(f"**{name} ·" in relative for name in DATASETS) and "ms/step" in relative and "paired bootstrap" in relative
+    findings = (results / "findings.md").read_text()
+    assert all(f"**{name} ·" in findings for name in DATASETS) and findings.count("| 8 | BLEU and R0 disagree") == 3
     for name in DATASETS:
         assert (results / f"curves_{name}.png").stat().st_size > 0
+
+
+def test_a_second_invocation_leaves_finished_work_alone(toy):
+    tmp, env = toy
+    results = tmp / "results"
     assert (results / "general_dev_bleu.txt").read_text().startswith("general/dev BLEU")
     stages = [line.split("\t")[0] for line in (results / "timing.tsv").read_text().splitlines()]
-    assert stages[:6] == ["stage", "data", "train", "selection", "sweeps", "reports"] and stages[6].startswith("total")
+    assert stages[:5] == ["stage", "data", "model", "selection_and_sweeps", "reports"] and stages[5].startswith("total")
 
     steps = {p: p.read_bytes() for p in (tmp / "sweeps").glob("*/*/steps.jsonl")}
     again = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
