@@ -1,8 +1,9 @@
-"""The simulated post-editing loop (docs/design.md §1), what `run` and `bench` do.
+"""The simulated post-editing loop (docs/design.md §1), what `run`, `bench` and lockstep sweeps do.
 
 For each document, from θ0: translate segment i with θ_{i-1}, reveal the reference, adapt on the pair
-(adaptsim/session.py, adaptsim/update.py), score the hypothesis, log the step. Data flows one way:
-data → model → method/updater → metrics → outputs.
+(adaptsim/session.py, adaptsim/update.py), score the hypothesis, log the step. One `loop` drives K runs of
+one model (a run alone is K = 1, `simulate`; a lockstep sweep K runs, adaptsim/lockstep.py), and one `Run`
+per simulation keeps what it records. Data flows one way: data → model → method/updater → metrics → outputs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tqdm import tqdm
 
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
+from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import JobSummary, RunWriter
 from adaptsim.session import Session, load
 from adaptsim.update import UpdateResult
@@ -37,39 +39,68 @@ def fingerprint(documents) -> str:
 
 
 def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict:
-    """Run the loop over the dataset (the first `limit` segments if given) into the job's directory and
-    return the summary.
-
-    With `resume: true` the steps an interrupted run wrote are not translated again: their updates are
-    replayed (the same computation, checked against the recorded perplexities), which restores the
-    adapted model exactly, whatever the method's state; the run then goes on from the next segment."""
+    """One run alone over the dataset (the first `limit` segments if given) into the job's directory: the loop
+    with K = 1. Returns the summary; a failed run raises its one-line error."""
     with RunWriter(job.dir, resume=cfg.resume) as writer:
         model, documents = load(cfg)
         skipped = dict(documents.skipped)
         if limit is not None:
             documents = first_segments(documents, limit)
         session = Session(model, cfg.method, cfg["update"], cfg.reset)  # cfg.update is DictConfig.update
-        run = Run(cfg, job, writer, session, documents, skipped)
-        done = run.resumable_steps()
-        for doc in session.documents(documents):
-            for seg in doc.segments:
-                where = run.where(seg)
-                if run.index < len(done):  # resuming: replay the recorded step's update
-                    run.replay(seg, done[run.index], *session.adapt(model.pair(seg.source, seg.reference), where))
-                else:
-                    t = time.perf_counter()
-                    hyp, hyp_pieces = model.translate(seg.source, **cfg.decode)  # before its reference is seen
-                    seconds = time.perf_counter() - t
-                    run.step(seg, hyp, hyp_pieces, seconds, *session.adapt(model.pair(seg.source, seg.reference),
-                                                                             where))
-            run.end_document(doc)
-        return run.finish()
+        loop(model, documents, [Run(cfg, job, writer, session, documents, skipped)])
+    if job.data.get("status") == "failed":
+        raise UserError(job.data["error"])
+    return job.data
+
+
+def loop(base: Seq2SeqModel, documents, runs: list[Run], **timing) -> None:
+    """The simulated post-editing loop (docs/design.md §1) for K runs on one stream, K ≥ 1: at every segment,
+    translate the source with each run's θ_{i−1} (one joint search over the runs' models, clones of `base`;
+    adaptsim/lockstep.py), then let each run adapt on the revealed pair and record the step.
+
+    With `resume: true` the steps an interrupted run wrote are not translated again: their updates are
+    replayed (the same computation, checked against the recorded perplexities), which restores the adapted
+    model exactly, whatever the method's state; the run joins the search at its first unwritten segment. A run
+    whose step fails with a one-line error (a divergence under on_divergence=stop, a replay that does not
+    match) is closed as failed and the others go on. `timing`: more fields for each summary's timing."""
+    done = [run.resumable_steps() for run in runs]
+    active = list(range(len(runs)))
+    decode = runs[0].cfg.decode
+    for d, doc in enumerate(documents):
+        for k in active:
+            runs[k].session.start_document(d)
+        for seg in doc.segments:
+            fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
+            hyps, seconds = {}, 0.0
+            if fresh:  # before the references are seen
+                t = time.perf_counter()
+                models = [runs[k].session.model for k in fresh]
+                hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
+                seconds = (time.perf_counter() - t) / len(fresh)
+            for k in list(active):
+                run = runs[k]
+                try:
+                    adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg))
+                    if k in hyps:
+                        run.step(seg, *hyps[k], seconds, *adapted)
+                    else:
+                        run.replay(seg, done[k][run.index], *adapted)
+                except UserError as e:
+                    run.job.close("failed", str(e))
+                    log.error("%s: %s", run.job.dir, e)
+                    active.remove(k)
+                    if not active:
+                        return
+        for k in active:
+            runs[k].end_document(doc)
+    for k in active:
+        runs[k].finish(**timing)
 
 
 class Run:
     """One simulation's bookkeeping over a stream: the evaluator, the step records, the timings and costs, and
-    the summary — what a run writes, whether it runs alone (`simulate`) or in lockstep with others
-    (adaptsim/lockstep.py). The caller translates and adapts; `step` records what happened."""
+    the summary — what a run writes, whether it runs alone or in lockstep with others. `loop` translates and
+    adapts; `step` records what happened."""
 
     def __init__(self, cfg: DictConfig, job: JobSummary, writer: RunWriter, session: Session, documents,
                  skipped: dict):

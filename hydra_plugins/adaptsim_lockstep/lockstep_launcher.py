@@ -1,9 +1,16 @@
 """`hydra/launcher=lockstep`: all jobs of an `adaptsim run` sweep in one process, in lockstep (adaptsim/lockstep.py).
 
-Hydra loads launchers only from the `hydra_plugins` package; the launcher itself is adaptsim's.
+Hydra loads launchers only from the `hydra_plugins` package. Every job of the sweep gets its directory and
+.hydra/ files as with Hydra's basic launcher, then all of them run in lockstep, their summaries closed as
+`adaptsim.hydra_app.run_task` closes a job's (finished, failed with the error or the traceback of a bug,
+interrupted by SIGINT or SIGTERM).
 """
 
 from __future__ import annotations
+
+import os
+import traceback
+from pathlib import Path
 
 from hydra.plugins.launcher import Launcher
 
@@ -16,6 +23,80 @@ class LockstepLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides, initial_job_idx: int):
-        from adaptsim.lockstep import launch_together
+        from adaptsim.hydra_app import report_failure
 
-        return launch_together(self, job_overrides, initial_job_idx)
+        if self.config.hydra.job.config_name != "run":
+            report_failure(str(self.config.hydra.job.config_name), "hydra/launcher=lockstep runs `adaptsim run` "
+                           "sweeps only")
+            return []
+        collected, returns = self._job_dirs(job_overrides, initial_job_idx)
+        _run_together(collected)
+        return returns
+
+    def _job_dirs(self, job_overrides, initial_job_idx: int):
+        """Each job's composed config and directory (with its .hydra/ files), as Hydra's basic launcher makes
+        them; the jobs' task is only to be collected here."""
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.core.utils import configure_log, run_job, setup_globals
+        from omegaconf import open_dict, read_write
+
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+        collected, returns = [], []
+        for idx, overrides in enumerate(job_overrides):
+            sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with read_write(sweep_config), open_dict(sweep_config):
+                sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{initial_job_idx + idx}"
+                sweep_config.hydra.job.num = initial_job_idx + idx
+            HydraConfig.instance().set_config(sweep_config)
+            returns.append(run_job(hydra_context=self.hydra_context, config=sweep_config,
+                                   task_function=lambda cfg: collected.append(
+                                       (cfg, Path(HydraConfig.get().runtime.output_dir))),
+                                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
+        return collected, returns
+
+
+def _run_together(collected) -> None:
+    """Claim every job's directory (with resume=true a finished run is left alone), run the others in lockstep,
+    and close each summary."""
+    import logging
+
+    from adaptsim.errors import UserError
+    from adaptsim.hydra_app import job_context, job_fields, report_failure
+    from adaptsim.lockstep import simulate_together
+    from adaptsim.outputs import JobSummary
+
+    log = logging.getLogger("adaptsim")
+    jobs: list[JobSummary] = []
+
+    def close_running(status: str, error: str) -> None:
+        for job in jobs:
+            if job.data.get("status") == "running":
+                job.close(status, error)
+
+    try:
+        for cfg, out in collected:
+            jobs.append(JobSummary(out, job_fields("run", cfg), resume=bool(cfg.resume)))
+            if jobs[-1].finished:
+                log.info("%s: finished already; nothing to resume", out)
+        pending = [(cfg, job) for (cfg, _), job in zip(collected, jobs) if not job.finished]
+        jobs = [job for _, job in pending]
+        with job_context(os.getpid()):
+            if pending:
+                simulate_together([cfg for cfg, _ in pending], jobs)
+    except UserError as e:
+        close_running("failed", str(e))
+        report_failure("run", str(e))
+        return
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
+        close_running("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
+        raise
+    except Exception:
+        close_running("failed", traceback.format_exc())
+        raise
+    for job in jobs:
+        if job.data.get("status") == "failed":
+            report_failure("run", job.data.get("error", "failed"))
+        else:
+            job.close("finished")

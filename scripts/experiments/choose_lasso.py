@@ -1,10 +1,9 @@
 """Step 2 of realistic_ende.sh: choose lasso's variant on held-out data and write what was tried.
 
-    python scripts/experiments/choose_lasso.py HELDOUT HELDOUT_MORE HELDOUT_RESET SELECT_FIXED CHOSEN.yaml SELECTION.md
+    python scripts/experiments/choose_lasso.py HELDOUT HELDOUT_MORE SELECT_FIXED CHOSEN.yaml SELECTION.md
 
 HELDOUT and HELDOUT_MORE are the held-out sweeps (the baseline, full, bias, lasso and the variants of
-scripts/experiments/configs/method, one stream; HELDOUT_MORE may be absent); HELDOUT_RESET the baseline and
-lasso with a reset at every document. The lasso variant with the best held-out R0+1 (lasso's aim; ties go to the default `lasso`, then to
+scripts/experiments/configs/method, one stream; HELDOUT_MORE may be absent). The lasso variant with the best held-out R0+1 (lasso's aim; ties go to the default `lasso`, then to
 the first name) is written as a method config named `lasso` (CHOSEN.yaml), which the test sweeps run. No test
 stream is read.
 """
@@ -23,7 +22,7 @@ def table(*args: str) -> str:
 
 
 def main() -> None:
-    heldout, heldout_more, heldout_reset, select_fixed, chosen_yaml, selection_md = map(Path, sys.argv[1:7])
+    heldout, heldout_more, select_fixed, chosen_yaml, selection_md = map(Path, sys.argv[1:6])
     sweeps = [str(d) for d in (heldout, heldout_more) if d.is_dir()]
     runs = {}
     for summary_path in [p for d in sweeps for p in Path(d).glob("*/summary.json")]:
@@ -47,9 +46,7 @@ def main() -> None:
              f"nats/token (adapting the source-embedding rows only: {fixed['baseline_loss']:.3f}).", "",
              "## The held-out sweep, relative to the baseline († p < 0.05, paired bootstrap over documents)", "",
              table(*sweeps, "--relative", "--significance", "--cost"), "",
-             "## Absolute, with 95% intervals", "", table(*sweeps, "--ci"), "",
-             "## A reset at every document (scores counted per document)", "",
-             table(str(heldout_reset), "--relative", "--significance")]
+             "## Absolute, with 95% intervals", "", table(*sweeps, "--ci"), ""]
     selection_md.write_text("\n".join(lines) + "\n")
     print(f"lasso on the test streams: {best} (held-out R0+1 {runs[best]['R0+1']:.2f})")
 
