@@ -192,10 +192,34 @@ def job_fields(command: str, cfg) -> dict:
     return {"command": command, **{k: str(v) for k, v in found.items() if v is not None}}
 
 
+@contextlib.contextmanager
+def closing(jobs: list[JobSummary]):
+    """The one way a job ends, for the job of `run_task` and for the jobs of a lockstep sweep: on leaving the
+    block every job of `jobs` (it may grow inside the block) that is still `running` is closed as finished, as
+    failed (with the one-line error, or the traceback of a bug) or as interrupted (SIGINT, SIGTERM); a job closed
+    inside the block (a lockstep run that failed alone) keeps what it was closed with."""
+    def close(status: str, error: str | None = None) -> None:
+        for job in jobs:
+            if job.data.get("status") == "running":
+                job.close(status, error)
+
+    try:
+        yield
+    except UserError as e:
+        close("failed", str(e))
+        raise
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
+        close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
+        raise
+    except Exception:
+        close("failed", traceback.format_exc())
+        raise
+    close("finished")
+
+
 def run_task(task: Callable, cfg, command: str) -> None:
     """One job of any command, the same way (the task wrapper): claim the job's directory with a
-    summary.json saying `running`, run `task(cfg, job)`, and close the summary as finished, failed (with
-    the one-line error, or the traceback of a bug) or interrupted (SIGINT, SIGTERM). A directory holding
+    summary.json saying `running`, run `task(cfg, job)`, and close the summary (`closing`). A directory holding
     another job is refused before anything is written into it; with `resume=true` a finished job is left
     alone."""
     from hydra.core.hydra_config import HydraConfig
@@ -205,18 +229,8 @@ def run_task(task: Callable, cfg, command: str) -> None:
     if job.finished:
         log.info("%s: finished already; nothing to resume", run_dir)
         return
-    try:
+    with closing([job]):
         task(cfg, job)
-    except UserError as e:
-        job.close("failed", str(e))
-        raise
-    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
-        job.close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
-        raise
-    except Exception:
-        job.close("failed", traceback.format_exc())
-        raise
-    job.close("finished")
 
 
 _failures: list[str] = []  # the failures of the jobs this process ran (launch's exit code)

@@ -12,6 +12,7 @@ import pytest
 
 from adaptsim import PROJECT_ROOT
 
+pytestmark = pytest.mark.slow
 
 @pytest.mark.skipif(not (PROJECT_ROOT / "pyproject.toml").is_file(), reason="needs the checkout to build from")
 def test_the_installed_wheel_runs_the_demo_outside_the_checkout(tmp_path):

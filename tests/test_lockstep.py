@@ -40,6 +40,7 @@ def data(tmp_path, tiny_model_dir, tiny_tsv):
     return [f"model.path={tiny_model_dir}", f"model.name={chosen}", "dataset=tsv", f"dataset.path={tiny_tsv}"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam", [5, 4, 2])
 def test_each_run_writes_what_it_writes_alone(tmp_path, data, beam):
     """Every method (fixed with an explicit list; memory decodes with generate beside the others), reset per

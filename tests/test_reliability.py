@@ -271,6 +271,7 @@ def _group(pgid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the sweep's processes in /proc")
 def test_killing_a_joblib_sweep_stops_its_workers(tmp_path, tiny_model_dir, long_tsv):
     sweep = tmp_path / "sweep"

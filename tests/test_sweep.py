@@ -80,6 +80,7 @@ def test_table_reports_failed_runs(basic, capsys):
     assert printed.err.count(": failed: ") == 3
 
 
+@pytest.mark.slow
 def test_submitit_local_sweep_matches_basic(basic, submitit):
     a, b = summaries(basic), summaries(submitit)
     assert list(b) == [f"{i}_{m}" for i, m in enumerate(METHODS)]

@@ -15,7 +15,7 @@ from transformers import GenerationConfig
 from transformers.generation.logits_process import (ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor,
                                                     NoBadWordsLogitsProcessor)
 
-from adaptsim.decode import marian
+from adaptsim.decode import hooks, marian
 from adaptsim.decode.beam import Search, beam_search
 
 SEARCHES = ("lean", "generate")
@@ -33,7 +33,7 @@ def lean_applies(net) -> bool:
     """Whether the lean search gives what `generate` gives for this model as it is now (hooks included)."""
     config, default = net.generation_config, GenerationConfig()
     eos = config.eos_token_id
-    return (marian.supports(net) and not net._forward_hooks and not net._forward_pre_hooks
+    return (marian.supports(net) and not hooks.has_forward_hooks(net)
             and all(getattr(config, key, None) == getattr(default, key, None) for key in _NOT_REPRODUCED)
             and (isinstance(eos, int) or (isinstance(eos, list) and len(eos) == 1)))
 

@@ -7,15 +7,15 @@ model's whole forward for one token and keeps its bookkeeping in general form (s
 return sequences). adaptsim needs the one best hypothesis of one source at a time, so this loop does only
 that, and asks the step (adaptsim/decode/marian.py) for the next-token logits.
 
-What "the same as generate" means here, operation by operation (transformers 5.x `_beam_search`): log-softmax
-of the float32 logits, then the logits processors (`processors`, built by the caller from the model's
-generation config), the running beams' scores added, the top 2·n continuations over all beams, candidates
-that end in </s> (or reach the maximum length) set aside as finished with score / length^length_penalty
-(length = generated tokens), the best n unfinished ones kept, the finished list kept to the best n, the cache
-reordered by the kept beams' origins, and the same stopping rule: all n finished (early_stopping=True), no
-running beam can still beat the worst finished one, or every candidate hit a stopping criterion. The -1e9
-masks, the reshapes and the topk calls are those of transformers, so ties resolve the same way and the
-hypotheses are identical (tested against `generate` in tests/test_decode.py).
+What "the same as generate" means here, operation by operation (transformers 5.23 `_beam_search`, the version
+pyproject.toml pins; tests/test_decode.py checks it): log-softmax of the float32 logits, then the logits processors
+(`processors`, built by the caller from the model's generation config), the running beams' scores added, the top 2·n
+continuations over all beams, candidates that end in </s> (or reach the maximum length) set aside as finished with
+score / length^length_penalty (length = generated tokens), the best n unfinished ones kept, the finished list kept
+to the best n, the cache reordered by the kept beams' origins, and the same stopping rule: all n finished
+(early_stopping=True), no running beam can still beat the worst finished one, or every candidate hit a stopping
+criterion. The -1e9 masks, the reshapes and the topk calls are those of transformers, so ties resolve the same way
+and the hypotheses are identical (tested against `generate` in tests/test_decode.py).
 """
 
 from __future__ import annotations

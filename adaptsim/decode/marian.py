@@ -27,6 +27,8 @@ import torch
 from torch import nn
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
+from adaptsim.decode import hooks
+
 
 STACK_ROWS = 4  # the fewest rows per model for which stacking models' rows leaves every row's product unchanged
 
@@ -42,8 +44,7 @@ class Stacked:
         self.modules, self.rows = modules, rows
         groups: dict[tuple, list[int]] = {}
         for k, m in enumerate(modules):
-            own = (rows < STACK_ROWS or m._forward_pre_hooks or m._forward_hooks_with_kwargs
-                   or m._forward_hooks_always_called)
+            own = rows < STACK_ROWS or hooks.needs_own_call(m)
             key = ("own", k) if own else tuple(id(t) for t in (*m.parameters(), *m.buffers()))
             groups.setdefault(key, []).append(k)
         self.groups = [(modules[ks[0]], ks, self._index(ks)) for ks in groups.values()]
@@ -64,10 +65,10 @@ class Stacked:
                 y = module(rows)
             else:  # the shared weights once; each model's (plain) forward hooks on its own rows
                 y = module.forward(rows)
-                if any(self.modules[k]._forward_hooks for k in runs):
+                if any(hooks.forward_hooks(self.modules[k]) for k in runs):
                     parts, inputs = list(y.split(self.rows)), rows.split(self.rows)
                     for i, k in enumerate(runs):
-                        for hook in self.modules[k]._forward_hooks.values():
+                        for hook in hooks.forward_hooks(self.modules[k]):
                             result = hook(self.modules[k], (inputs[i],), parts[i])
                             parts[i] = parts[i] if result is None else result
                     y = torch.cat(parts)
@@ -155,7 +156,7 @@ def _encode(nets: list, input_ids: torch.Tensor, attention_mask: torch.Tensor) -
     out = []
     for k, net in enumerate(nets):
         encoder = net.model.encoder
-        hooked = any(m._forward_hooks or m._forward_pre_hooks for m in encoder.modules())
+        hooked = any(hooks.has_forward_hooks(m) for m in encoder.modules())
         key = ("own", k) if hooked else tuple(id(p) for p in encoder.parameters())
         if key not in done:
             done[key] = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state

@@ -3,13 +3,12 @@
 Hydra loads launchers only from the `hydra_plugins` package. Every job of the sweep gets its directory and
 .hydra/ files as with Hydra's basic launcher, then all of them run in lockstep, their summaries closed as
 `adaptsim.hydra_app.run_task` closes a job's (finished, failed with the error or the traceback of a bug,
-interrupted by SIGINT or SIGTERM).
+interrupted by SIGINT or SIGTERM: `adaptsim.hydra_app.closing`).
 """
 
 from __future__ import annotations
 
 import os
-import traceback
 from pathlib import Path
 
 from hydra.plugins.launcher import Launcher
@@ -59,44 +58,28 @@ class LockstepLauncher(Launcher):
 
 def _run_together(collected) -> None:
     """Claim every job's directory (with resume=true a finished run is left alone), run the others in lockstep,
-    and close each summary."""
+    and close each summary as a job alone is closed (`adaptsim.hydra_app.closing`)."""
     import logging
 
     from adaptsim.errors import UserError
-    from adaptsim.hydra_app import job_context, job_fields, report_failure
+    from adaptsim.hydra_app import closing, job_context, job_fields, report_failure
     from adaptsim.lockstep import simulate_together
     from adaptsim.outputs import JobSummary
 
     log = logging.getLogger("adaptsim")
     jobs: list[JobSummary] = []
-
-    def close_running(status: str, error: str) -> None:
-        for job in jobs:
-            if job.data.get("status") == "running":
-                job.close(status, error)
-
     try:
-        for cfg, out in collected:
-            jobs.append(JobSummary(out, job_fields("run", cfg), resume=bool(cfg.resume)))
-            if jobs[-1].finished:
-                log.info("%s: finished already; nothing to resume", out)
-        pending = [(cfg, job) for (cfg, _), job in zip(collected, jobs) if not job.finished]
-        jobs = [job for _, job in pending]
-        with job_context(os.getpid()):
+        with closing(jobs), job_context(os.getpid()):
+            for cfg, out in collected:
+                jobs.append(JobSummary(out, job_fields("run", cfg), resume=bool(cfg.resume)))
+                if jobs[-1].finished:
+                    log.info("%s: finished already; nothing to resume", out)
+            pending = [(cfg, job) for (cfg, _), job in zip(collected, jobs) if not job.finished]
             if pending:
-                simulate_together([cfg for cfg, _ in pending], jobs)
+                simulate_together([cfg for cfg, _ in pending], [job for _, job in pending])
     except UserError as e:
-        close_running("failed", str(e))
         report_failure("run", str(e))
         return
-    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
-        close_running("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
-        raise
-    except Exception:
-        close_running("failed", traceback.format_exc())
-        raise
     for job in jobs:
         if job.data.get("status") == "failed":
             report_failure("run", job.data.get("error", "failed"))
-        else:
-            job.close("finished")
