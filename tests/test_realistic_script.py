@@ -38,7 +38,7 @@ def toy(tmp_path_factory):
 
 
 def summaries(sweep: Path) -> dict[str, dict]:
-    found = [json.loads((d / "summary.json").read_text()) for d in sorted(sweep.glob("*_*"))]
+    found = [json.loads(p.read_text()) for p in sorted(sweep.glob("*/summary.json"))]
     return {s["method"]: s for s in found}
 
 
@@ -88,7 +88,7 @@ def test_held_out_and_training_data_stay_out_of_the_test_streams(toy):
     data = tmp / "sweeps" / "data"
     heldout = [line.split("\t") for line in (data / "heldout.tsv").read_text().splitlines()[1:]]
     test_docs = {json.loads(line)["doc_id"] for name in DATASETS
-                 for line in (tmp / "sweeps" / name / "0_none" / "steps.jsonl").read_text().splitlines()}
+                 for line in (tmp / "sweeps" / name / "none" / "steps.jsonl").read_text().splitlines()}
     assert not {row[0] for row in heldout} & test_docs
     split = json.loads((data / "split.json").read_text())
     assert split["ape_heldout_blocks"][0] > split["ape_test_blocks"][1]
@@ -97,7 +97,7 @@ def test_held_out_and_training_data_stay_out_of_the_test_streams(toy):
     ape_train = set(zip(*((data / f"train.{lang}").read_text().splitlines()[general:] for lang in ("en", "de"))))
     assert len(ape_train) == 100
     ape_test = {(json.loads(line)["source"], json.loads(line)["reference"])
-                for line in (tmp / "sweeps" / "ape_it" / "0_none" / "steps.jsonl").read_text().splitlines()}
+                for line in (tmp / "sweeps" / "ape_it" / "none" / "steps.jsonl").read_text().splitlines()}
     assert len(ape_test) == 6 and not ape_test & ape_train
 
 
@@ -105,11 +105,11 @@ def test_text_free_records_make_the_reports(toy):
     tmp, _ = toy
     results = tmp / "results"
     for name in DATASETS:
-        sweep_steps = (tmp / "sweeps" / name / "0_none" / "steps.jsonl").read_text()
-        record = (results / "runs" / name / "0_none" / "steps.jsonl").read_text()
+        sweep_steps = (tmp / "sweeps" / name / "none" / "steps.jsonl").read_text()
+        record = (results / "runs" / name / "none" / "steps.jsonl").read_text()
         texts = {json.loads(line)[k] for line in sweep_steps.splitlines() for k in ("source", "hypothesis")}
         assert not any(t in record for t in texts if len(t) > 8)
-        assert not (results / "runs" / name / "0_none" / "hyps.txt").exists()
+        assert not (results / "runs" / name / "none" / "hyps.txt").exists()
     relative = (results / "tables_relative.md").read_text()
     assert all(f"**{name} ·" in relative for name in DATASETS) and "ms/step" in relative and "paired bootstrap" in relative
     findings = (results / "findings.md").read_text()

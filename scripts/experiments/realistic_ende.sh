@@ -47,6 +47,8 @@
 #   GNOME_TEST       the GNOME help topics of the test stream, in file order [printing,power,color,disk,mouse]
 #   GNOME_HELDOUT    held-out GNOME topics [a11y,user,bluetooth,sound,backup,sharing]
 #   HELDOUT_SEGMENTS segments of each held-out GNOME topic [60]
+#   FIXED_SEGMENTS   select-fixed simulates ~40 candidate lists: on the first N segments of each held-out
+#                    document [30]
 #   ABLATIONS        the held-out variants (configs in scripts/experiments/configs/method) [all of them]
 #   MAX_SEGMENTS     first N segments of each talk / topic / block (quick trials) [all]
 #   DEV_SEGMENTS     first N segments of newstest2018 for the base model's BLEU (quick trials) [all]
@@ -73,6 +75,7 @@ APE_HELDOUT_BLOCKS=${APE_HELDOUT_BLOCKS:-5}
 GNOME_TEST=${GNOME_TEST:-printing,power,color,disk,mouse}
 GNOME_HELDOUT=${GNOME_HELDOUT:-a11y,user,bluetooth,sound,backup,sharing}
 HELDOUT_SEGMENTS=${HELDOUT_SEGMENTS:-60}
+FIXED_SEGMENTS=${FIXED_SEGMENTS:-30}
 ABLATIONS=${ABLATIONS:-$(cd scripts/experiments/configs/method && ls -- *.yaml | sed 's/\.yaml$//' | paste -sd, -)}
 JOBS=${JOBS:-2}
 RESULTS=${RESULTS:-docs/results}
@@ -96,7 +99,8 @@ SKIP=(dataset.on_too_long=skip)  # GNOME help has a 288-token reference; skipped
 LIMIT=(${MAX_SEGMENTS:+dataset.max_segments=$MAX_SEGMENTS})
 FIRST=none,full,bias,top           # need no held-out choice: they start beside step 2
 LATER=fixed,lasso_heldout          # fixed's list and lasso's variant come from step 2 (lasso_heldout is named lasso)
-BEYOND=l2,lora,memory              # on the ape-it stream, the real post-edits
+BEYOND=${BEYOND-l2,lora,memory}    # on the ape-it stream, the real post-edits, last (runs are named by method, so
+                                   # a sweep can grow by methods)
 STAGE_START=$SECONDS
 printf 'stage\tseconds\n' >"$RESULTS/timing.tsv"
 stage_done() { printf '%s\t%d\n' "$1" $((SECONDS - STAGE_START)) >>"$RESULTS/timing.tsv"; STAGE_START=$SECONDS; }
@@ -106,7 +110,8 @@ sweep() {  # a lockstep sweep in the paper's setting that resumes: directory nam
   local name=$1; shift
   log "sweep $name: $*"
   python -m adaptsim run -m +experiment=paper_methods "$SEARCH" "${COMMON[@]}" "${SKIP[@]}" hydra/launcher=lockstep \
-    threads=1 resume=true "$@" hydra.sweep.dir="$SWEEPS/$name" >>"$SWEEPS/$name.log" 2>&1 \
+    threads=1 resume=true "$@" hydra.sweep.dir="$SWEEPS/$name" 'hydra.sweep.subdir=${method.name}' \
+    >>"$SWEEPS/$name.log" 2>&1 \
     || { echo "realistic_ende.sh: the $name sweep failed, see $SWEEPS/$name.log" >&2; return 1; }
 }
 
@@ -118,7 +123,6 @@ cp "$DATA/split.json" "$RESULTS/split.json"
 HELDOUT=(dataset=tsv dataset.name=heldout dataset.path="$DATA/heldout.tsv" dataset.on_duplicate_id=keep "${SKIP[@]}")
 declare -A STREAM=([ted]="dataset=ted" [gnome_help]="dataset=gnome_help dataset.documents=[$GNOME_TEST]"
                    [ape_it]="dataset=ape_it dataset.split_every=$APE_BLOCK dataset.max_documents=$APE_TEST_BLOCKS")
-declare -A EXTRA=([ted]="" [gnome_help]="" [ape_it]=",$BEYOND")
 STREAMS=(ted gnome_help ape_it)  # the order of the reports
 stage_done data
 
@@ -140,7 +144,7 @@ task_select_fixed() {
   # shapes); chosen in the setting it is used in (reset=never)
   grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json" && return
   rm -rf "$SWEEPS/select_fixed"
-  python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" reset=never threads=1 \
+  python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" dataset.max_segments="$FIXED_SEGMENTS" reset=never threads=1 \
     hydra.run.dir="$SWEEPS/select_fixed" >"$SWEEPS/select_fixed.log" 2>&1
 }
 ABLATION_LIST=(${ABLATIONS//,/ })
@@ -155,12 +159,13 @@ task_choose() {
     "$SWEEPS/configs/method/lasso_heldout.yaml" "$RESULTS/selection.md"
 }
 # shellcheck disable=SC2086
-first() { sweep "$1" method="$FIRST${EXTRA[$1]}" ${STREAM[$1]} "${LIMIT[@]}"; }
-later() {  # the same sweep with every method: the first ones are finished and left alone
+first() { sweep "$1" method="$FIRST" ${STREAM[$1]} "${LIMIT[@]}"; }
+later() {  # the same sweep with more methods (the finished ones are left alone), then its text-free record
   # shellcheck disable=SC2086
-  sweep "$1" method="$FIRST${EXTRA[$1]},$LATER" ${STREAM[$1]} "${LIMIT[@]}"
+  sweep "$1" method="$FIRST,$LATER${2:+,$2}" ${STREAM[$1]} "${LIMIT[@]}"
   python scripts/experiments/export_runs.py "$SWEEPS/$1" "$RESULTS/runs/$1"
 }
+task_ape_it_beyond() { [ -z "$BEYOND" ] || later ape_it "$BEYOND"; }
 task_dev() {
   python -m adaptsim run "${COMMON[@]}" threads=1 method=none dataset=plain dataset.path="$SHARED/data/general/dev" \
     dataset.name=general_dev ${DEV_SEGMENTS:+dataset.max_segments=$DEV_SEGMENTS} "${SKIP[@]}" resume=true \
@@ -169,14 +174,14 @@ task_dev() {
     "$SWEEPS/general_dev/summary.json" >"$RESULTS/general_dev_bleu.txt"
 }
 declare -A DEPS=([select_fixed]="" [heldout]="" [heldout_more]="" [heldout_reset]="" [dev]=""
-                 [choose]="select_fixed heldout heldout_more")
+                 [choose]="select_fixed heldout heldout_more" [ape_it_beyond]="ape_it_later")
 for name in "${STREAMS[@]}"; do
   eval "task_${name}_first() { first $name; }; task_${name}_later() { later $name; }"
   DEPS[${name}_first]=""
   DEPS[${name}_later]="${name}_first choose"
 done
-TASKS=(select_fixed heldout ted_first heldout_more choose ted_later heldout_reset ape_it_first gnome_help_first
-       ape_it_later gnome_help_later dev)  # what finishes a whole stream first
+TASKS=(select_fixed heldout ted_first heldout_more choose ted_later heldout_reset gnome_help_first gnome_help_later
+       ape_it_first ape_it_later dev ape_it_beyond)  # what finishes a whole stream first
 
 declare -A STATE PID
 for t in "${TASKS[@]}"; do STATE[$t]=pending; done
