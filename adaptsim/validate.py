@@ -157,7 +157,9 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     choice(cfg, "update.dtype", ("float32", "bfloat16"))
 
     lr = cfg.method.get("lr")
-    if cfg.method.get("name") in ("none", "memory"):  # methods that take no gradient step
+    from adaptsim.methods import method_class
+
+    if not method_class(cfg.method).gradient_steps:
         if not _is_number(lr):
             raise _bad("method.lr", lr, "must be a number")
     else:

@@ -13,14 +13,19 @@ from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 
 
+def method_class(cfg) -> type[Method]:
+    """The class `cfg._target_` names, or a UserError naming the setting."""
+    try:
+        return get_class(cfg._target_)
+    except Exception as e:
+        raise UserError(f"method._target_={cfg.get('_target_')}: cannot import the method class ({e})") from None
+
+
 def build(cfg, model) -> Method:
     """`hydra.utils.instantiate(cfg, model=model)`, with a setting the class does not take, or one it
     needs and the config lacks, reported as one line naming the key (not as a TypeError from deep inside
     Hydra), and a method's own UserError passed on as it is."""
-    try:
-        cls = get_class(cfg._target_)
-    except Exception as e:
-        raise UserError(f"method._target_={cfg.get('_target_')}: cannot import the method class ({e})") from None
+    cls = method_class(cfg)
     settings = {k: None for k in cfg if k != "_target_"}
     try:
         inspect.signature(cls).bind(model, **settings)

@@ -31,6 +31,8 @@ from torch import nn
 
 
 class Method:
+    gradient_steps = True  # False: adapts without SGD steps (or not at all), so its lr is not used
+
     def __init__(self, model, *, name: str, lr: float):
         self.model = model
         self.name = name

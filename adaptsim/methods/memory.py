@@ -64,6 +64,8 @@ from adaptsim.methods.base import Method
 
 
 class Memory(Method):
+    gradient_steps = False  # it stores the pair's decoder states instead (after_pair)
+
     def __init__(self, model, *, k: int, temperature: float, lam: float, **common):
         super().__init__(model, **common)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:

@@ -4,4 +4,4 @@ from adaptsim.methods.base import Method
 
 
 class NoAdaptation(Method):
-    pass
+    gradient_steps = False
