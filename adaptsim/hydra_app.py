@@ -197,10 +197,13 @@ def closing(jobs: list[JobSummary]):
     """The one way a job ends, for the job of `run_task` and for the jobs of a lockstep sweep: on leaving the
     block every job of `jobs` (it may grow inside the block) that is still `running` is closed as finished, as
     failed (with the one-line error, or the traceback of a bug) or as interrupted (SIGINT, SIGTERM); a job closed
-    inside the block (a lockstep run that failed alone) keeps what it was closed with."""
+    inside the block as failed (a lockstep run that failed alone) keeps its error; on an exception, a job the
+    block finished is closed with the exception too (its command failed), one finished before it (resume) is not.
+    """
     def close(status: str, error: str | None = None) -> None:
         for job in jobs:
-            if job.data.get("status") == "running":
+            current = job.data.get("status")
+            if current == "running" or (status != "finished" and current == "finished" and not job.finished):
                 job.close(status, error)
 
     try:

@@ -87,7 +87,8 @@ def loop(base: Seq2SeqModel, documents, runs: list[Run], **timing) -> None:
                         run.replay(seg, done[k][run.index], *adapted)
                 except UserError as e:
                     run.job.close("failed", str(e))
-                    log.error("%s: %s", run.job.dir, e)
+                    if len(runs) > 1:  # alone, its command reports the error
+                        log.error("%s: %s", run.job.dir, e)
                     active.remove(k)
                     if not active:
                         return

@@ -15,10 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 
 def table(*args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "adaptsim", "table", *args], check=True, capture_output=True,
-                          text=True).stdout
+    done = subprocess.run([sys.executable, "-m", "adaptsim", "table", *args], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"choose_lasso.py: adaptsim table {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 def main() -> None:
@@ -32,7 +36,11 @@ def main() -> None:
     if "lasso" not in runs:
         raise SystemExit(f"choose_lasso.py: no finished lasso run in {heldout}")
     best = max(sorted(runs), key=lambda m: (runs[m]["R0+1"], m == "lasso"))
-    chosen_yaml.parent.mkdir(parents=True, exist_ok=True)
+    if chosen_yaml.is_file():  # test runs may already use the earlier choice: never change it under them
+        earlier = OmegaConf.load(chosen_yaml).defaults[0]
+        if earlier != best:
+            raise SystemExit(f"choose_lasso.py: {chosen_yaml} names {earlier}, the held-out runs now choose {best}; "
+                             "delete it and the test streams' lasso runs to choose again")
     chosen_yaml.write_text(f"# lasso's variant with the best R0+1 on held-out data ({selection_md.name})\n"
                            f"defaults:\n  - {best}\n  - _self_\n\nname: lasso\n")
     fixed = json.loads((select_fixed / "summary.json").read_text())

@@ -3,7 +3,7 @@ the sweep, but it holds no source, reference or hypothesis text (the test data s
 
     python scripts/experiments/export_runs.py SWEEP_DIR OUT_DIR
 
-Copied per run: summary.json, curves.csv, .hydra/{config,overrides}.yaml, and steps.jsonl without the text
+Copied per finished run: summary.json, curves.csv, .hydra/{config,overrides}.yaml, and steps.jsonl without the text
 fields (the reference becomes a hash of it; the per-segment statistics, which the bootstrap resamples, stay);
 the sweep's multirun.yaml. Paths of the machine it ran on stay as they are (they name ../shared, not its
 contents).
@@ -34,16 +34,23 @@ def export_run(run: Path, out: Path) -> None:
             dst.write(json.dumps(kept, ensure_ascii=False) + "\n")
 
 
+def finished(run: Path) -> bool:
+    path = run / "summary.json"
+    return path.is_file() and json.loads(path.read_text()).get("status") == "finished"
+
+
 def main() -> None:
     sweep, out = Path(sys.argv[1]), Path(sys.argv[2])
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    shutil.copyfile(sweep / "multirun.yaml", out / "multirun.yaml")
-    runs = sorted(d for d in sweep.iterdir() if (d / "summary.json").is_file())
+    new = out.with_name(out.name + ".new")  # the old record stays whole until the new one is
+    shutil.rmtree(new, ignore_errors=True)
+    new.mkdir(parents=True)
+    shutil.copyfile(sweep / "multirun.yaml", new / "multirun.yaml")
+    runs = sorted(d for d in sweep.iterdir() if finished(d))
     for run in runs:
-        export_run(run, out / run.name)
-    print(f"export_runs.py: {len(runs)} runs of {sweep} → {out} (no text)")
+        export_run(run, new / run.name)
+    shutil.rmtree(out, ignore_errors=True)
+    new.rename(out)
+    print(f"export_runs.py: {len(runs)} finished runs of {sweep} → {out} (no text)")
 
 
 if __name__ == "__main__":

@@ -143,7 +143,11 @@ task_select_fixed() {
   # writes configs/fixed_lists/$MODEL_NAME.yaml, which method=fixed reads for this model (it checks names and
   # shapes); chosen in the setting it is used in (reset=never)
   grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json" && return
-  rm -rf "$SWEEPS/select_fixed"
+  if grep -qs '"status": "running"' "$SWEEPS/select_fixed/summary.json"; then
+    echo "realistic_ende.sh: $SWEEPS/select_fixed says it is running (another invocation?); if not, delete it" >&2
+    return 1
+  fi
+  rm -rf "$SWEEPS/select_fixed"  # failed or interrupted: select-fixed starts again
   python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" dataset.max_segments="$FIXED_SEGMENTS" reset=never threads=1 \
     hydra.run.dir="$SWEEPS/select_fixed" >"$SWEEPS/select_fixed.log" 2>&1
 }
@@ -159,8 +163,9 @@ task_choose() {
     "$SWEEPS/configs/method/lasso_heldout.yaml" "$RESULTS/selection.md"
 }
 # shellcheck disable=SC2086
-first() { sweep "$1" method="$FIRST" ${STREAM[$1]} "${LIMIT[@]}"; }
+first() { local -; set -f; sweep "$1" method="$FIRST" ${STREAM[$1]} "${LIMIT[@]}"; }  # set -f: [..] is no glob
 later() {  # the same sweep with more methods (the finished ones are left alone), then its text-free record
+  local -; set -f
   # shellcheck disable=SC2086
   sweep "$1" method="$FIRST,$LATER${2:+,$2}" ${STREAM[$1]} "${LIMIT[@]}"
   python scripts/experiments/export_runs.py "$SWEEPS/$1" "$RESULTS/runs/$1"
@@ -185,6 +190,11 @@ TASKS=(select_fixed heldout ted_first heldout_more choose ted_later heldout_rese
 
 declare -A STATE PID
 for t in "${TASKS[@]}"; do STATE[$t]=pending; done
+stop_tasks() {  # background tasks ignore SIGINT: stop them, so that a rerun does not meet them still running
+  for t in "${!PID[@]}"; do pkill -TERM -P "${PID[$t]}" 2>/dev/null; kill -TERM "${PID[$t]}" 2>/dev/null; done
+  wait; exit 130
+}
+trap stop_tasks INT TERM
 failed=0
 while :; do
   running=0 pending=0
