@@ -27,7 +27,7 @@
 #    are made, so a finished stream never has to run twice.
 # Run outputs go to $SWEEPS (they hold the test text: not committed). Every step is seeded. Run it again after
 # an interruption: finished runs are left alone and interrupted ones resume where they stopped. The wall time of
-# each stage of the last invocation goes to $RESULTS/timing.tsv.
+# each stage of the last invocation goes to $RESULTS/timing.tsv, of each task of steps 2 and 3 to tasks.tsv.
 #
 # Settings (environment), defaults in brackets:
 #   MODEL            a configs/model entry [small-ende-probe; TRAIN=1: realistic-cpu, on a GPU paper-transformer]
@@ -188,8 +188,9 @@ done
 TASKS=(select_fixed heldout ted_first heldout_more choose ted_later heldout_reset gnome_help_first gnome_help_later
        ape_it_first ape_it_later dev ape_it_beyond)  # what finishes a whole stream first
 
-declare -A STATE PID
+declare -A STATE PID STARTED
 for t in "${TASKS[@]}"; do STATE[$t]=pending; done
+printf 'task\tseconds\n' >"$RESULTS/tasks.tsv"  # each task's wall time in this invocation (two at a time)
 stop_tasks() {  # background tasks ignore SIGINT: stop them, so that a rerun does not meet them still running
   for t in "${!PID[@]}"; do pkill -TERM -P "${PID[$t]}" 2>/dev/null; kill -TERM "${PID[$t]}" 2>/dev/null; done
   wait; exit 130
@@ -201,7 +202,8 @@ while :; do
   for t in "${TASKS[@]}"; do
     if [ "${STATE[$t]}" = running ]; then
       if kill -0 "${PID[$t]}" 2>/dev/null; then running=$((running + 1)); continue; fi
-      if wait "${PID[$t]}"; then STATE[$t]=done; log "done: $t"
+      if wait "${PID[$t]}"; then
+        STATE[$t]=done; log "done: $t"; printf '%s\t%d\n' "$t" $((SECONDS - STARTED[$t])) >>"$RESULTS/tasks.tsv"
       else STATE[$t]=failed; failed=1; echo "realistic_ende.sh: $t failed (its log is in $SWEEPS)" >&2; fi
     fi
   done
@@ -214,7 +216,8 @@ while :; do
     [ "${STATE[$t]}" = pending ] || continue
     pending=$((pending + 1))
     if [ $ready = 1 ] && [ $running -lt "$JOBS" ]; then
-      log "start: $t"; "task_$t" & PID[$t]=$!; STATE[$t]=running; running=$((running + 1)); pending=$((pending - 1))
+      log "start: $t"; STARTED[$t]=$SECONDS; "task_$t" & PID[$t]=$!
+      STATE[$t]=running; running=$((running + 1)); pending=$((pending - 1))
     fi
   done
   [ $running -gt 0 ] || [ $pending -gt 0 ] || break
