@@ -153,6 +153,10 @@ class JobSummary:
             raise _os_error(self.path, e, "write") from None
 
 
+def _hyp_line(hypothesis: str) -> str:
+    return hypothesis.replace("\n", " ") + "\n"
+
+
 class RunWriter:
     """A run's files besides summary.json (which the job claimed): steps.jsonl, hyps.txt, curves.csv,
     offsets/. `resume=True` (for resuming an interrupted run) appends to its files instead of refusing them;
@@ -177,8 +181,10 @@ class RunWriter:
             raise _os_error(e.filename or self.dir, e, "create") from None
 
     def resume_steps(self) -> list[dict]:
-        """The steps an interrupted run wrote, whole lines only; both files are cut back to them, so the
-        run goes on where its last complete step ended. (A step's line is written after its update.)"""
+        """The steps an interrupted run wrote, whole lines only: steps.jsonl is cut back to them and hyps.txt,
+        which only repeats their hypotheses, is written again from them (a kill between the two files' writes
+        leaves them one line apart), so the run goes on where its last complete step ended. (A step's line is
+        written after its update.)"""
         path = self.dir / "steps.jsonl"
         records, keep = [], 0
         with open(path, "rb") as f:
@@ -190,18 +196,17 @@ class RunWriter:
                 except ValueError:
                     break
                 keep += len(line)
-        hyps = (self.dir / "hyps.txt").read_bytes()
-        cut = 0
-        for _ in records:
-            cut = hyps.index(b"\n", cut) + 1
         os.ftruncate(self._fds["steps.jsonl"], keep)
-        os.ftruncate(self._fds["hyps.txt"], cut)
+        os.ftruncate(self._fds["hyps.txt"], 0)
+        data = "".join(_hyp_line(r["hypothesis"]) for r in records).encode("utf-8")
+        while data:
+            data = data[os.write(self._fds["hyps.txt"], data):]
         return records
 
     def step(self, record: dict) -> None:
         """Append one line to steps.jsonl and one to hyps.txt, each whole or (on a write error) not at all."""
         lines = {"steps.jsonl": json.dumps(record, ensure_ascii=False) + "\n",
-                 "hyps.txt": record["hypothesis"].replace("\n", " ") + "\n"}
+                 "hyps.txt": _hyp_line(record["hypothesis"])}
         ends = {name: os.lseek(fd, 0, os.SEEK_END) for name, fd in self._fds.items()}
         try:
             for name, line in lines.items():

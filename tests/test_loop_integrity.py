@@ -3,6 +3,7 @@ killed run resumed to the very outputs of an uninterrupted one."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,6 +129,24 @@ def test_a_run_killed_mid_document_resumes_to_the_uninterrupted_outputs(tmp_path
 
     run(killed, *args, "resume=true")  # a finished run is left as it is
     assert without_timings(steps_of(killed)) == without_timings(steps_of(whole))
+
+
+@pytest.mark.parametrize("cut", ["hyps.txt", "steps.jsonl"])
+def test_a_run_killed_between_its_two_files_resumes(tmp_path, tiny_model_dir, two_docs, cut):
+    """A kill between writing a step's line to steps.jsonl and to hyps.txt leaves them a line apart (or the
+    other way round, after a torn write): the resumed run still ends as the uninterrupted one."""
+    args = common(tiny_model_dir, two_docs[0], "method=full", "reset=never")
+    whole = run(tmp_path / "whole", *args)
+    killed = tmp_path / "killed"
+    shutil.copytree(whole, killed)
+    for name in ("steps.jsonl", "hyps.txt"):
+        lines = (killed / name).read_text().splitlines(keepends=True)[:5]
+        (killed / name).write_text("".join(lines[:4] if name == cut else lines))
+    summary = json.loads((killed / "summary.json").read_text())
+    (killed / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    run(killed, *args, "resume=true")
+    assert without_timings(steps_of(killed)) == without_timings(steps_of(whole))
+    assert (killed / "hyps.txt").read_bytes() == (whole / "hyps.txt").read_bytes()
 
 
 def test_resume_refuses_a_run_made_with_other_settings(tmp_path, tiny_model_dir, two_docs, capsys):
