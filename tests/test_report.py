@@ -189,6 +189,17 @@ def test_plot_writes_png(tmp_path, capsys):
     assert "2 run(s) against the baseline, 4 panel(s)" in capsys.readouterr().out
 
 
+def test_plot_refuses_an_unknown_file_type_or_an_unwritable_path_in_one_line(tmp_path):
+    root = tmp_path / "s"
+    make_run(root, "0_none", "none", BASE, curves=_curves([50, 40, 45]))
+    make_run(root, "1_full", "full", FULL, curves=_curves([50, 42, 40]))
+    with pytest.raises(UserError, match=r"unknown file type \.pgn; use one of .*\.png"):
+        plot.main([str(root), "--out", str(tmp_path / "curves.pgn")])
+    (tmp_path / "a_file").write_text("")  # a directory that cannot be made, whoever runs the test
+    with pytest.raises(UserError, match="cannot write it"):
+        plot.main([str(root), "--out", str(tmp_path / "a_file" / "curves.png")])
+
+
 def test_plot_refusals(tmp_path, sweep):
     with pytest.raises(UserError, match="curves.csv"):  # hand-made sweep has no curves
         plot.main([str(sweep), "--out", str(tmp_path / "x.png")])

@@ -38,6 +38,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    check_out(Path(args.out))
     found = finished_runs(args.dirs, "plot")
     block = _one_block(blocks(found.runs), args.dataset)
     baseline = block.need_baseline("a learning-curve plot")
@@ -80,6 +81,16 @@ def _one_block(groups: list[Block], dataset: str | None) -> Block:
 
 def _units(doc_ids: list[str], unit: str) -> int:
     return len(set(doc_ids)) if unit == "document" else len(doc_ids)
+
+
+def check_out(out: Path) -> None:
+    """Refuse, before any work, an --out whose file type matplotlib cannot write."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    types = FigureCanvasBase.get_supported_filetypes()
+    if out.suffix.lstrip(".").lower() not in types:
+        raise UserError(f"--out {out}: unknown file type {out.suffix or '(none)'}; use one of "
+                        + ", ".join(f".{t}" for t in sorted(types)))
 
 
 def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_ids: list[str], out: Path,
@@ -127,6 +138,10 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
     order += [i for i, lb in enumerate(labels) if lb in ("baseline", "new document")]
     fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
                ncol=min(len(labels), 6), frameon=False, fontsize=10)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=130)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write it ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)
