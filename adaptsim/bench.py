@@ -10,6 +10,7 @@ import resource
 
 from omegaconf import DictConfig
 
+from adaptsim.errors import UserError
 from adaptsim.outputs import JobSummary
 
 
@@ -22,7 +23,9 @@ def main(argv: list[str]) -> int:
 def task(cfg: DictConfig, job: JobSummary) -> None:
     from adaptsim.simulate import simulate
 
-    s = simulate(cfg, job, limit=int(cfg.segments))
+    if not isinstance(cfg.segments, int) or isinstance(cfg.segments, bool) or cfg.segments < 1:
+        raise UserError(f"segments={cfg.segments}: must be a whole number ≥ 1 (the segments to time)")
+    s = simulate(cfg, job, limit=cfg.segments)
     t = s["timing"]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
     job.update(peak_rss_mb=round(peak_mb, 1))

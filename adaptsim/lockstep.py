@@ -66,15 +66,25 @@ def sessions(base: Seq2SeqModel, cfgs: list[DictConfig], rng: dict | None = None
     return out
 
 
+def _leaves(value, key: str) -> dict:
+    """{dotted key: value} of a setting, its nested keys spelt out."""
+    if isinstance(value, dict):
+        return {k: v for sub, item in value.items() for k, v in _leaves(item, f"{key}.{sub}").items()}
+    return {key: value}
+
+
 def check_together(cfgs: list[DictConfig]) -> None:
     """One line naming the first setting in which the runs differ but must not."""
     for key in SHARED:
-        values = [OmegaConf.to_container(c[key], resolve=True) if OmegaConf.is_config(c[key]) else c[key]
-                  for c in cfgs]
-        if any(v != values[0] for v in values[1:]):
-            raise UserError(f"hydra/launcher=lockstep: the runs differ in {key} ({values[0]} vs "
-                            f"{next(v for v in values if v != values[0])}); lockstep runs share "
-                            f"{', '.join(SHARED)}: sweep the others, or use another launcher")
+        values = [_leaves(OmegaConf.to_container(c[key], resolve=True) if OmegaConf.is_config(c[key]) else c[key],
+                          key) for c in cfgs]
+        for other in values[1:]:
+            differ = [k for k in sorted({*values[0], *other}) if values[0].get(k) != other.get(k)]
+            if differ:
+                k = differ[0]
+                raise UserError(f"hydra/launcher=lockstep: the runs differ in {k} ({values[0].get(k)} vs "
+                                f"{other.get(k)}); lockstep runs share {', '.join(SHARED)}: sweep the others, "
+                                "or use another launcher")
 
 
 def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:

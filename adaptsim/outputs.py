@@ -111,6 +111,8 @@ class JobSummary:
         self.path = self.dir / "summary.json"
         check_run_dir(self.dir, resume)
         previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
+        if resume and not previous:
+            log.warning("%s: resume=true, but no run to resume here: starting a new one", self.dir)
         pid = recorded_process(previous)
         if pid is not None and pid != os.getpid() and alive(pid):
             raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")

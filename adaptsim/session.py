@@ -71,11 +71,13 @@ class Session:
         self.updater = Updater(model, self.method, **update_cfg)
         self.theta0 = Snapshot(self.method.parameters())
         self.reset = reset
+        self.at_theta0 = True  # nothing adapted since the last restart
 
     def restart(self) -> None:
         """Back to θ0: the tensors, then the method's own state."""
         self.theta0.restore()
         self.method.start_document(self.theta0.initial)
+        self.at_theta0 = True
 
     def state_bytes(self) -> int:
         """Bytes to store the adapted state now (the changed offsets θ − θ0, plus what the method keeps
@@ -99,8 +101,13 @@ class Session:
         """The update on one pair, and whether it diverged (then, under on_divergence=rollback, the document
         starts again from θ0; under stop, the run stops with one line naming `where`)."""
         try:
-            return self.updater(batch), False
+            result = self.updater(batch)
+            self.at_theta0 = False
+            return result, False
         except Diverged as e:
+            if e.updates == 0 and e.ppl_before is None and self.at_theta0:
+                raise UserError(f"{where}: the model's outputs are not finite before any update ({e.what}): "
+                                "the model file is broken, or the input is too much for its dtype") from None
             if self.updater.on_divergence == "stop":
                 raise UserError(f"{where}: adaptation diverged after {e.updates} update(s): {e.what}; lower "
                                 f"method.lr={self.method.lr:g} or set update.on_divergence=rollback") from None

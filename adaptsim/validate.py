@@ -149,6 +149,8 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
 
     positive(cfg, "update.clip_norm")
     positive(cfg, "update.ppl_threshold")
+    if cfg["update"].ppl_threshold < 1:
+        raise _bad("update.ppl_threshold", cfg["update"].ppl_threshold, "must be ≥ 1 (a perplexity is never below 1)")
     low = integer(cfg, "update.min_updates", 0)
     high = integer(cfg, "update.max_updates", 1)
     if low > high:

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from adaptsim.cli import main
 
@@ -80,6 +81,27 @@ def test_divergence_stops_the_run_with_one_line_at_its_step(tmp_path, tiny_model
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "failed" and "diverged" in summary["error"]
     steps_of(out)  # what was written before it is valid JSON
+
+
+def test_a_model_whose_outputs_are_not_finite_at_theta0_is_named_not_the_learning_rate(tmp_path, tiny_model_dir,
+                                                                                       tiny_tsv, capsys):
+    from safetensors.torch import load_file, save_file
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    weights = load_file(broken / "model.safetensors")
+    name = next(n for n in weights if "layer_norm" in n and "decoder" in n)
+    weights[name] = torch.full_like(weights[name], float("nan"))
+    save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
+    run(tmp_path / "run", *common(broken, tiny_tsv, "method=full"), code=1)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "not finite before any update" in err and "method.lr" not in err
+
+
+def test_resume_into_an_empty_directory_says_it_starts_a_new_run(tmp_path, tiny_model_dir, tiny_tsv):
+    out = run(tmp_path / "typo", *common(tiny_model_dir, tiny_tsv, "method=none", "resume=true"))
+    assert "no run to resume here: starting a new one" in (out / "adaptsim.log").read_text()
+    assert json.loads((out / "summary.json").read_text())["status"] == "finished"
 
 
 def test_divergence_rollback_restarts_the_document_and_is_counted(tmp_path, tiny_model_dir, tiny_tsv, capsys):

@@ -89,6 +89,7 @@ def composed(*overrides):
     (["update.max_updates=2.5"], "update.max_updates=2.5: must be an integer ≥ 1"),
     (["update.ppl_threshold=0"], "update.ppl_threshold=0: must be a number > 0"),
     (["update.ppl_threshold=nan"], "update.ppl_threshold=nan: must be a number > 0"),
+    (["update.ppl_threshold=0.5"], "update.ppl_threshold=0.5: must be ≥ 1"),
     (["method=full", "method.lr=-0.01"], "method.lr=-0.01: must be a number > 0"),
     (["method=bias", "method.lr=0"], "method.lr=0: must be a number > 0"),
     (["decode.beam_size=0"], "decode.beam_size=0: must be an integer ≥ 1"),
@@ -418,3 +419,9 @@ def test_reports_leave_other_commands_jobs_alone(tmp_path):
         JobSummary(tmp_path / command, {"command": command}).close("finished")
     found = discover([tmp_path])
     assert found.runs == [] and found.problems == []
+
+
+def test_bench_with_no_segments_names_the_setting(tmp_path, capsys, base):
+    code, err = cli_inproc(capsys, "bench", f"hydra.run.dir={tmp_path / 'bench'}", *base, "segments=0", "method=none")
+    assert code == 1 and error_lines(err) == ["adaptsim bench: error: segments=0: must be a whole number ≥ 1 "
+                                              "(the segments to time)"]
