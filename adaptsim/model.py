@@ -46,9 +46,11 @@ def _weights_file(local: Path) -> Path:
 
 
 class Translation(NamedTuple):
-    """A hypothesis: its text, and the subword pieces the model generated (what the subword metrics score)."""
+    """A hypothesis: its text, the subword pieces the model generated (what the subword metrics score), and
+    whether it was cut at `decode.max_length` (no end of sentence generated)."""
     text: str
     pieces: list[str]
+    cut: bool = False
 
 
 # -- languages: how a multilingual checkpoint is told the source and target language ----------------
@@ -220,11 +222,16 @@ class Seq2SeqModel:
                                beam_size=beam_size, max_new_tokens=max_length, length_penalty=length_penalty,
                                forced_bos_token_id=forced, search=search)
         special = set(self.tokenizer.all_special_ids) | {self.target_token_id}
+        eos = self.net.generation_config.eos_token_id
+        eos = set(eos) if isinstance(eos, list) else {eos}
         hyps = []
         for out in outs:
             ids = [i for i in out if i not in special]
+            # cut: no end of sentence before the limit (at the limit Marian's generation config forces one; what
+            # follows the first one is padding)
+            end = next((j for j, t in enumerate(out[1:], 1) if t in eos), None)
             hyps.append(Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
-                                    self.tokenizer.convert_ids_to_tokens(ids)))
+                                    self.tokenizer.convert_ids_to_tokens(ids), end is None or end >= max_length))
         return hyps
 
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:

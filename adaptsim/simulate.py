@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
-from adaptsim.model import Seq2SeqModel
+from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.outputs import JobSummary, RunWriter
 from adaptsim.session import Session, load
 from adaptsim.update import UpdateResult
@@ -82,7 +82,7 @@ def loop(base: Seq2SeqModel, documents, runs: list[Run], **timing) -> None:
                 try:
                     adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg))
                     if k in hyps:
-                        run.step(seg, *hyps[k], seconds, *adapted)
+                        run.step(seg, hyps[k], seconds, *adapted)
                     else:
                         run.replay(seg, done[k][run.index], *adapted)
                 except UserError as e:
@@ -121,6 +121,7 @@ class Run:
         log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
                  len(self.segments), job.data["trainable_parameters"])
         self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
+        self.cut = 0  # hypotheses cut at decode.max_length
         self.rss: dict[int, float | None] = {}
         self.divergences = 0
         self.resumed_after = 0  # steps replayed from an interrupted run (resumable_steps)
@@ -153,22 +154,25 @@ class Run:
         self.resumed_after = len(done)
         return done
 
-    def step(self, seg, hyp: str, hyp_pieces: list[str], seconds: float, result: UpdateResult, diverged: bool,
+    def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
              write: bool = True) -> None:
         """Record segment `seg`: its hypothesis (translated in `seconds`) and the adaptation on its pair."""
         i = self.index
+        hyp, hyp_pieces = translation.text, translation.pieces
         self.translate_s.append(seconds)
         self.update_s.append(result.seconds)
         self.step_s += result.step_s
         self.hyps.append(hyp)
         self.pieces.append(hyp_pieces)
         self.divergences += diverged
+        self.cut += translation.cut
         scores = self.evaluator.segment(i, hyp, hyp_pieces)
         if write:
             self.writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
                               "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces,
                               "updates": result.updates, "ppl_before": result.ppl_before,
                               "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
+                              **({"cut": True} if translation.cut else {}),
                               "translate_s": seconds, "update_s": result.seconds, **scores})
         if self.index % RSS_EVERY == 0:
             self.rss[self.index] = resident_mb()
@@ -188,7 +192,8 @@ class Run:
                     else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
             raise UserError(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
                             "resume with the interrupted run's settings, threads and software")
-        self.step(seg, record["hypothesis"], record["pieces"], record["translate_s"], result, diverged, write=False)
+        self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
+                  record["translate_s"], result, diverged, write=False)
 
     def end_document(self, doc) -> None:
         session = self.session
@@ -206,7 +211,7 @@ class Run:
         per_doc, step_s = self.per_doc, self.step_s
         self.job.update(
             status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
-            divergences=self.divergences, per_document=per_doc,
+            divergences=self.divergences, cut_hypotheses=self.cut, per_document=per_doc,
             changed_parameters_max=max(p["changed_parameters"] for p in per_doc),
             method_info=self.session.method.info(),
             cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),

@@ -177,3 +177,13 @@ def test_resume_refuses_a_run_made_with_other_settings(tmp_path, tiny_model_dir,
     (out / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
     run(out, *common(tiny_model_dir, two_docs[0], "method=full", "method.lr=0.5", "resume=true"), code=1)
     assert "cannot resume" in capsys.readouterr().err
+
+
+def test_hypotheses_cut_at_max_length_are_flagged_and_counted(tmp_path, tiny_model_dir, tiny_tsv):
+    short = run(tmp_path / "short", *common(tiny_model_dir, tiny_tsv, "method=none", "decode.max_length=2"))
+    cut = [s for s in steps_of(short) if s.get("cut")]
+    assert cut and all(len(s["pieces"]) <= 1 for s in cut)  # one token, then the end of sentence forced at 2
+    assert json.loads((short / "summary.json").read_text())["cut_hypotheses"] == len(cut)
+    long = run(tmp_path / "long", *common(tiny_model_dir, tiny_tsv, "method=none", "decode.max_length=200"))
+    assert len([s for s in steps_of(long) if s.get("cut")]) < len(cut)
+    assert json.loads((long / "summary.json").read_text())["cut_hypotheses"] < len(cut)
