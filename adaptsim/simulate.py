@@ -222,8 +222,8 @@ class Run:
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
                     "update_total_s": sum(self.update_s), "rss_mb": self.rss,
                     **({"resumed_after_steps": self.resumed_after} if self.resumed_after else {}), **timing})
-        log.info("finished %s in %.1f s: %s", self.cfg.method.name, total,
-                 {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None})
+        log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, total,
+                 {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None}, self.writer.dir)
         return self.job.data
 
 
