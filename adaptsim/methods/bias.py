@@ -29,4 +29,10 @@ class Bias(Method):
         return self.model.loss_from_output_inputs(self._hidden, batch["labels"])
 
     def info(self):
-        return {"output_bias_size": self.bias.numel()}
+        return {"output_bias_size": self.bias.numel(), **bias_figures(self.bias)}
+
+
+def bias_figures(bias) -> dict:
+    """How far the second output bias has moved the logits at the end of the run (for bias and lasso, whose
+    bias trains at a high rate over a whole stream under reset=never)."""
+    return {"output_bias_norm": float(bias.norm()), "output_bias_max": float(bias.abs().max())} if bias.numel() else {}

@@ -54,7 +54,7 @@ import torch
 
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
-from adaptsim.methods.bias import OUTPUT_BIAS
+from adaptsim.methods.bias import OUTPUT_BIAS, bias_figures
 from adaptsim.methods.budget import fill_budget, resolve_budget
 
 
@@ -210,7 +210,8 @@ class Lasso(Method):
                 "bias_lr": self.bias_lr, "resolution": self.resolution, "hysteresis": self.hysteresis,
                 "non_embedding_parameters": sum(self.sizes),
                 "embedding_parameters": sum(e.numel() for e in self.embeddings),
-                "output_bias_size": self.bias.numel() if self.bias is not None else 0, "steps": self.steps, "selected_max": self.selected_max,
+                "output_bias_size": self.bias.numel() if self.bias is not None else 0,
+                **(bias_figures(self.bias) if self.bias is not None else {}), "steps": self.steps, "selected_max": self.selected_max,
                 "selection_changes": self.selection_changes,
                 "kept_tensors": [self.names[i] for i in (self.kept or [])],
                 "reserved_tensors": len(self.reserve)}
