@@ -10,6 +10,7 @@ stream is read.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -23,6 +24,31 @@ def table(*args: str) -> str:
     if done.returncode:
         raise SystemExit(f"choose_lasso.py: adaptsim table {' '.join(args)} failed: {done.stderr.strip()}")
     return done.stdout
+
+
+def ablations(reference: str, dirs: list[Path]) -> str:
+    """Each variant of `reference` (a method name) against it: the difference with its 95% interval and p-value
+    on the recall metrics and BLEU (the paired test of `table --significance`)."""
+    from adaptsim.report import significance as sig
+    from adaptsim.report.runs import finished_runs
+
+    options = argparse.ArgumentParser()
+    sig.add_arguments(options)  # the test's defaults, from their one home
+    runs = {r.summary["method"]: r for r in finished_runs([str(d) for d in dirs], "choose_lasso").runs}
+    variants = sorted(m for m in runs if m.startswith(reference + "_"))
+    metrics = ["R0", "R1", "R0+1", "BLEU"]
+    result = sig.analyse([runs[reference], *(runs[m] for m in variants)], metrics,
+                         sig.settings(options.parse_args([])), "choose_lasso", warn=False)
+    rows = [f"| {reference} (the reference) | " + " | ".join(f"{result.scores[0][m].score:.2f}" for m in metrics) + " |"]
+    for i, m in enumerate(variants, 1):
+        cells = []
+        for metric in metrics:
+            d = result.differences[i][metric]
+            cells.append(f"{d.diff:+.2f} [{d.ci[0]:+.2f}, {d.ci[1]:+.2f}]" + (" †" if sig.significant(d.p) else ""))
+        rows.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join([f"| {reference} variant | " + " | ".join(f"Δ{m}" for m in metrics) + " |",
+                      "|:--|" + "--:|" * len(metrics), *rows,
+                      "", f"_Δ: variant − {reference} in points [95% interval]; †: p < {sig.ALPHA} ({result.signature})._"])
 
 
 def main() -> None:
@@ -54,6 +80,8 @@ def main() -> None:
              f"nats/token (adapting the source-embedding rows only: {fixed['baseline_loss']:.3f}).", "",
              "## The held-out sweep, relative to the baseline († p < 0.05, paired bootstrap over documents)", "",
              table(*sweeps, "--relative", "--significance", "--cost"), "",
+             "## Each variant against the default", "", ablations("lasso", [Path(d) for d in sweeps]), "",
+             ablations("bias", [Path(d) for d in sweeps]), "",
              "## Absolute, with 95% intervals", "", table(*sweeps, "--ci"), ""]
     selection_md.write_text("\n".join(lines) + "\n")
     print(f"lasso on the test streams: {best} (held-out R0+1 {runs[best]['R0+1']:.2f})")
