@@ -73,3 +73,15 @@ def test_select_fixed_checks_its_settings_before_loading(tmp_path, capsys):
         main(["select-fixed", "update.clip_norm=-1", f"output={tmp_path / 'x.yaml'}", f"hydra.run.dir={tmp_path / 'run'}"])
     assert exit_.value.code == 1
     assert "update.clip_norm=-1" in capsys.readouterr().err and not (tmp_path / "x.yaml").exists()
+
+
+def test_by_default_the_list_is_chosen_on_held_out_documents_in_the_papers_setting():
+    from adaptsim.data import load_documents
+    from adaptsim.hydra_app import compose
+
+    cfg = compose("select_fixed")
+    assert cfg.reset == "never" and cfg.method.name == "fixed"
+    held, test = (load_documents(c.dataset) for c in (cfg, compose("run")))
+    assert {d.doc_id for d in held} and not {d.doc_id for d in held} & {d.doc_id for d in test}
+    sources = lambda docs: {s.source for d in docs for s in d.segments}  # noqa: E731
+    assert not sources(held) & sources(test)
