@@ -2,13 +2,14 @@
 
     python -m adaptsim run -m +experiment=paper_methods hydra/launcher=lockstep
 
-The runs of a sweep (methods, learning rates, seeds) translate the same source at every step. In lockstep
-each run has its own modules and its own copies of the tensors its method trains, and shares every other
-tensor with the base model (`share`): the frozen tensors of `top`, `fixed`, `bias`, `lora` and `none` are
-then one tensor in memory, read once per decoding step for all the runs that hold it, and one beam search
-decodes all the runs (adaptsim/decode/marian.py stacks their beams) in the one simulation loop
-(adaptsim/simulate.py `loop`, K runs). Each run writes what it writes alone (`Run`), with the same hypotheses (tests/test_lockstep.py); its `translate_s` is its
-share of the joint search (the search's time / the runs decoding). Each run then adapts on its own.
+The runs of a sweep (methods, learning rates, seeds) translate the same source at every step. In lockstep each run
+has its own modules and its own copies of the tensors its method trains, and shares every other tensor with the base
+model (`share`): the frozen tensors of `top`, `fixed`, `bias`, `lora` and `none` are then one tensor in memory, read
+once per decoding step for all the runs that hold it, and one beam search decodes all the runs
+(adaptsim/decode/marian.py stacks their beams) in the one simulation loop (adaptsim/simulate.py `loop`, K runs).
+Each run writes what it writes alone (`Simulation`), with the same hypotheses (tests/test_lockstep.py); its
+`translate_s` is its share of the joint search (the search's time / the runs decoding). Each run then adapts on its
+own.
 
 What the runs must share: the model, the data, the decoding settings, the device and threads (anything else —
 method, learning rates, update rule, reset, seed, metrics — may differ). A run that fails (divergence under
@@ -33,7 +34,7 @@ from adaptsim.errors import UserError
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import JobSummary, RunWriter
 from adaptsim.session import Session, load
-from adaptsim.simulate import Run, loop
+from adaptsim.simulate import Simulation, loop
 from adaptsim.validate import validate
 
 SHARED = ("model", "dataset", "decode", "device", "threads", "malloc_tuning")  # settings lockstep runs must share
@@ -102,7 +103,7 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
             load(cfg)
             rng[cfg.seed] = torch.get_rng_state()
     with ExitStack() as stack:
-        runs = [Run(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
+        runs = [Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
                     stack.enter_context(RunWriter(job.dir, resume=cfg.resume)), session, documents, skipped)
                 for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, sessions(base, cfgs, rng)))]
         loop(base, documents, runs, lockstep=len(runs))

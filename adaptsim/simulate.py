@@ -1,9 +1,9 @@
 """The simulated post-editing loop (docs/design.md §1), what `run`, `bench` and lockstep sweeps do.
 
 For each document, from θ0: translate segment i with θ_{i-1}, reveal the reference, adapt on the pair
-(adaptsim/session.py, adaptsim/update.py), score the hypothesis, log the step. One `loop` drives K runs of
-one model (a run alone is K = 1, `simulate`; a lockstep sweep K runs, adaptsim/lockstep.py), and one `Run`
-per simulation keeps what it records. Data flows one way: data → model → method/updater → metrics → outputs.
+(adaptsim/session.py, adaptsim/update.py), score the hypothesis, log the step. One `loop` drives K runs of one model
+(a run alone is K = 1, `simulate`; a lockstep sweep K runs, adaptsim/lockstep.py), and one `Simulation` per
+simulation keeps what it records. Data flows one way: data → model → method/updater → metrics → outputs.
 """
 
 from __future__ import annotations
@@ -47,13 +47,13 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
         if limit is not None:
             documents = first_segments(documents, limit)
         session = Session(model, cfg.method, cfg["update"], cfg.reset)  # cfg.update is DictConfig.update
-        loop(model, documents, [Run(cfg, job, writer, session, documents, skipped)])
+        loop(model, documents, [Simulation(cfg, job, writer, session, documents, skipped)])
     if job.data.get("status") == "failed":
         raise UserError(job.data["error"])
     return job.data
 
 
-def loop(base: Seq2SeqModel, documents, runs: list[Run], **timing) -> None:
+def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> None:
     """The simulated post-editing loop (docs/design.md §1) for K runs on one stream, K ≥ 1: at every segment,
     translate the source with each run's θ_{i−1} (one joint search over the runs' models, clones of `base`;
     adaptsim/lockstep.py), then let each run adapt on the revealed pair and record the step.
@@ -98,7 +98,7 @@ def loop(base: Seq2SeqModel, documents, runs: list[Run], **timing) -> None:
         runs[k].finish(**timing)
 
 
-class Run:
+class Simulation:
     """One simulation's bookkeeping over a stream: the evaluator, the step records, the timings and costs, and
     the summary — what a run writes, whether it runs alone or in lockstep with others. `loop` translates and
     adapts; `step` records what happened."""

@@ -133,7 +133,7 @@ def inverse_sqrt(warmup: int):
 
 # -- validation -------------------------------------------------------------------------------------
 @torch.no_grad()
-def validate(model, tokenizer, held: Encoded, tc: DictConfig, device) -> dict:
+def valid_scores(model, tokenizer, held: Encoded, tc: DictConfig, device) -> dict:
     """Loss on the held-out pairs, and BLEU of the first `valid_bleu_sentences` of them."""
     model.eval()
     pad, pairs, src_ids = tokenizer.pad_token_id, held.pairs, held.src_ids
@@ -318,7 +318,7 @@ class Encoded:
 # -- the trainer ------------------------------------------------------------------------------------
 class Trainer:
     """Adam with warm-up and inverse-square-root decay over token-count batches: `step` one batch,
-    `validate` and checkpoint, `should_stop` (steps, epochs, patience), `fit` the loop over them, `restore`
+    `checkpoint` (validation scores, last/ and best), `should_stop` (steps, epochs, patience), `fit` the loop over them, `restore`
     the exact state of a last/ checkpoint, `summary` at the end."""
 
     def __init__(self, cfg: DictConfig, model, tokenizer, data: Encoded, held: Encoded, out: Path):
@@ -373,7 +373,7 @@ class Trainer:
                     if self.state["step"] % max(1, int(self.tc.log_every)) == 0:
                         bar.set_postfix(nll=f"{nll / ntok:.3f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
                     if self.state["step"] % int(self.tc.valid_every) == 0 or self.finished():
-                        self.last_record = self.validate()
+                        self.last_record = self.checkpoint()
                         if self.should_stop() and not self.finished():
                             log.info("no improvement in %d validations: stopping", self.patience)
                     if self.should_stop():
@@ -382,7 +382,7 @@ class Trainer:
                     self.state["epoch"] += 1
                     self.state["batch"] = 0
             if self.last_record is None or self.last_record["step"] != self.state["step"]:
-                self.last_record = self.validate()
+                self.last_record = self.checkpoint()
 
     def step(self, indices: list[int]) -> tuple[float, int]:
         """One optimizer step on one batch; returns its summed NLL and target tokens."""
@@ -400,14 +400,14 @@ class Trainer:
         self.window["tokens"] += ntok
         return nll, ntok
 
-    def validate(self) -> dict:
+    def checkpoint(self) -> dict:
         """Validate, write last/ (and OUT/ when best), log one line; return the record."""
         state, window = self.state, self.window
         record = {"step": state["step"], "epoch": state["epoch"] + 1, "lr": self.scheduler.get_last_lr()[0],
                   "train_nll": window["nll"] / max(window["tokens"], 1), "elapsed_s": 0.0}
         window.update(nll=0.0, tokens=0)
         if len(self.held):
-            record.update(validate(self.model, self.tokenizer, self.held, self.tc, self.device))
+            record.update(valid_scores(self.model, self.tokenizer, self.held, self.tc, self.device))
         score = record.get("valid_bleu", -record.get("valid_loss", -record["train_nll"]))
         improved = state["best"] is None or score > state["best"]
         if improved:

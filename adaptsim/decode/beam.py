@@ -44,13 +44,13 @@ class Search:
     beams: int
     max_length: int            # decoder sequence length, the start token included
     eos: torch.Tensor          # the end-of-sequence token ids, a 1-d tensor
-    pad: int                   # what unused positions hold (transformers: pad, or else the first eos)
+    fill: int                  # what unused positions hold (transformers: pad, or else the first eos)
     length_penalty: float = 1.0
 
 
 def beam_search(step: Step, start: torch.Tensor, search: Search, processors: list) -> torch.Tensor:
     """The best sequence of each source: `start` [batch, 1] holds each source's decoder start token; returns
-    [batch, length] (start token first, then the generated tokens, padded with `search.pad`). `processors` are
+    [batch, length] (start token first, then the generated tokens, padded with `search.fill`). `processors` are
     transformers logits processors, applied in order to the log-probabilities as `generate` applies them.
 
     A batch is searched as each of its sources would be alone: a source whose search would have stopped keeps
@@ -63,7 +63,7 @@ def beam_search(step: Step, start: torch.Tensor, search: Search, processors: lis
     top_n = torch.cat((torch.ones(n, dtype=torch.bool, device=device),
                        torch.zeros(keep - n, dtype=torch.bool, device=device)))
 
-    running = torch.full((batch, n, search.max_length), search.pad, dtype=torch.int64, device=device)
+    running = torch.full((batch, n, search.max_length), search.fill, dtype=torch.int64, device=device)
     running[:, :, :prompt] = start[:, None, :]
     sequences = running.clone()
     running_scores = torch.zeros((batch, n), dtype=torch.float, device=device)

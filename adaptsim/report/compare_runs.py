@@ -14,7 +14,7 @@ from pathlib import Path
 
 from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
-from adaptsim.report.compare import LOWER_IS_BETTER, _labels
+from adaptsim.report.blocks import LOWER_IS_BETTER, _labels
 from adaptsim.report.runs import Run, discover
 
 DEFAULT_METRICS = "BLEU,SBLEU,TER,chrF,R0,R1,R0+1"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
-from adaptsim.report.compare import Block, blocks
+from adaptsim.report.blocks import Block, blocks
 from adaptsim.report.runs import Run, finished_runs
 from adaptsim.stats import TESTS
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
-from adaptsim.report.compare import LOWER_IS_BETTER, Block, blocks
+from adaptsim.report.blocks import LOWER_IS_BETTER, Block, blocks
 from adaptsim.report.runs import finished_runs
 
 DEFAULT_METRICS = "R0,R1,R0+1,BLEU"  # Figure 2's panels, in its order

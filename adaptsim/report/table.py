@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 
 from adaptsim.errors import UserError
-from adaptsim.report.compare import Block, best, blocks, relative
+from adaptsim.report.blocks import Block, best, blocks, relative
 from adaptsim.report import significance as sig
 from adaptsim.report.runs import finished_runs
 
