@@ -317,9 +317,9 @@ class Encoded:
 
 # -- the trainer ------------------------------------------------------------------------------------
 class Trainer:
-    """Adam with warm-up and inverse-square-root decay over token-count batches: `step` one batch,
-    `checkpoint` (validation scores, last/ and best), `should_stop` (steps, epochs, patience), `fit` the loop over them, `restore`
-    the exact state of a last/ checkpoint, `summary` at the end."""
+    """Adam with warm-up and inverse-square-root decay over token-count batches: `step` one batch, `checkpoint`
+    (validation scores, last/ and best), `should_stop` (steps, epochs, patience), `fit` the loop over them,
+    `restore` the exact state of a last/ checkpoint, `summary` at the end."""
 
     def __init__(self, cfg: DictConfig, model, tokenizer, data: Encoded, held: Encoded, out: Path):
         tc = cfg.train
