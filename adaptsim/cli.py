@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "select-fixed": ("adaptsim.select_fixed:main", "choose the tensor list of method=fixed by running lasso on held-out data"),
     "table": ("adaptsim.report.table:main", "the paper's tables (absolute or --relative) from finished runs or sweeps"),
     "plot": ("adaptsim.report.plot:main", "learning curves (paper Figure 2): cumulative score minus the baseline's"),
-    "findings": ("adaptsim.report.findings:main", "the paper's eight findings checked on a sweep, with p-values and verdicts"),
+    "findings": ("adaptsim.report.findings:main", "the paper's eight findings checked, with p-values and verdicts"),
     "compare": ("adaptsim.report.compare_runs:main", "scores with 95% intervals, differences to the first run and p-values"),
     "data-stats": ("adaptsim.data_stats:main", "documents, segments, tokens and content-word repetition of a dataset"),
     "convert": ("adaptsim.convert:main", "convert a fairseq transformer checkpoint into a model directory run loads"),

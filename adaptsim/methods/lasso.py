@@ -211,7 +211,8 @@ class Lasso(Method):
                 "non_embedding_parameters": sum(self.sizes),
                 "embedding_parameters": sum(e.numel() for e in self.embeddings),
                 "output_bias_size": self.bias.numel() if self.bias is not None else 0,
-                **(bias_figures(self.bias) if self.bias is not None else {}), "steps": self.steps, "selected_max": self.selected_max,
+                **(bias_figures(self.bias) if self.bias is not None else {}),
+                "steps": self.steps, "selected_max": self.selected_max,
                 "selection_changes": self.selection_changes,
                 "kept_tensors": [self.names[i] for i in (self.kept or [])],
                 "reserved_tensors": len(self.reserve)}

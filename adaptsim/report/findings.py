@@ -115,7 +115,8 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
         against = sig.analyse([runs["lasso"], *(runs[m] for m in others)], [metric], cfg, "findings", warn=False)
         diffs = [against.differences[i + 1][metric] for i in range(len(others))]
         p = max(d.p for d in diffs)
-        evidence = "; ".join(f"{m} − lasso {d.diff:+.1f} [{d.ci[0]:+.1f}, {d.ci[1]:+.1f}]" for m, d in zip(others, diffs))
+        evidence = "; ".join(f"{m} − lasso {d.diff:+.1f} [{d.ci[0]:+.1f}, {d.ci[1]:+.1f}]"
+                             for m, d in zip(others, diffs))
         out.append(Finding(number, claim, evidence, p, verdict(all(d.diff <= 0 for d in diffs), p)))  # ties: best too
     claim = f"bias stays close to the baseline (every 95% interval within ±{CLOSE:g} points)"
     if not untestable(5, claim, ("bias",), tuple(METRICS)):
