@@ -148,7 +148,8 @@ task_select_fixed() {
     return 1
   fi
   rm -rf "$SWEEPS/select_fixed"  # failed or interrupted: select-fixed starts again
-  python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" dataset.max_segments="$FIXED_SEGMENTS" reset=never threads=1 \
+  python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" dataset.max_segments="$FIXED_SEGMENTS" reset=never \
+    threads=1 \
     hydra.run.dir="$SWEEPS/select_fixed" >"$SWEEPS/select_fixed.log" 2>&1
 }
 ABLATION_LIST=(${ABLATIONS//,/ })
