@@ -143,11 +143,13 @@ task_select_fixed() {
   # writes configs/fixed_lists/$MODEL_NAME.yaml, which method=fixed reads for this model (it checks names and
   # shapes); chosen in the setting it is used in (reset=never)
   grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json" && return
-  if grep -qs '"status": "running"' "$SWEEPS/select_fixed/summary.json"; then
-    echo "realistic_ende.sh: $SWEEPS/select_fixed says it is running (another invocation?); if not, delete it" >&2
+  if python -c "import json, sys; from adaptsim.outputs import alive, recorded_process as p
+pid = p(json.load(open(sys.argv[1]))); sys.exit(0 if pid is not None and alive(pid) else 1)" \
+      "$SWEEPS/select_fixed/summary.json" 2>/dev/null; then
+    echo "realistic_ende.sh: select-fixed is still running in $SWEEPS/select_fixed (another invocation?)" >&2
     return 1
   fi
-  rm -rf "$SWEEPS/select_fixed"  # failed or interrupted: select-fixed starts again
+  rm -rf "$SWEEPS/select_fixed"  # failed, interrupted or killed: select-fixed starts again
   python -m adaptsim select-fixed "${COMMON[@]}" "${HELDOUT[@]}" dataset.max_segments="$FIXED_SEGMENTS" reset=never \
     threads=1 \
     hydra.run.dir="$SWEEPS/select_fixed" >"$SWEEPS/select_fixed.log" 2>&1
