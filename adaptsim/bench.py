@@ -10,8 +10,8 @@ import resource
 
 from omegaconf import DictConfig
 
-from adaptsim.errors import UserError
 from adaptsim.outputs import JobSummary
+from adaptsim.validate import integer
 
 
 def main(argv: list[str]) -> int:
@@ -23,8 +23,7 @@ def main(argv: list[str]) -> int:
 def task(cfg: DictConfig, job: JobSummary) -> None:
     from adaptsim.simulate import simulate
 
-    if not isinstance(cfg.segments, int) or isinstance(cfg.segments, bool) or cfg.segments < 1:
-        raise UserError(f"segments={cfg.segments}: must be a whole number ≥ 1 (the segments to time)")
+    integer(cfg, "segments", 1)
     s = simulate(cfg, job, limit=cfg.segments)
     t = s["timing"]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB

@@ -112,7 +112,7 @@ class Lasso(Method):
         self._emb_theta0: list[torch.Tensor] = []
         self.reserve: dict[int, torch.Tensor] = {}  # tensor index -> its prox-shrunk offset, while not served
         self.emb_reserve: list[torch.Tensor] = []  # per embedding matrix: offsets of the rows not served
-        self.emb_kept: list[torch.Tensor] = []  # per embedding matrix: which rows were served after the last update
+        self.rows_kept: torch.Tensor | None = None  # which embedding rows (all matrices) the last update served
         self.signal = [0.0] * len(self.names)  # summed unclipped gradient norms since θ0 (the tie-breaker)
         self.kept: list[int] | None = None  # indices of the served tensors after the last update
         self._grad_norms: dict[str, torch.Tensor] = {}
@@ -132,7 +132,7 @@ class Lasso(Method):
         self._emb_theta0 = [theta0[n] for n in self.emb_names]
         self.reserve.clear()
         self.emb_reserve = [torch.zeros_like(e) for e in self.embeddings]
-        self.emb_kept = [torch.zeros(e.shape[0], dtype=torch.bool, device=e.device) for e in self.embeddings]
+        self.rows_kept = torch.zeros(len(self.row_sizes), dtype=torch.bool, device=self.row_sizes.device)
         self.signal = [0.0] * len(self.names)
         self.kept = None
 
@@ -164,10 +164,10 @@ class Lasso(Method):
             values = torch.stack([self._grad_norms[self.names[i]] for i in with_grad]).tolist()
             for i, value in zip(with_grad, values):
                 self.signal[i] += value
-        served_now = torch.zeros_like(norms, dtype=torch.bool)
-        served_now[list(self.kept or [])] = True
-        kept = fill_budget(ranked(self._favoured(norms * shrink, served_now).tolist(), self.signal, self.resolution),
-                           self.sizes, self.budget)
+        ranking = norms * shrink
+        if self.hysteresis and self.kept:  # the served groups favoured by the relative margin
+            ranking[self.kept] *= 1 + self.hysteresis
+        kept = fill_budget(ranked(ranking.tolist(), self.signal, self.resolution), self.sizes, self.budget)
         served, old, shrunk = set(kept), self.reserve, shrink.tolist()
         self.reserve = {}
         for i, t in enumerate(tensors):
@@ -188,10 +188,11 @@ class Lasso(Method):
             e.sub_(e0).add_(r)
         norms = torch.cat([torch.linalg.vector_norm(e, dim=1) for e in self.embeddings])
         shrink = prox_factors(norms, threshold)
-        keep = fill_budget_rows(self._favoured(norms * shrink, torch.cat(self.emb_kept)), self.row_sizes,
-                                self.embedding_budget)
+        ranking = norms * shrink
+        if self.hysteresis:
+            ranking[self.rows_kept] *= 1 + self.hysteresis
+        keep = self.rows_kept = fill_budget_rows(ranking, self.row_sizes, self.embedding_budget)
         splits = [e.shape[0] for e in self.embeddings]
-        self.emb_kept = list(keep.split(splits))
         for e, e0, r, s, k in zip(self.embeddings, self._emb_theta0, self.emb_reserve,
                                   shrink.split(splits), keep.split(splits)):
             e.mul_(s[:, None])
@@ -199,11 +200,6 @@ class Lasso(Method):
             e.mul_(k[:, None]).add_(e0)
         self.selected["embedding_rows"] = int(keep.sum())
         self.selected["embedding_parameters"] = int(self.row_sizes[keep].sum())
-
-    def _favoured(self, norms: torch.Tensor, served: torch.Tensor) -> torch.Tensor:
-        """The norms the kept set is ranked by: a served group's scaled by 1 + hysteresis, so a group outside
-        displaces it only when larger by more than that margin (0: the plain top-k)."""
-        return norms * (1 + self.hysteresis * served) if self.hysteresis else norms
 
     def info(self):
         return {"lam": self.lam, "budget": self.budget, "embedding_budget": self.embedding_budget,
