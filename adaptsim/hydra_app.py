@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -26,7 +28,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import Terminated, UserError
-from adaptsim.outputs import JobSummary, alive, check_run_dir
+from adaptsim.outputs import JobSummary, alive, check_run_dir, recorded_process, write_json_atomic
 
 log = logging.getLogger("adaptsim")
 
@@ -102,22 +104,80 @@ def compose_variants(config_name: str, argv: list[str]) -> tuple[str | None, lis
     return None, cfgs
 
 
-def check_output_dirs(cfgs: list, multirun: bool) -> None:
-    """Refuse an output directory that cannot be written or holds another run, before Hydra writes its
-    .hydra/ files there (which would overwrite that run's recorded config). A sweep directory that holds
-    another sweep (its multirun.yaml) is refused the same way; each job's own directory is checked again
-    by the job (adaptsim.outputs.RunWriter)."""
-    for cfg in cfgs:
-        resume = bool(cfg.get("resume", False))
+def _output_dir(cfg, multirun: bool) -> Path | None:
+    """The run (or sweep) directory a composed config names, or None where only Hydra's runtime can resolve it."""
+    try:
+        return Path(str(cfg.hydra.sweep.dir if multirun else cfg.hydra.run.dir)).absolute()
+    except Exception:  # an interpolation only Hydra's runtime can resolve: the job checks for itself
+        return None
+
+
+SWEEP_CLAIM = ".adaptsim-sweep.json"  # in a sweep directory: the process of the sweep that claimed it
+FAILED_JOBS = "failed.jsonl"          # in a sweep directory: jobs that failed before they had a summary.json
+
+
+def claim_sweep_dir(path: Path, resume: bool) -> None:
+    """Claim a sweep directory before Hydra writes into it (its multirun.yaml, each job's .hydra/): two sweeps
+    started at once into one directory once both ran, one's runs recorded under the other's settings. The claim
+    is created exclusively; with `resume=true` a claim whose process is gone is taken over."""
+    check_run_dir(path, resume=resume, create=True)
+    claim = path / SWEEP_CLAIM
+    if not resume and (path / "multirun.yaml").exists():
+        raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
+    record = {"status": "running", "process": {"pid": os.getpid(), "host": socket.gethostname()}}
+    try:
+        fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        if not resume:
+            raise UserError(f"{path}: holds another sweep ({SWEEP_CLAIM}); choose another hydra.sweep.dir") from None
         try:
-            path = Path(str(cfg.hydra.sweep.dir if multirun else cfg.hydra.run.dir))
-        except Exception:  # an interpolation only Hydra's runtime can resolve: the job checks for itself
-            continue
-        check_run_dir(path, resume=resume, create=False)
-        if multirun and not resume and (path / "multirun.yaml").exists():
-            raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
-        if multirun:
-            return  # one sweep directory for all the variants
+            pid = recorded_process(json.loads(claim.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            pid = None
+        if pid is not None and pid != os.getpid() and alive(pid):
+            raise UserError(f"{path}: the sweep is still going (process {pid}); cannot resume it") from None
+        write_json_atomic(claim, record)
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(record, f)
+
+
+def claim_output_dir(cfgs: list, multirun: bool, command: str) -> tuple[Path | None, JobSummary | None]:
+    """Claim the command's output directory before Hydra writes anything into it, and say which it is (so
+    Hydra is given that same directory, not a second reading of ${now:…}). A single run's directory is
+    claimed by creating its job's summary.json (returned); a sweep's by `claim_sweep_dir`."""
+    cfg = cfgs[0]
+    path = _output_dir(cfg, multirun)
+    if path is None:
+        return None, None
+    resume = bool(cfg.get("resume", False))
+    if multirun:
+        claim_sweep_dir(path, resume)
+        return path, None
+    return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume=resume)
+
+
+def failed_jobs(path: Path | None, multirun: bool, since: float) -> list[str]:
+    """The failures of the jobs a command ran, as their summaries (and a sweep's failed.jsonl) on disk say:
+    summaries written since `since` (resumed jobs that were finished already are not touched) that say
+    failed."""
+    if path is None:
+        return []
+    summaries = list(path.glob("**/summary.json")) if multirun else [path / "summary.json"]
+    out = []
+    for summary in summaries:
+        try:
+            if summary.stat().st_mtime >= since:
+                data = json.loads(summary.read_text(encoding="utf-8"))
+                if data.get("status") == "failed":
+                    out.append(str(summary.parent))
+        except (OSError, ValueError):
+            out.append(f"{summary}: unreadable")
+    failed = path / FAILED_JOBS
+    if multirun and failed.is_file():
+        out += [r["job"] for r in map(json.loads, failed.read_text(encoding="utf-8").splitlines())
+                if r.get("time", 0) >= since]
+    return out
 
 
 def _raise_terminated(signum, frame):
@@ -126,11 +186,9 @@ def _raise_terminated(signum, frame):
 
 # Launchers whose jobs run in child processes of the sweep's main process, on this machine.
 _LOCAL_LAUNCHERS = ("joblib_launcher.JoblibLauncher", "submitit_launcher.LocalLauncher")
-_job_done = threading.Event()
-_watching = False
 
 
-def _watch_main(main_pid: int, poll_s: float = 0.5, grace_s: float = 10.0) -> None:
+def _watch_main(main_pid: int, job_done: threading.Event, poll_s: float = 0.5, grace_s: float = 10.0) -> None:
     """Stop this worker once the sweep's main process is gone. Killing the main process of a joblib sweep
     (even with SIGKILL, which it cannot react to) left its loky workers running, re-parented to PID 1, to
     finish their jobs unobserved. The job is stopped as if by SIGTERM, so it unwinds and records that it
@@ -138,21 +196,26 @@ def _watch_main(main_pid: int, poll_s: float = 0.5, grace_s: float = 10.0) -> No
     otherwise wait for a parent that no longer exists."""
     while alive(main_pid):
         time.sleep(poll_s)
-    if not _job_done.is_set():
+    if not job_done.is_set():
         os.kill(os.getpid(), signal.SIGTERM)
-        _job_done.wait(grace_s)
+        job_done.wait(grace_s)
     os._exit(Terminated.exit_code)
 
 
-def _watch_main_process(main_pid: int) -> None:
-    """In a local launcher's worker process: watch the sweep's main process (once per worker)."""
-    global _watching
+@functools.cache
+def _main_watcher(main_pid: int) -> threading.Event:
+    """In a local launcher's worker process: watch the sweep's main process (one thread per worker, started by
+    its first job); the event says whether no job is running (set between jobs)."""
+    job_done = threading.Event()
+    job_done.set()
+    threading.Thread(target=_watch_main, args=(main_pid, job_done), daemon=True, name="adaptsim-watch-main").start()
+    return job_done
+
+
+def _in_local_worker() -> bool:
     from hydra.core.hydra_config import HydraConfig
 
-    if _watching or not str(HydraConfig.get().launcher.get("_target_", "")).endswith(_LOCAL_LAUNCHERS):
-        return
-    _watching = True
-    threading.Thread(target=_watch_main, args=(main_pid,), daemon=True, name="adaptsim-watch-main").start()
+    return str(HydraConfig.get().launcher.get("_target_", "")).endswith(_LOCAL_LAUNCHERS)
 
 
 def _one_thread_per_worker() -> None:
@@ -170,26 +233,39 @@ def job_context(main_pid: int):
     worker the sweep's main process is watched."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
-    _job_done.clear()
+    job_done = None
+    if os.getpid() != main_pid:
+        if _in_local_worker():
+            job_done = _main_watcher(main_pid)
+            job_done.clear()
+        _one_thread_per_worker()
     try:
-        if os.getpid() != main_pid:
-            _watch_main_process(main_pid)
-            _one_thread_per_worker()
         yield
     finally:
-        _job_done.set()
+        if job_done is not None:
+            job_done.set()
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
 
 
-def job_fields(command: str, cfg) -> dict:
-    """What a job is, as its summary.json names it from the start: the command and whichever of method,
-    model and data the command's config has."""
+def job_fields(command: str, cfg, overrides) -> dict:
+    """What a job is, as its summary.json names it from the start: the command, whichever of method, model and
+    data the command's config has, its command-line `overrides` and every setting resolved (`config`, without
+    Hydra's node), so that reports need no file another process could overwrite."""
     from omegaconf import OmegaConf
 
     keys = {"method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name"}
     found = {k: OmegaConf.select(cfg, key, default=None) for k, key in keys.items()}
-    return {"command": command, **{k: str(v) for k, v in found.items() if v is not None}}
+    settings = {}
+    for key in (k for k in cfg if k != "hydra"):
+        try:
+            settings[key] = OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) \
+                else OmegaConf.select(cfg, key)
+        except Exception:  # an interpolation only Hydra's runtime resolves (this config is a composed one)
+            settings[key] = OmegaConf.to_container(cfg[key], resolve=False) if OmegaConf.is_config(cfg[key]) \
+                else str(cfg._get_node(key))
+    return {"command": command, **{k: str(v) for k, v in found.items() if v is not None},
+            "overrides": [str(o) for o in overrides], "config": settings}
 
 
 @contextlib.contextmanager
@@ -220,38 +296,66 @@ def closing(jobs: list[JobSummary]):
     close("finished")
 
 
-def run_task(task: Callable, cfg, command: str) -> None:
-    """One job of any command, the same way (the task wrapper): claim the job's directory with a
-    summary.json saying `running`, run `task(cfg, job)`, and close the summary (`closing`). A directory holding
-    another job is refused before anything is written into it; with `resume=true` a finished job is left
-    alone."""
+def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None) -> JobSummary:
+    """The job's summary.json, claimed (or `job`, claimed already by `claim_output_dir`), and what a resume
+    finds said in the job's log."""
     from hydra.core.hydra_config import HydraConfig
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    job = JobSummary(run_dir, job_fields(command, cfg), resume=bool(cfg.get("resume", False)))
+    if job is None:
+        fields = job_fields(command, cfg, HydraConfig.get().overrides.task)
+        job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)))
     if job.finished:
         log.info("%s: finished already; nothing to resume", run_dir)
+    elif job.nothing_to_resume:
+        log.warning("%s: resume=true, but no run to resume here: starting a new one", run_dir)
+    return job
+
+
+def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None) -> None:
+    """One job of any command, the same way (the task wrapper): claim the job's directory (`claim_job`),
+    run `task(cfg, job)` unless it finished already, and close the summary (`closing`)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    job = claim_job(Path(HydraConfig.get().runtime.output_dir), command, cfg, job)
+    if not job.finished:
+        with closing([job]):
+            task(cfg, job)
+
+
+def record_failed_job(sweep_dir: Path | None, job: Path, error: str) -> None:
+    """In a sweep, a job that failed without a summary.json of its own saying so (its directory could not be
+    claimed, or a lockstep sweep could not start) goes to the sweep's failed.jsonl, which the command's exit
+    code reads with the summaries."""
+    if sweep_dir is None or _says_failed(job / "summary.json"):
         return
-    with closing([job]):
-        task(cfg, job)
+    line = json.dumps({"job": str(job), "error": error, "time": time.time()}, ensure_ascii=False)
+    with open(sweep_dir / FAILED_JOBS, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
 
 
-_failures: list[str] = []  # the failures of the jobs this process ran (launch's exit code)
+def _job_dirs() -> tuple[Path | None, Path]:
+    """(the sweep's directory in a multirun, else None; the job's directory) of the job Hydra is running."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hydra = HydraConfig.get()
+    return (Path(str(hydra.sweep.dir)) if hydra.mode == RunMode.MULTIRUN else None), Path(hydra.runtime.output_dir)
 
 
-def report_failure(command: str, error: str) -> None:
-    """A job failed with a one-line error: say so, and make the command's exit code 1. (The lockstep launcher,
-    adaptsim/lockstep.py, runs its jobs outside `launch`'s job wrapper and reports them here.)"""
-    print(f"adaptsim {command}: error: {error}", file=sys.stderr)
-    _failures.append(error)
+def _says_failed(summary: Path) -> bool:
+    try:
+        return json.loads(summary.read_text(encoding="utf-8")).get("status") == "failed"
+    except (OSError, ValueError):
+        return False
 
 
 def launch(task: Callable, config_name: str, argv: list[str], command: str) -> int:
     """Run `task(cfg, job)` through `run_task` as a Hydra app (single run or `-m` multirun) with `argv` as
     its command line.
 
-    A job's UserError is printed as one line, not Hydra's traceback, and the other jobs of a sweep go on.
-    Returns the exit code: 1 if any job in this process failed so. In a parallel launcher's worker process
+    The output directory is claimed first and given to Hydra (`claim_output_dir`). A job's UserError is printed
+    as one line, not Hydra's traceback, and the other jobs of a sweep go on. Returns the exit code: 1 if a job
+    failed, as the jobs' summaries on disk say (`failed_jobs`). In a parallel launcher's worker process
     (joblib, submitit) the error is raised again after printing: that is how such a launcher learns of it.
     """
     error, cfgs = compose_variants(config_name, argv)
@@ -259,9 +363,16 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         print(f"usage: adaptsim {command} [-m] [key=value …]   (--help lists config groups)", file=sys.stderr)
         print(f"adaptsim {command}: error: {error}", file=sys.stderr)
         sys.exit(2)
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    out_dir, claimed = None, None
     if not any(a in ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i") for a in argv):
-        check_output_dirs(cfgs, multirun=any(a in ("-m", "--multirun") for a in argv))
-    _failures.clear()
+        out_dir, claimed = claim_output_dir(cfgs, multirun, command)
+        if claimed is not None and claimed.finished:
+            print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
+            return 0
+        if out_dir is not None:
+            argv = [*argv, f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"]
+    since = time.time()
     main_pid = os.getpid()
 
     @functools.wraps(task)
@@ -269,9 +380,10 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         # (only module-level names in here besides the closure: a parallel launcher pickles this function)
         try:
             with job_context(main_pid):
-                return run_task(task, cfg, command)
+                return run_task(task, cfg, command, claimed if os.getpid() == main_pid else None)
         except UserError as e:
-            report_failure(command, str(e))
+            print(f"adaptsim {command}: error: {e}", file=sys.stderr)
+            record_failed_job(*_job_dirs(), str(e))
             if os.getpid() != main_pid:
                 raise
 
@@ -282,4 +394,10 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         app()
     finally:
         sys.argv = saved
-    return 1 if _failures else 0
+    return 1 if failed_jobs(out_dir, multirun, since) else 0
+
+
+def _quoted(path: Path) -> str:
+    """A path as the value of a Hydra override (quoted where its characters would be read as grammar)."""
+    text = str(path)
+    return text if all(c.isalnum() or c in "/._-+~" for c in text) else "'" + text.replace("'", "\\'") + "'"

@@ -84,6 +84,9 @@ def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> N
     run_dir = Path(run_dir)
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir}: a file is in the way of the run directory")
+    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"{run_dir}: {existing} is a file, not a directory")
     if create:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -95,8 +98,6 @@ def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> N
             raise UserError(f"{run_dir}: holds another run's outputs ({', '.join(held)}); "
                             "choose another hydra.run.dir (or leave it to the default)")
     existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
-    if not existing.is_dir():
-        raise UserError(f"{run_dir}: {existing} is a file, not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UserError(f"{run_dir}: {'the run directory' if existing == run_dir else existing} is not writable")
 
@@ -111,8 +112,7 @@ class JobSummary:
         self.path = self.dir / "summary.json"
         check_run_dir(self.dir, resume)
         previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
-        if resume and not previous:
-            log.warning("%s: resume=true, but no run to resume here: starting a new one", self.dir)
+        self.nothing_to_resume = resume and not previous  # said in the job's log (run_task), once it has one
         pid = recorded_process(previous)
         if pid is not None and pid != os.getpid() and alive(pid):
             raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")

@@ -145,6 +145,7 @@ def test_a_run_killed_mid_document_resumes_to_the_uninterrupted_outputs(tmp_path
         assert (killed / path).read_bytes() == (whole / path).read_bytes()
     a, b = (json.loads((d / "summary.json").read_text()) for d in (killed, whole))
     assert a["timing"].pop("resumed_after_steps") == written
+    assert a["config"].pop("resume") is True and b["config"].pop("resume") is False  # the settings of each start
     for s in (a, b):
         s.pop("timing"), s["cost"].pop("step_ms_median")  # timings
     assert a == b

@@ -101,6 +101,35 @@ def test_held_out_and_training_data_stay_out_of_the_test_streams(toy):
     assert len(ape_test) == 6 and not ape_test & ape_train
 
 
+def test_lasso_is_diagnosed_on_the_held_out_gnome_topics_alone(toy):
+    tmp, _ = toy
+    runs = summaries(tmp / "sweeps" / "heldout_gnome")
+    diagnose = sorted(p.stem for p in (SCRIPT.parent / "diagnose" / "method").glob("*.yaml"))
+    assert sorted(runs) == sorted(["none", "full", "lasso", *diagnose])
+    heldout_docs = [line.split("\t")[0] for line in
+                    (tmp / "sweeps" / "data" / "heldout.tsv").read_text().splitlines()[1:]]
+    gnome = [d for d in heldout_docs if not d.startswith("ape/")]
+    assert gnome and gnome == heldout_docs[:len(gnome)]  # the held-out stream's prefix: the same runs there
+    for s in runs.values():
+        assert s["status"] == "finished" and s["segments"] == len(gnome) and s["reset"] == "never"
+    info = {m: s["method_info"] for m, s in runs.items()}
+    assert info["lasso_dense"]["budget"] == info["lasso_dense"]["non_embedding_parameters"]
+    assert info["lasso_noemb"]["embedding_budget"] == 0 and info["lasso_nobias"]["output_bias_size"] == 0
+    assert info["lasso_lam0"]["lam"] == 0 and info["lasso_sticky"]["hysteresis"] == 0.05
+    assert "lasso_dense" in (tmp / "results" / "heldout_gnome.md").read_text()
+
+
+def test_r0_is_split_by_whether_the_stream_has_shown_the_pieces(toy):
+    tmp, _ = toy
+    text = (tmp / "results" / "r0_by_pieces.md").read_text()
+    for name in ("heldout", *DATASETS):
+        assert f"R0 by class of the word, {name}:" in text
+    # the two classes partition the R0 occurrences (the script checks its counts against each run's own)
+    ted = summaries(tmp / "sweeps" / "ted")["none"]["counts"]["R0"]["den"]
+    header = next(line for line in text.split("R0 by class of the word, ted:")[1].splitlines() if "pieces seen" in line)
+    assert sum(int(cell.split(", ")[1].rstrip(")")) for cell in header.split("|")[2:4]) == ted
+
+
 def test_text_free_records_make_the_reports(toy):
     tmp, _ = toy
     results = tmp / "results"
@@ -129,5 +158,5 @@ def test_a_second_invocation_leaves_finished_work_alone(toy):
     again = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert all("finished already; nothing to resume" in (tmp / "sweeps" / f"{name}.log").read_text()
-               for name in (*DATASETS, "heldout", "heldout_more", "heldout_reset"))
+               for name in (*DATASETS, "heldout", "heldout_more", "heldout_reset", "heldout_gnome"))
     assert {p: p.read_bytes() for p in (tmp / "sweeps").glob("*/*/steps.jsonl")} == steps

@@ -69,6 +69,71 @@ def test_a_job_claims_its_directory_and_resume_appends(tmp_path):
     assert (tmp_path / "hyps.txt").read_text() == "a\nb\n"
 
 
+def started_together(*commands: list[str]) -> list[subprocess.CompletedProcess]:
+    """`adaptsim …` commands started at the same moment (each its own process), once all have ended."""
+    procs = [subprocess.Popen([sys.executable, "-m", "adaptsim", *c], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for c in commands]
+    return [subprocess.CompletedProcess(p.args, p.wait(), None, p.stderr.read()) for p in procs]
+
+
+def test_two_runs_started_together_into_one_directory_one_is_refused_before_it_writes(tmp_path, base):
+    for attempt in range(2):
+        out = tmp_path / f"run{attempt}"
+        done = started_together(["run", f"hydra.run.dir={out}", "method=full", *base],
+                                ["run", f"hydra.run.dir={out}", "method=none", *base])
+        assert sorted(d.returncode for d in done) == [0, 1]
+        loser = next(d for d in done if d.returncode == 1)
+        assert error_lines(loser.stderr) == [f"adaptsim run: error: {out}: holds another run's outputs (summary.json); "
+                                             "choose another hydra.run.dir (or leave it to the default)"]
+        summary = json.loads((out / "summary.json").read_text())
+        recorded = (out / ".hydra" / "config.yaml").read_text()
+        assert summary["status"] == "finished" and summary["config"]["method"]["name"] == summary["method"]
+        assert f"name: {summary['method']}\n" in recorded.split("method:")[1]  # the winner's settings, not the loser's
+
+
+def test_two_sweeps_started_together_into_one_directory_one_is_refused(tmp_path, base):
+    sweep = tmp_path / "sweep"
+    done = started_together(*(["run", "-m", f"hydra.sweep.dir={sweep}", "method=full,none", f"method.lr={lr}", *base]
+                              for lr in (0.05, 0.01)))
+    assert sorted(d.returncode for d in done) == [0, 1]
+    loser = next(d for d in done if d.returncode == 1)
+    assert error_lines(loser.stderr) == [f"adaptsim run: error: {sweep}: holds another sweep (.adaptsim-sweep.json); "
+                                         "choose another hydra.sweep.dir"]
+    winner = next(d for d in done if d.returncode == 0)
+    lr = float(next(a for a in winner.args if a.startswith("method.lr=")).split("=")[1])
+    summaries = [json.loads(p.read_text()) for p in sweep.glob("*/summary.json")]
+    assert sorted(s["method"] for s in summaries) == ["full", "none"]
+    for s in summaries:
+        assert s["status"] == "finished" and s["config"]["method"]["lr"] == lr and f"method.lr={lr}" in s["overrides"]
+
+
+def test_resuming_a_sweep_that_is_still_going_is_refused(tmp_path, base, capsys):
+    sweep = tmp_path / "sweep"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        sweep.mkdir()
+        (sweep / ".adaptsim-sweep.json").write_text(json.dumps(
+            {"status": "running", "process": {"pid": sleeper.pid, "host": __import__("socket").gethostname()}}))
+        code, err = cli_inproc(capsys, "run", "-m", f"hydra.sweep.dir={sweep}", "method=none", "resume=true", *base)
+        assert code == 1 and error_lines(err) == [
+            f"adaptsim run: error: {sweep}: the sweep is still going (process {sleeper.pid}); cannot resume it"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    code, _ = cli_inproc(capsys, "run", "-m", f"hydra.sweep.dir={sweep}", "method=none", "resume=true", *base)
+    assert code == 0 and json.loads((sweep / "0_none" / "summary.json").read_text())["status"] == "finished"
+
+
+def test_a_sweep_whose_jobs_collide_in_one_directory_exits_1_and_records_the_refused_job(tmp_path, base, capsys):
+    sweep = tmp_path / "sweep"
+    code, err = cli_inproc(capsys, "run", "-m", f"hydra.sweep.dir={sweep}", "hydra.sweep.subdir=${method.name}",
+                           "method=full", "method.lr=0.01,0.1", *base)
+    assert code == 1 and len(error_lines(err)) == 1 and "holds another run's outputs" in err
+    assert json.loads((sweep / "full" / "summary.json").read_text())["config"]["method"]["lr"] == 0.01
+    [refused] = [json.loads(line) for line in (sweep / "failed.jsonl").read_text().splitlines()]
+    assert refused["job"] == str(sweep / "full") and "holds another run's outputs" in refused["error"]
+
+
 def test_default_run_directories_differ_within_a_second():
     dirs = {str(compose(name, hydra_node=True).hydra[mode].dir)
             for name in ("run", "bench") for mode in ("run", "sweep") for _ in range(3)}

@@ -131,7 +131,7 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
         return None, Problem(d, f"failed: {lines[-1][:300] if lines else 'no error recorded'}")
     if status != "finished" or not summary.get("scores"):
         return None, Problem(d, f"unfinished (status {status!r}): {_why_unfinished(summary)}")
-    return Run(d, summary, _config(d), _overrides(d)), None
+    return Run(d, summary, _config(d, summary), _overrides(d, summary)), None
 
 
 # --- run liveness (adaptsim.outputs.RunWriter records the process of a running run) ---------------
@@ -148,7 +148,11 @@ def _why_unfinished(summary: dict) -> str:
 # --- end of run liveness --------------------------------------------------------------------------------
 
 
-def _config(d: Path) -> dict:
+def _config(d: Path, summary: dict) -> dict:
+    """The run's settings as its summary.json records them (runs before that record: .hydra/config.yaml, which
+    a second process started into the same directory could overwrite)."""
+    if "config" in summary:
+        return _flatten(summary["config"])
     path = d / ".hydra" / "config.yaml"
     if not path.is_file():
         return {}
@@ -164,7 +168,9 @@ def _flatten(node, prefix: str = "") -> dict:
     return out
 
 
-def _overrides(d: Path) -> list[str]:
+def _overrides(d: Path, summary: dict | None = None) -> list[str]:
+    if summary and "overrides" in summary:
+        return list(summary["overrides"])
     path = d / ".hydra" / "overrides.yaml"
     return [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
 

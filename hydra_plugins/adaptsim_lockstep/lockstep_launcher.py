@@ -9,6 +9,7 @@ interrupted by SIGINT or SIGTERM: `adaptsim.hydra_app.closing`).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from hydra.plugins.launcher import Launcher
@@ -22,14 +23,16 @@ class LockstepLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides, initial_job_idx: int):
-        from adaptsim.hydra_app import report_failure
+        from adaptsim.hydra_app import record_failed_job
 
+        sweep = Path(str(self.config.hydra.sweep.dir))
         if self.config.hydra.job.config_name != "run":
-            report_failure(str(self.config.hydra.job.config_name), "hydra/launcher=lockstep runs `adaptsim run` "
-                           "sweeps only")
+            error = "hydra/launcher=lockstep runs `adaptsim run` sweeps only"
+            print(f"adaptsim {self.config.hydra.job.config_name}: error: {error}", file=sys.stderr)
+            record_failed_job(sweep, sweep, error)
             return []
         collected, returns = self._job_dirs(job_overrides, initial_job_idx)
-        _run_together(collected)
+        _run_together(collected, sweep)
         return returns
 
     def _job_dirs(self, job_overrides, initial_job_idx: int):
@@ -56,30 +59,28 @@ class LockstepLauncher(Launcher):
         return collected, returns
 
 
-def _run_together(collected) -> None:
+def _run_together(collected, sweep: Path) -> None:
     """Claim every job's directory (with resume=true a finished run is left alone), run the others in lockstep,
     and close each summary as a job alone is closed (`adaptsim.hydra_app.closing`)."""
-    import logging
-
     from adaptsim.errors import UserError
-    from adaptsim.hydra_app import closing, job_context, job_fields, report_failure
+    from adaptsim.hydra_app import claim_job, closing, job_context, record_failed_job
     from adaptsim.lockstep import simulate_together
     from adaptsim.outputs import JobSummary
 
-    log = logging.getLogger("adaptsim")
     jobs: list[JobSummary] = []
     try:
         with closing(jobs), job_context(os.getpid()):
             for cfg, out in collected:
-                jobs.append(JobSummary(out, job_fields("run", cfg), resume=bool(cfg.resume)))
-                if jobs[-1].finished:
-                    log.info("%s: finished already; nothing to resume", out)
+                jobs.append(claim_job(out, "run", cfg))
             pending = [(cfg, job) for (cfg, _), job in zip(collected, jobs) if not job.finished]
             if pending:
                 simulate_together([cfg for cfg, _ in pending], [job for _, job in pending])
-    except UserError as e:
-        report_failure("run", str(e))
+    except UserError as e:  # before the jobs ran: those claimed say so in their summaries (closing), the rest here
+        print(f"adaptsim run: error: {e}", file=sys.stderr)
+        claimed = {job.dir for job in jobs}
+        for out in [out for _, out in collected if out not in claimed]:
+            record_failed_job(sweep, out, str(e))
         return
     for job in jobs:
         if job.data.get("status") == "failed":
-            report_failure("run", job.data.get("error", "failed"))
+            print(f"adaptsim run: error: {job.data.get('error', 'failed')}", file=sys.stderr)

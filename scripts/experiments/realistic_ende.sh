@@ -15,7 +15,9 @@
 #    (select-fixed), and the ablations of lasso and bias (scripts/experiments/configs/method: lasso's second
 #    output bias off / at 1e-2, λ, a smaller budget, an embedding budget that binds, hysteresis; bias at 0.1 and
 #    1e-2; lasso and the baseline with a reset at every document); lasso's variant with the best R0+1 becomes
-#    `lasso` on the test streams; what was tried goes to $RESULTS/selection.md and heldout_*.md;
+#    `lasso` on the test streams; what was tried goes to $RESULTS/selection.md and heldout_*.md; and on the
+#    held-out GNOME topics alone, a diagnosis of lasso's recall there (scripts/experiments/diagnose/method: one
+#    part of lasso changed at a time: no selection, no prox, no embedding rows, no second bias, hysteresis);
 # 3. the six methods (+experiment=paper_methods: one stream per test set, reset=never, corpus scope) on all TED
 #    talks, on GNOME help as one stream of topics (GNOME_TEST) and on the ape-it test blocks (there with l2,
 #    lora, memory too), in lockstep, one process per data set; the methods that need no held-out choice start
@@ -24,7 +26,8 @@
 #    per-segment statistics, curves; no source, reference or hypothesis text), from which tables (absolute,
 #    relative; † = paired bootstrap p < 0.05 over documents: talks, topics, ape-it blocks; ms per update,
 #    bytes per stored document), the paper's findings checked (`adaptsim findings`) and curves with 95% bands
-#    are made, so a finished stream never has to run twice.
+#    are made, so a finished stream never has to run twice; and R0 split by whether the stream has already
+#    shown every piece of the word (scripts/experiments/r0_by_pieces.py, from the runs themselves).
 # Run outputs go to $SWEEPS (they hold the test text: not committed). Every step is seeded. Run it again after
 # an interruption: finished runs are left alone and interrupted ones resume where they stopped. The wall time of
 # each stage of the last invocation goes to $RESULTS/timing.tsv, of each task of steps 2 and 3 to tasks.tsv.
@@ -50,6 +53,7 @@
 #   FIXED_SEGMENTS   select-fixed simulates ~40 candidate lists: on the first N segments of each held-out
 #                    document [30]
 #   ABLATIONS        the held-out variants (configs in scripts/experiments/configs/method) [all of them]
+#   DIAGNOSE         lasso's variants run on the held-out GNOME topics (scripts/experiments/diagnose/method) [all]
 #   MAX_SEGMENTS     first N segments of each talk / topic / block (quick trials) [all]
 #   DEV_SEGMENTS     first N segments of newstest2018 for the base model's BLEU (quick trials) [all]
 #   JOBS             processes at once, one thread each [2]
@@ -77,6 +81,7 @@ GNOME_HELDOUT=${GNOME_HELDOUT:-a11y,user,bluetooth,sound,backup,sharing}
 HELDOUT_SEGMENTS=${HELDOUT_SEGMENTS:-60}
 FIXED_SEGMENTS=${FIXED_SEGMENTS:-30}
 ABLATIONS=${ABLATIONS:-$(cd scripts/experiments/configs/method && ls -- *.yaml | sed 's/\.yaml$//' | paste -sd, -)}
+DIAGNOSE=${DIAGNOSE-$(cd scripts/experiments/diagnose/method && ls -- *.yaml | sed 's/\.yaml$//' | paste -sd, -)}
 JOBS=${JOBS:-2}
 RESULTS=${RESULTS:-docs/results}
 SWEEPS=${SWEEPS:-outputs/realistic_ende}
@@ -94,7 +99,7 @@ if [ "$TRAIN" = 1 ]; then
 fi
 [ -z "${MODEL_PATH:-}" ] || COMMON+=(model.path="$MODEL_PATH")
 # the held-out variants (committed) and the chosen lasso (written by step 2) as method configs
-SEARCH="hydra.searchpath=[file://$PWD/scripts/experiments/configs,file://$SWEEPS/configs]"
+SEARCH="hydra.searchpath=[file://$PWD/scripts/experiments/configs,file://$PWD/scripts/experiments/diagnose,file://$SWEEPS/configs]"
 SKIP=(dataset.on_too_long=skip)  # GNOME help has a 288-token reference; skipped segments are counted in summary.json
 LIMIT=(${MAX_SEGMENTS:+dataset.max_segments=$MAX_SEGMENTS})
 FIRST=none,full,bias,top           # need no held-out choice: they start beside step 2
@@ -161,6 +166,10 @@ SECOND_HALF=$(IFS=,; echo "${ABLATION_LIST[*]:$HALF}")
 task_heldout() { sweep heldout method="none,full,bias,lasso${FIRST_HALF:+,$FIRST_HALF}" "${HELDOUT[@]}"; }
 task_heldout_more() { [ -z "$SECOND_HALF" ] || sweep heldout_more method="$SECOND_HALF" "${HELDOUT[@]}"; }
 task_heldout_reset() { sweep heldout_reset method=none,lasso reset=document "${HELDOUT[@]}"; }
+task_heldout_gnome() {  # held-out GNOME topics only: the first documents of heldout.tsv, so the same stream's prefix
+  [ -z "$DIAGNOSE" ] || sweep heldout_gnome method="none,full,lasso,$DIAGNOSE" "${HELDOUT[@]}" \
+    "dataset.documents=[$GNOME_HELDOUT]"
+}
 task_choose() {
   python scripts/experiments/choose_lasso.py "$SWEEPS/heldout" "$SWEEPS/heldout_more" "$SWEEPS/select_fixed" \
     "$SWEEPS/configs/method/lasso_heldout.yaml" "$RESULTS/selection.md"
@@ -181,7 +190,7 @@ task_dev() {
   python -c "import json,sys; print('general/dev BLEU %.1f' % json.load(open(sys.argv[1]))['scores']['BLEU'])" \
     "$SWEEPS/general_dev/summary.json" >"$RESULTS/general_dev_bleu.txt"
 }
-declare -A DEPS=([select_fixed]="" [heldout]="" [heldout_more]="" [heldout_reset]="" [dev]=""
+declare -A DEPS=([select_fixed]="" [heldout]="" [heldout_more]="" [heldout_reset]="" [heldout_gnome]="" [dev]=""
                  [choose]="select_fixed heldout heldout_more" [ape_it_beyond]="ape_it_later")
 for name in "${STREAMS[@]}"; do
   eval "task_${name}_first() { first $name; }; task_${name}_later() { later $name; }"
@@ -189,7 +198,7 @@ for name in "${STREAMS[@]}"; do
   DEPS[${name}_later]="${name}_first choose"
 done
 TASKS=(select_fixed heldout ted_first heldout_more choose ted_later heldout_reset gnome_help_first gnome_help_later
-       ape_it_first ape_it_later dev ape_it_beyond)  # what finishes a whole stream first
+       ape_it_first ape_it_later dev ape_it_beyond heldout_gnome)  # what finishes a whole stream first
 
 declare -A STATE PID STARTED
 for t in "${TASKS[@]}"; do STATE[$t]=pending; done
@@ -237,6 +246,10 @@ python -m adaptsim table "${RUNS[@]}" "${TABLE[@]}" | tee "$RESULTS/tables_absol
 python -m adaptsim table "${RUNS[@]}" --relative "${TABLE[@]}" | tee "$RESULTS/tables_relative.md"
 python -m adaptsim findings "${RUNS[@]}" | tee "$RESULTS/findings.md"
 python -m adaptsim table "$SWEEPS/heldout_reset" --relative --significance | tee "$RESULTS/heldout_reset.md"
+[ -z "$DIAGNOSE" ] || python -m adaptsim table "$SWEEPS/heldout_gnome" --relative --significance \
+  | tee "$RESULTS/heldout_gnome.md"
+for name in heldout "${STREAMS[@]}"; do python scripts/experiments/r0_by_pieces.py "$SWEEPS/$name"; done \
+  | tee "$RESULTS/r0_by_pieces.md"
 for name in "${STREAMS[@]}"; do
   python -m adaptsim plot "$RESULTS/runs/$name" --bands --out "$RESULTS/curves_$name.png"
 done

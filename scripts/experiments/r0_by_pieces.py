@@ -1,0 +1,123 @@
+"""Zero-shot recall split by whether the stream has already shown a word's pieces (realistic_ende.sh, step 4).
+
+    python scripts/experiments/r0_by_pieces.py SWEEP [--spm TARGET.spm] [--out R0_BY_PIECES.md]
+
+A word counted by R0 occurs for the first time in the stream's references, but its sentencepiece pieces may
+not: "Datei" is new after "Dateien" (▁Datei en) was corrected, and an update on that correction raised ▁Datei.
+Each R0 occurrence is put in one of two classes — every piece of the word seen in an earlier reference of the
+stream ("pieces seen") or not ("a new piece") — and R0 of every run of SWEEP is reported per class against the
+baseline (`none`), with document-bootstrap intervals and p-values (adaptsim.stats, the `table` machinery).
+Why: on real post-edits (ape-it) no method lost R0, against the paper's finding; this tells whether the
+zero-shot penalty is absent there or hidden by a gain on words the stream's pieces already cover.
+
+Reads the runs' steps.jsonl (references and hypotheses: run outputs, not the text-free records), the word
+pipeline and counting scope the runs used (.hydra/config.yaml, summary.json), and checks that its R0 counts
+equal the runs' own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import sentencepiece
+from omegaconf import OmegaConf
+
+from adaptsim.metrics.recall import occurrence_levels
+from adaptsim.metrics.words import WordPipeline, load_stopwords
+from adaptsim.stats import Series, Settings, compare, ratio, units_of
+
+CLASSES = ("pieces seen", "a new piece")
+
+
+def load_run(path: Path) -> tuple[dict, list[dict], object]:
+    summary = json.loads((path / "summary.json").read_text())
+    steps = [json.loads(line) for line in (path / "steps.jsonl").read_text().splitlines()]
+    return summary, steps, OmegaConf.load(path / ".hydra" / "config.yaml").metrics
+
+
+def piece_classes(references: list[str], levels, pieces) -> list[dict[str, int]]:
+    """Per segment: each R0 word → 0 (every piece in an earlier reference) or 1 (a piece new to the stream)."""
+    seen: set[str] = set()
+    out = []
+    for reference, level in zip(references, levels, strict=True):
+        out.append({w: int(not set(pieces(w)) <= seen) for w in level[0]})
+        seen.update(pieces(reference))
+    return out
+
+
+def class_stats(steps: list[dict], classes: list[dict[str, int]], words) -> np.ndarray:
+    """segments × (class, num/den): R0 hits and occurrences of each class."""
+    out = np.zeros((len(steps), len(CLASSES), 2))
+    for i, (step, cls) in enumerate(zip(steps, classes, strict=True)):
+        found = words(step["hypothesis"])
+        for word, c in cls.items():
+            out[i, c] += (word in found, 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sweep", type=Path)
+    ap.add_argument("--spm", help="the model's target sentencepiece model [target.spm in the runs' model directory]")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--resamples", type=int, default=1000)
+    args = ap.parse_args()
+    runs = {}
+    for path in sorted(p.parent for p in args.sweep.glob("*/summary.json")):
+        summary, steps, metrics = load_run(path)
+        if summary["status"] == "finished":
+            runs[summary["method"]] = (summary, steps, metrics)
+    if "none" not in runs:
+        raise SystemExit(f"r0_by_pieces.py: no finished baseline (method none) in {args.sweep}")
+    summary, steps, metrics = runs["none"]
+    references = [s["reference"] for s in steps]
+    words = WordPipeline(metrics.lang, load_stopwords(metrics.lang, metrics.stopwords), metrics.case)
+    words.fit(references, keep=True)  # as the runs did: truecasing trained on the references
+    groups = [s["doc_id"] for s in steps] if summary["metrics_scope"] == "document" else [None] * len(steps)
+    levels = occurrence_levels([words(r) for r in references], groups, 1)
+    spm = Path(args.spm or Path(summary["model_path"]) / "target.spm")
+    if not spm.is_file():
+        raise SystemExit(f"r0_by_pieces.py: {spm}: no such sentencepiece model (give --spm)")
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(spm))
+    classes = piece_classes(references, levels, lambda text: sp.encode(text, out_type=str))
+
+    names = ["none"] + sorted(m for m in runs if m != "none")
+    stats = {}
+    for m in names:
+        m_summary, m_steps, _ = runs[m]
+        if [s["reference"] for s in m_steps] != references:
+            raise SystemExit(f"r0_by_pieces.py: {m}'s references differ from the baseline's")
+        stats[m] = class_stats(m_steps, classes, words)
+        hits, total = stats[m][:, :, 0].sum(), stats[m][:, :, 1].sum()
+        recorded = m_summary["counts"]["R0"]
+        if (hits, total) != (recorded["num"], recorded["den"]):
+            raise SystemExit(f"r0_by_pieces.py: {m}: R0 {hits:.0f}/{total:.0f} here, "
+                             f"{recorded['num']}/{recorded['den']} in its summary.json")
+    index, n_units = units_of([s["doc_id"] for s in steps], "document")
+    series = [Series(c, ratio(100.0), [stats[m][:, k] for m in names]) for k, c in enumerate(CLASSES)]
+    result = compare(series, index, n_units, Settings(args.resamples, "document", 1, "bs"))
+
+    total = stats["none"][:, :, 1].sum(axis=0)
+    lines = [f"R0 by class of the word, {args.sweep.name}: Δ in points against the baseline [95% CI], "
+             "† p < 0.05", "",
+             "| method | " + " | ".join(f"{c} ({100 * n / total.sum():.0f} %, {n:.0f})" for c, n in zip(CLASSES, total))
+             + " |", "|:--|--:|--:|"]
+    lines.append("| baseline | " + " | ".join(f"{result.scores[0][c].score:.2f}" for c in CLASSES) + " |")
+    for r, m in enumerate(names[1:], start=1):
+        cells = []
+        for c in CLASSES:
+            d = result.differences[r][c]
+            cells.append(f"{d.diff:+.2f} [{d.ci[0]:+.2f}, {d.ci[1]:+.2f}]{'†' if d.p < 0.05 else ''}")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    lines += ["", f"`{result.signature}`"]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out:
+        args.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
