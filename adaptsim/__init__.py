@@ -21,3 +21,13 @@ OmegaConf.register_new_resolver(
     lambda: __import__("os").environ.get("ADAPTSIM_SHARED", str(PROJECT_ROOT.parent / "shared")),
     replace=True,
 )
+
+
+def config_defaults(path: str) -> dict:
+    """A block of one YAML file under configs/ ("run.yaml:decode", "metrics/default.yaml"), as plain values:
+    where code that also runs without Hydra (a library call, score, a test) takes a setting's default from, so
+    every default keeps its one home in configs/. Interpolations are left unresolved (as strings)."""
+    file, _, block = path.partition(":")
+    node = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / file), resolve=False)
+    return dict(node[block] if block else node)
+

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from adaptsim import decode
+from adaptsim import config_defaults, decode
 from adaptsim.arch import Architecture, describe
 from adaptsim.errors import UserError
 
@@ -82,6 +82,7 @@ class Languages:
         return bool(self.source_token or self.target_token)
 
 
+_DECODE = config_defaults("run.yaml:decode")  # decoding's defaults (their home: configs/run.yaml)
 NO_LANGUAGES = Languages(None, None, "")  # a monolingual checkpoint (Marian, OPUS-MT, `adaptsim train`)
 
 
@@ -200,13 +201,14 @@ class Seq2SeqModel:
         return {k: v.to(self.device) for k, v in batch.items()}
 
     # -- inference and loss ------------------------------------------------------------------------
-    def translate(self, source: str, beam_size: int = 5, max_length: int = 256, length_penalty: float = 1.0,
-                  search: str = "lean") -> Translation:
+    def translate(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
+                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"]) -> Translation:
         """Beam search (adaptsim/decode: `search` lean, or transformers' generate) for the best hypothesis."""
         return self.translate_together([self], source, beam_size, max_length, length_penalty, search)[0]
 
-    def translate_together(self, models: list["Seq2SeqModel"], source: str, beam_size: int = 5, max_length: int = 256,
-                           length_penalty: float = 1.0, search: str = "lean") -> list[Translation]:
+    def translate_together(self, models: list["Seq2SeqModel"], source: str, beam_size: int = _DECODE["beam_size"],
+                           max_length: int = _DECODE["max_length"], length_penalty: float = _DECODE["length_penalty"],
+                           search: str = _DECODE["search"]) -> list[Translation]:
         """`translate` for several clones of this model at once (lockstep runs, adaptsim/lockstep.py): one lean
         beam search over all of them, each model's hypothesis the one it gives alone."""
         forced = None

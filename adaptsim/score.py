@@ -16,7 +16,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from adaptsim import CONFIG_DIR
+from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import DataError
 from adaptsim.metrics import SCOPES, Evaluator, write_curves
@@ -25,7 +25,7 @@ from adaptsim.metrics.words import CASES
 
 
 def parser() -> argparse.ArgumentParser:
-    run = OmegaConf.load(CONFIG_DIR / "metrics" / "default.yaml")  # the one home of the metric defaults
+    run = OmegaConf.create(config_defaults("metrics/default.yaml"))  # the one home of the metric defaults
     p = argparse.ArgumentParser(prog="adaptsim score", description=__doc__.split("\n\n")[0])
     p.add_argument("--hyp", required=True, help="hypotheses, one detokenised segment per line")
     p.add_argument("--ref", required=True, help="references (post-edits), parallel to --hyp")

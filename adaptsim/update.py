@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from adaptsim import config_defaults
 from adaptsim.methods.base import Method
 from adaptsim.model import Seq2SeqModel
 
 
+_RULE = config_defaults("run.yaml:update")  # the update rule's defaults (their home: configs/run.yaml)
 MAX_LOSS = 709.0  # nats per token: exp() of more overflows a float64
 
 
@@ -66,8 +68,10 @@ def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> list[torch.T
 
 
 class Updater:
-    def __init__(self, model: Seq2SeqModel, method: Method, clip_norm: float = 1.0, ppl_threshold: float = 2.0,
-                 min_updates: int = 1, max_updates: int = 3, on_divergence: str = "stop", dtype: str = "float32"):
+    def __init__(self, model: Seq2SeqModel, method: Method, clip_norm: float = _RULE["clip_norm"],
+                 ppl_threshold: float = _RULE["ppl_threshold"], min_updates: int = _RULE["min_updates"],
+                 max_updates: int = _RULE["max_updates"], on_divergence: str = _RULE["on_divergence"],
+                 dtype: str = _RULE["dtype"]):
         self.model, self.method = model, method
         # bfloat16: the update's forwards (and so its backwards) under autocast; parameters, gradients and the
         # SGD step stay float32, so small updates are not rounded away. Translation is not affected.

@@ -4,14 +4,14 @@ A wrong setting must not silently change the method (`reset=documents` once beha
 `update.clip_norm=-1` turned SGD into gradient ascent), and must not surface after minutes of loading
 as a traceback. Every rule here stops with one line naming the key, the value and what is allowed.
 
-This module holds rules only, never defaults: the defaults stay in configs/ (their one home), and
-which keys exist is read from those same YAML files.
+This module holds rules only, never defaults: the rules are declared (SETTINGS, adaptsim/rules.py; a
+method declares its parameters' in its class), the defaults stay in configs/ (their one home), and which
+keys exist is read from those same YAML files.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
 from functools import lru_cache
 
@@ -20,6 +20,13 @@ from omegaconf import DictConfig, OmegaConf
 from adaptsim import CONFIG_DIR
 from adaptsim.decode import SEARCHES
 from adaptsim.errors import UserError
+from adaptsim.methods import check_method
+from adaptsim.metrics import SCOPES
+from adaptsim.metrics.sacre import METRICS
+from adaptsim.metrics.words import CASES
+from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, Strings, show
+
+_ABSENT = object()
 
 log = logging.getLogger("adaptsim")
 
@@ -27,50 +34,34 @@ log = logging.getLogger("adaptsim")
 SHORT_MAX_LENGTH = 8
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
-
-def _show(value) -> str:
-    return "null" if value is None else repr(value) if isinstance(value, str) else str(value)
-
-
-def _bad(key: str, value, allowed: str) -> UserError:
-    return UserError(f"{key}={_show(value)}: {allowed}")
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+# The type and allowed values of every setting of run/bench/select-fixed other than the method's (a method
+# declares its own: Method.settings) and the dataset's (its reader checks it). Keys a config does not have
+# (bench has no `resume`) are skipped.
+SETTINGS: dict[str, Rule] = {
+    "seed": Integer(0),
+    "threads": Integer(1, null="torch's default"),
+    "reset": Choice(("document", "never")),
+    "progress": Boolean(), "save_offsets": Boolean(), "resume": Boolean(), "malloc_tuning": Boolean(),
+    "decode.beam_size": Integer(1),
+    "decode.max_length": Integer(1),
+    "decode.length_penalty": Number(),
+    "decode.search": Choice(SEARCHES),
+    "update.clip_norm": Number(above=0),
+    "update.ppl_threshold": Number(at_least=1, why="a perplexity is never below 1"),
+    "update.min_updates": Integer(0),
+    "update.max_updates": Integer(1),
+    "update.on_divergence": Choice(("stop", "rollback")),
+    "update.dtype": Choice(("float32", "bfloat16")),
+    "metrics.k_max": Integer(1),
+    "metrics.scope": Choice((None, *SCOPES)),  # null: follow `reset`
+    "metrics.case": Choice(CASES),
+    "metrics.sacrebleu": Strings(tuple(METRICS)),
+}
 
 
 def integer(cfg, key: str, minimum: int):
-    value = OmegaConf.select(cfg, key)
-    if not _is_int(value) or value < minimum:
-        raise _bad(key, value, f"must be an integer ≥ {minimum}")
-    return value
-
-
-def positive(cfg, key: str):
-    """A number > 0 (NaN is not > 0, so it is refused too)."""
-    value = OmegaConf.select(cfg, key)
-    if not _is_number(value) or not value > 0:
-        raise _bad(key, value, "must be a number > 0")
-    return value
-
-
-def choice(cfg, key: str, allowed: tuple):
-    value = OmegaConf.select(cfg, key)
-    if value not in allowed:
-        raise _bad(key, value, "choose " + " | ".join(map(_show, allowed)))
-    return value
-
-
-def boolean(cfg, key: str):
-    value = OmegaConf.select(cfg, key)
-    if not isinstance(value, bool):
-        raise _bad(key, value, "must be true or false")
-    return value
+    """`cfg`'s value at `key`, an integer ≥ minimum (for commands' own integer arguments)."""
+    return Integer(minimum).check(key, OmegaConf.select(cfg, key))
 
 
 @lru_cache(maxsize=None)
@@ -98,23 +89,22 @@ def _config_name() -> str:
 def check_device(device) -> None:
     """cpu, cuda or cuda:N, and a GPU that exists: otherwise torch fails later with a long traceback."""
     if not isinstance(device, str) or not _DEVICE.match(device):
-        raise _bad("device", device, "choose cpu | cuda | cuda:N")
+        raise UserError(f"device={show(device)}: choose cpu | cuda | cuda:N")
     if device.startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
             build = "a CPU-only build of torch" if torch.version.cuda is None else "no usable GPU found"
-            raise _bad("device", device, f"CUDA is not available here ({build}, torch {torch.__version__}); "
-                                         "use device=cpu")
+            raise UserError(f"device={show(device)}: CUDA is not available here ({build}, torch "
+                            f"{torch.__version__}); use device=cpu")
         index = int(device.split(":")[1]) if ":" in device else 0
         if index >= torch.cuda.device_count():
-            raise _bad("device", device, f"this machine has {torch.cuda.device_count()} CUDA device(s): "
-                                         f"cuda:0 … cuda:{torch.cuda.device_count() - 1}")
+            raise UserError(f"device={show(device)}: this machine has {torch.cuda.device_count()} CUDA device(s): "
+                            f"cuda:0 … cuda:{torch.cuda.device_count() - 1}")
 
 
 def check_threads(threads) -> None:
-    if threads is not None and (not _is_int(threads) or threads < 1):
-        raise _bad("threads", threads, "must be null (torch's default) or an integer ≥ 1")
+    SETTINGS["threads"].check("threads", threads)
 
 
 def validate(cfg: DictConfig, config_name: str | None = None) -> None:
@@ -122,58 +112,21 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     known = known_keys(config_name or _config_name())
     for key in cfg:
         if key not in known:
-            raise _bad(key, cfg.get(key), "unknown setting (added with +?); known: "
-                       + ", ".join(sorted(k for k in known if not k.startswith("_"))))
+            raise UserError(f"{key}={show(cfg.get(key))}: unknown setting (added with +?); known: "
+                            + ", ".join(sorted(k for k in known if not k.startswith("_"))))
     for block in ("decode", "update"):
         for key in cfg[block]:
             if known[block] is not None and key not in known[block]:
-                raise _bad(f"{block}.{key}", cfg[block].get(key), f"unknown setting; {block}.* are: "
-                           + ", ".join(sorted(known[block])))
-
-    integer(cfg, "seed", 0)
+                raise UserError(f"{block}.{key}={show(cfg[block].get(key))}: unknown setting; {block}.* are: "
+                                + ", ".join(sorted(known[block])))
+    for key, rule in SETTINGS.items():
+        if OmegaConf.select(cfg, key, default=_ABSENT) is not _ABSENT:
+            rule.check(key, OmegaConf.select(cfg, key))
     check_device(cfg.device)
-    check_threads(cfg.threads)
-    choice(cfg, "reset", ("document", "never"))
-    for key in ("progress", "save_offsets", "resume", "malloc_tuning"):
-        if key in cfg:
-            boolean(cfg, key)
-
-    integer(cfg, "decode.beam_size", 1)
-    choice(cfg, "decode.search", SEARCHES)
-    max_length = integer(cfg, "decode.max_length", 1)
-    if max_length < SHORT_MAX_LENGTH:
+    update, decode = cfg["update"], cfg["decode"]  # (cfg.update is DictConfig's method)
+    if update.min_updates > update.max_updates:
+        raise UserError(f"update.min_updates={update.min_updates}: must be ≤ update.max_updates={update.max_updates}")
+    if decode.max_length < SHORT_MAX_LENGTH:
         log.warning("decode.max_length=%d: hypotheses are cut off after %d tokens (often empty or truncated)",
-                    max_length, max_length)
-    if not _is_number(cfg.decode.length_penalty) or not math.isfinite(cfg.decode.length_penalty):
-        raise _bad("decode.length_penalty", cfg.decode.length_penalty, "must be a finite number")
-
-    positive(cfg, "update.clip_norm")
-    positive(cfg, "update.ppl_threshold")
-    if cfg["update"].ppl_threshold < 1:
-        raise _bad("update.ppl_threshold", cfg["update"].ppl_threshold, "must be ≥ 1 (a perplexity is never below 1)")
-    low = integer(cfg, "update.min_updates", 0)
-    high = integer(cfg, "update.max_updates", 1)
-    if low > high:
-        raise _bad("update.min_updates", low, f"must be ≤ update.max_updates={high}")
-    choice(cfg, "update.on_divergence", ("stop", "rollback"))
-    choice(cfg, "update.dtype", ("float32", "bfloat16"))
-
-    lr = cfg.method.get("lr")
-    from adaptsim.methods import method_class
-
-    if not method_class(cfg.method).gradient_steps:
-        if not _is_number(lr):
-            raise _bad("method.lr", lr, "must be a number")
-    else:
-        positive(cfg, "method.lr")
-
-    from adaptsim.metrics import SCOPES
-    from adaptsim.metrics.sacre import METRICS
-    from adaptsim.metrics.words import CASES
-
-    integer(cfg, "metrics.k_max", 1)
-    choice(cfg, "metrics.scope", (None, *SCOPES))  # null: follow `reset`
-    choice(cfg, "metrics.case", CASES)
-    wanted = cfg.metrics.get("sacrebleu")
-    if not isinstance(wanted, (list, tuple)) and not OmegaConf.is_list(wanted) or not set(wanted) <= set(METRICS):
-        raise _bad("metrics.sacrebleu", wanted, "a list of " + ", ".join(METRICS))
+                    decode.max_length, decode.max_length)
+    check_method(cfg.method)

@@ -7,7 +7,6 @@ first operation that mixes it with the model's tensors. Tensors derived from oth
 """
 
 import ast
-from pathlib import Path
 
 from adaptsim import PROJECT_ROOT
 

@@ -21,16 +21,24 @@ def method_class(cfg) -> type[Method]:
         raise UserError(f"method._target_={cfg.get('_target_')}: cannot import the method class ({e})") from None
 
 
-def build(cfg, model) -> Method:
-    """`hydra.utils.instantiate(cfg, model=model)`, with a setting the class does not take, or one it
-    needs and the config lacks, reported as one line naming the key (not as a TypeError from deep inside
-    Hydra), and a method's own UserError passed on as it is."""
+def check_method(cfg) -> type[Method]:
+    """The method's class, once its settings are checked against what the class declares (`Method.settings`:
+    types and allowed values) and takes (its constructor's keywords): a setting the class does not take, or one
+    it needs and the config lacks, is one line naming the key, not a TypeError from deep inside Hydra."""
     cls = method_class(cfg)
-    settings = {k: None for k in cfg if k != "_target_"}
     try:
-        inspect.signature(cls).bind(model, **settings)
+        inspect.signature(cls).bind(None, **{k: None for k in cfg if k != "_target_"})
     except TypeError as e:
         raise UserError(f"method={cfg.get('name')}: {e} (settings come from configs/method/*.yaml)") from None
+    for key, rule in cls.settings.items():
+        rule.check(f"method.{key}", cfg.get(key))
+    return cls
+
+
+def build(cfg, model) -> Method:
+    """The method `cfg` describes (`check_method`, then `hydra.utils.instantiate(cfg, model=model)`), a
+    method's own UserError (a rule that needs the model) passed on as it is."""
+    check_method(cfg)
     try:
         return instantiate(cfg, model=model, _convert_="all")
     except InstantiationException as e:

@@ -29,9 +29,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from adaptsim.rules import Number, Rule, Text
+
 
 class Method:
     gradient_steps = True  # False: adapts without SGD steps (or not at all), so its lr is not used
+    # the type and allowed values of each setting (adaptsim/rules.py); a subclass adds its own
+    settings: dict[str, Rule] = {"name": Text(), "lr": Number(above=0)}
 
     def __init__(self, model, *, name: str, lr: float):
         self.model = model

@@ -29,6 +29,7 @@ from omegaconf import OmegaConf
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
+from adaptsim.rules import Boolean, Choice, Strings, Text
 
 LISTS = CONFIG_DIR / "fixed_lists"
 
@@ -54,6 +55,9 @@ def read_list(name: str, model) -> list[str]:
 
 
 class Fixed(Method):
+    settings = {**Method.settings, "list": Text(), "params": Strings(null="use the list", empty=True),
+                "source_embeddings": Boolean(), "embedding_rows": Choice(("source", "pair"))}
+
     def __init__(self, model, *, list: str, params: list[str] | None, source_embeddings: bool,  # noqa: A002
                  embedding_rows: str, **common):
         super().__init__(model, **common)
@@ -65,9 +69,7 @@ class Fixed(Method):
                             f"{next(iter(named))!r}); make a list for this model with `adaptsim select-fixed`")
         self._params = {n: p for n, p in named.items() if any(fnmatchcase(n, pat) for pat in patterns)}
         self.list = None if params is not None else str(list)
-        self.rows_of = str(embedding_rows)
-        if self.rows_of not in ("source", "pair"):
-            raise UserError(f"method.embedding_rows={self.rows_of}: expected source or pair")
+        self.rows_of = embedding_rows
         self.row_masked: list[str] = []
         self._rows: torch.Tensor | None = None  # token ids whose rows train on the current pair
         if source_embeddings:

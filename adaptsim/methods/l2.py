@@ -36,12 +36,15 @@ import torch
 
 from adaptsim.errors import UserError
 from adaptsim.methods.full import Full
+from adaptsim.rules import Number
 
 
 class L2(Full):
+    settings = {**Full.settings, "alpha": Number(at_least=0)}
+
     def __init__(self, model, *, alpha: float, **common):
         super().__init__(model, **common)
-        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not 0 <= alpha or not self.lr * alpha < 1:
+        if not self.lr * alpha < 1:  # (relates two settings)
             raise UserError(f"method.alpha={alpha}: expected a number α ≥ 0 with method.lr · α < 1 "
                             f"(lr {self.lr:g}); at γα ≥ 1 a step jumps over θ0")
         self.alpha = float(alpha)

@@ -52,10 +52,10 @@ import math
 
 import torch
 
-from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 from adaptsim.methods.bias import OUTPUT_BIAS, bias_figures
 from adaptsim.methods.budget import fill_budget, resolve_budget
+from adaptsim.rules import Number
 
 
 def prox_factors(norms: torch.Tensor, threshold: float) -> torch.Tensor:
@@ -85,6 +85,11 @@ def fill_budget_rows(norms: torch.Tensor, sizes: torch.Tensor, budget: int) -> t
 
 
 class Lasso(Method):
+    settings = {**Method.settings, "lam": Number(at_least=0), "bias_lr": Number(at_least=0, why="0: no second bias"),
+                "budget": Number(at_least=0), "budget_fraction": Number(at_least=0, at_most=1),
+                "embedding_budget": Number(at_least=0), "embedding_budget_fraction": Number(at_least=0, at_most=1),
+                "resolution": Number(above=0), "hysteresis": Number(at_least=0)}
+
     def __init__(self, model, *, lam: float, bias_lr: float, budget: int, budget_fraction: float,
                  embedding_budget: int, embedding_budget_fraction: float, resolution: float, hysteresis: float,
                  **common):
@@ -100,10 +105,6 @@ class Lasso(Method):
         self.row_sizes = widths.repeat_interleave(rows)  # parameters per row, all matrices
         self.lam, self.resolution, self.bias_lr = float(lam), float(resolution), float(bias_lr)
         self.hysteresis = float(hysteresis)
-        if self.lam < 0 or self.resolution <= 0 or self.bias_lr < 0 or self.hysteresis < 0:
-            raise UserError(f"method.lam={self.lam:g}, method.resolution={self.resolution:g}, "
-                            f"method.bias_lr={self.bias_lr:g}, method.hysteresis={self.hysteresis:g}: expected "
-                            "λ ≥ 0, resolution > 0, bias_lr ≥ 0 (0: no second output bias), hysteresis ≥ 0")
         self.budget = resolve_budget(budget, budget_fraction, sum(self.sizes), "method.budget")
         self.embedding_budget = resolve_budget(embedding_budget, embedding_budget_fraction,
                                                sum(e.numel() for e in self.embeddings), "method.embedding_budget")

@@ -42,23 +42,23 @@ from torch import nn
 
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
+from adaptsim.rules import Integer, Number, Strings
 
 PREFIX = "lora."  # adapter names: lora.<module>.A / .B (not parameters of the network)
 
 
 class LoRA(Method):
+    settings = {**Method.settings, "modules": Strings(), "rank": Integer(1),
+                "alpha": Number(above=0, why="the adapters' scale is alpha / rank")}
+
     def __init__(self, model, *, modules: list[str], rank: int, alpha: float, **common):
         super().__init__(model, **common)
-        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
-            raise UserError(f"method.rank={rank}: expected an integer ≥ 1")
-        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha > 0 or not math.isfinite(alpha):
-            raise UserError(f"method.alpha={alpha}: expected a number > 0 (the adapters' scale is alpha / rank)")
-        patterns = [str(p) for p in modules] if isinstance(modules, (list, tuple)) else []
+        patterns = [str(p) for p in modules]
         linear = {n: m for n, m in model.net.named_modules() if isinstance(m, nn.Linear)}
         unmatched = [p for p in patterns if not any(fnmatchcase(n, p) for n in linear)]
-        if not patterns or unmatched:
-            raise UserError(f"method.modules={modules}: {unmatched or 'expected a list of patterns; none'} "
-                            f"match(es) no linear module of the model (names look like {next(iter(linear), '?')!r})")
+        if unmatched:
+            raise UserError(f"method.modules={modules}: {unmatched} match(es) no linear module of the model "
+                            f"(names look like {next(iter(linear), '?')!r})")
         self.rank, self.alpha, self.scale = rank, float(alpha), float(alpha) / rank
         self.modules = [n for n in linear if any(fnmatchcase(n, p) for p in patterns)]
         self._params: dict[str, nn.Parameter] = {}

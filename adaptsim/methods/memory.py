@@ -59,21 +59,17 @@ import math
 import torch
 from torch import nn
 
-from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
+from adaptsim.rules import Integer, Number
 
 
 class Memory(Method):
     gradient_steps = False  # it stores the pair's decoder states instead (after_pair)
+    settings = {**Method.settings, "lr": Number(),  # not used
+                "k": Integer(1), "temperature": Number(above=0), "lam": Number(at_least=0, at_most=1)}
 
     def __init__(self, model, *, k: int, temperature: float, lam: float, **common):
         super().__init__(model, **common)
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise UserError(f"method.k={k}: expected an integer ≥ 1 (neighbours per query)")
-        if not isinstance(temperature, (int, float)) or not temperature > 0 or not math.isfinite(temperature):
-            raise UserError(f"method.temperature={temperature}: expected a number > 0")
-        if not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
-            raise UserError(f"method.lam={lam}: expected a number in [0, 1] (the weight of the memory)")
         self.k, self.temperature, self.lam = k, float(temperature), float(lam)
         layer = model.arch.output_layer
         self.width = layer.weight.shape[1]

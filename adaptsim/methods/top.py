@@ -6,12 +6,15 @@ the top N layers of each stack.
 
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
+from adaptsim.rules import Integer
 
 
 class Top(Method):
+    settings = {**Method.settings, "layers": Integer(1)}
+
     def __init__(self, model, *, layers: int, **common):
         super().__init__(model, **common)
-        n = int(layers)
+        n = layers
         arch = model.arch
         if not 1 <= n <= min(len(arch.encoder_layers), len(arch.decoder_layers)):
             raise UserError(f"method.layers={n}: the model has {len(arch.encoder_layers)} encoder and "

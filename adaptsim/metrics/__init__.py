@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 
+from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
 from adaptsim.metrics.curves import write_curves
@@ -49,6 +50,7 @@ from adaptsim.metrics.words import WordPipeline, load_stopwords
 __all__ = ["Evaluator", "write_curves", "SCOPES", "resolve_scope"]
 
 SCOPES = ("document", "corpus")
+_METRICS = config_defaults("metrics/default.yaml")  # the metrics' defaults (their home: configs/metrics)
 NOVEL, SUBWORD = "novel.", "subword."
 
 
@@ -62,9 +64,9 @@ class Evaluator:
     """Scores hypotheses against one fixed, ordered reference corpus."""
 
     def __init__(self, references: Sequence[str], doc_ids: Sequence[str] | None = None, *,
-                 lang: str = "de", case: str = "truecase", truecase_text: Sequence[str] | None = None,
-                 stopwords: str | None = None, k_max: int = 1, scope: str = "document",
-                 novel_vocab: str | None = None,
+                 lang: str = "de", case: str = _METRICS["case"], truecase_text: Sequence[str] | None = None,
+                 stopwords: str | None = _METRICS["stopwords"], k_max: int = _METRICS["k_max"],
+                 scope: str = "document", novel_vocab: str | None = _METRICS["novel_vocab"],
                  subword_tokenize: Callable[[str], list[str]] | None = None,
                  sacrebleu: Sequence[str] = METRICS):
         self.references = list(references)
