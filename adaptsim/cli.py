@@ -12,17 +12,17 @@ from adaptsim.errors import UserError
 
 # name -> ("module:function", one-line help). Each function takes argv (list[str]) and returns an exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("adaptsim.run:main", "simulate post-editing with online adaptation (Hydra overrides)"),
-    "bench": ("adaptsim.bench:main", "time translate/update per segment for a model config (Hydra overrides)"),
-    "score": ("adaptsim.score:main", "score hypothesis files: R0, R1, R0+1, BLEU, SBLEU, TER, chrF"),
-    "select-fixed": ("adaptsim.select_fixed:main", "choose the tensor list of method=fixed by running lasso on held-out data"),
+    "run": ("adaptsim.commands.run:main", "simulate post-editing with online adaptation (Hydra overrides)"),
+    "bench": ("adaptsim.commands.bench:main", "time translate/update per segment for a model config (Hydra overrides)"),
+    "score": ("adaptsim.commands.score:main", "score hypothesis files: R0, R1, R0+1, BLEU, SBLEU, TER, chrF"),
+    "select-fixed": ("adaptsim.commands.select_fixed:main", "choose the tensor list of method=fixed by running lasso on held-out data"),
     "table": ("adaptsim.report.table:main", "the paper's tables (absolute or --relative) from finished runs or sweeps"),
     "plot": ("adaptsim.report.plot:main", "learning curves (paper Figure 2): cumulative score minus the baseline's"),
     "findings": ("adaptsim.report.findings:main", "the paper's eight findings checked, with p-values and verdicts"),
     "compare": ("adaptsim.report.compare_runs:main", "scores with 95% intervals, differences to the first run and p-values"),
-    "data-stats": ("adaptsim.data_stats:main", "documents, segments, tokens and content-word repetition of a dataset"),
-    "convert": ("adaptsim.convert:main", "convert a fairseq transformer checkpoint into a model directory run loads"),
-    "train": ("adaptsim.train:main", "train a Marian-architecture base model from parallel text (Hydra overrides)"),
+    "data-stats": ("adaptsim.commands.data_stats:main", "documents, segments, tokens and content-word repetition of a dataset"),
+    "convert": ("adaptsim.commands.convert:main", "convert a fairseq transformer checkpoint into a model directory run loads"),
+    "train": ("adaptsim.commands.train:main", "train a Marian-architecture base model from parallel text (Hydra overrides)"),
 }
 
 USAGE = "usage: adaptsim <command> [args…]   (also: python -m adaptsim …)"

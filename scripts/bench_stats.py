@@ -2,7 +2,7 @@
 
 Builds synthetic per-segment sufficient statistics of that size (no text, no metric: the statistics a run
 writes to steps.jsonl, with realistic ranges) for R0, R1, R0+1, SBLEU, BLEU, TER and chrF, then times
-adaptsim.stats.compare (five runs against the first, intervals and p-values for every run and metric) for
+adaptsim.report.stats.compare (five runs against the first, intervals and p-values for every run and metric) for
 each unit and test, and the learning-curve bands of one metric. Usage:
 
     python scripts/bench_stats.py [--runs 6] [--segments 10000] [--documents 500] [--resamples 1000]
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from adaptsim.report.significance import scorer
-from adaptsim.stats import Series, Settings, compare, prefix_bands, units_of
+from adaptsim.report.stats import Series, Settings, compare, prefix_bands, units_of
 
 
 def synthetic(runs: int, segments: int, rng: np.random.Generator) -> dict[str, list[np.ndarray]]:

@@ -11,7 +11,7 @@ from adaptsim.cli import main
 from adaptsim.errors import UserError
 from adaptsim.methods.fixed import Fixed
 from adaptsim.model import Seq2SeqModel
-from adaptsim.select_fixed import blocks
+from adaptsim.commands.select_fixed import blocks
 
 
 def fixed_cfg(**overrides):

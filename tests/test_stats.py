@@ -1,4 +1,4 @@
-"""Significance tests and intervals (adaptsim.stats, `table --significance/--ci`, `compare`, `plot --bands`).
+"""Significance tests and intervals (adaptsim.report.stats, `table --significance/--ci`, `compare`, `plot --bands`).
 
 The run directories are written here from real metric records: `Evaluator.segment` gives each steps.jsonl
 row (with sacrebleu's statistics) and `Evaluator.corpus` the summary scores, for synthetic hypotheses of
@@ -21,7 +21,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator
 from adaptsim.metrics.sacre import SacreMetrics
 from adaptsim.report import compare_runs, plot, table
-from adaptsim.stats import Settings, compare, units_of
+from adaptsim.report.stats import Settings, compare, units_of
 
 METRICS = ["BLEU", "SBLEU", "TER", "chrF", "R0", "R1", "R0+1"]
 _COMMON = "der die das und mit auf ist nicht ein eine".split()
@@ -160,7 +160,7 @@ def test_bleu_segment_p_values_agree_with_sacrebleu(data, monkeypatch):
         p_sacre = res["BLEU"][1].p_value
         stats = [np.array([s["bleu"] for s in sacre.stats(h, refs)], dtype=float) for h in (a, b)]
         from adaptsim.report.significance import scorer
-        from adaptsim.stats import Series
+        from adaptsim.report.stats import Series
         index, n = units_of(ids, "segment")
         ours = compare([Series("BLEU", scorer("BLEU"), stats)], index, n, Settings(2000, "segment", 7, "bs"))
         p_ours = ours.differences[1]["BLEU"].p

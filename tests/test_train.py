@@ -15,7 +15,7 @@ from transformers import MarianMTModel, MarianTokenizer
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
 from adaptsim.hydra_app import compose
-from adaptsim.train import encode, inverse_sqrt, make_batches, train
+from adaptsim.commands.train import encode, inverse_sqrt, make_batches, train
 
 _BIG = {"den Hund": "den großen Hund", "die Katze": "die große Katze", "das Haus": "das große Haus",
         "den Tisch": "den großen Tisch", "ein Buch": "ein großes Buch", "den Schlüssel": "den großen Schlüssel"}

@@ -19,7 +19,7 @@ Key names, shared by steps.jsonl, summary.json and curves.csv:
 score, None when "M_den" is 0: no score, not 0), plus the sentence scores "SBLEU" and "TER", and
 "stats": sacrebleu's per-segment sufficient statistics of the chosen metrics, {"bleu": [hyp length,
 ref length, matches n=1..4, totals n=1..4], "ter": [edits, ref length], "chrf": [hyp, ref, match
-counts per order]}, which adaptsim.stats resamples.
+counts per order]}, which adaptsim.report.stats resamples.
 `running()` returns {M…, "BLEU", "SBLEU", "TER", "chrF"} over the segments scored so far.
 `corpus(hyps)` returns {"scores": {M…, "BLEU", "SBLEU", "TER", "chrF"}, "counts": {M: {"num",
 "den"}}, "signatures": {"R", "BLEU", "SBLEU", "TER", "chrF"}, "segments": n}; corpus recall is
@@ -147,7 +147,7 @@ class Evaluator:
         record: dict = {}
         for key, (num, den) in nd.items():
             record.update({f"{key}_num": num, f"{key}_den": den, key: percent(num, den)})
-        # sacrebleu's sufficient statistics, so that resampling (adaptsim.stats) never re-scores text
+        # sacrebleu's sufficient statistics, so that resampling (adaptsim.report.stats) never re-scores text
         return record | self.sacre.sentence(stats) | {"stats": stats}
 
     def _remember(self, nd: dict[str, tuple[int, int]], stats: Stats) -> None:

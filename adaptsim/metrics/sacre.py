@@ -13,7 +13,7 @@ on only so that sacrebleu does not warn about sentence-level use.
 TER and chrF cost sacrebleu far more time than BLEU, so each metric can be left out.
 
 `SacreMetrics.vector` computes BLEU, TER and chrF for many summed-statistics rows at once with numpy
-(what resampling in adaptsim.stats needs: thousands of resampled corpora); it follows sacrebleu's
+(what resampling in adaptsim.report.stats needs: thousands of resampled corpora); it follows sacrebleu's
 `_compute_score_from_stats` operation by operation and tests/test_stats.py holds it to sacrebleu's
 scores (equal up to the last bits of numpy's exp/log versus libm's).
 """

@@ -33,7 +33,7 @@ from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import Block, blocks
 from adaptsim.report.runs import Run, finished_runs
-from adaptsim.stats import TESTS
+from adaptsim.report.stats import TESTS
 
 ADAPTED = ("bias", "full", "lasso", "fixed", "top")
 METRICS = ["BLEU", "TER", "R0", "R1", "R0+1"]

@@ -5,7 +5,7 @@ minus the baseline's (each run's curves.csv), so a dip shows where adaptation hu
 curve is read from its run in the sweep, never recomputed.
 
 --bands shades a 95% bootstrap band around each curve: at segment i, the interval of the difference of
-prefix scores under resampled units (adaptsim.stats.prefix_bands, from the per-segment statistics in
+prefix scores under resampled units (adaptsim.report.stats.prefix_bands, from the per-segment statistics in
 steps.jsonl); where the band leaves 0, the difference so far is unlikely to be resampling noise.
 """
 

@@ -1,4 +1,4 @@
-"""Significance and intervals for finished runs: read steps.jsonl, pair runs, call adaptsim.stats.
+"""Significance and intervals for finished runs: read steps.jsonl, pair runs, call adaptsim.report.stats.
 
 The options (`--resamples`, `--unit`, `--seed`, `--test`) and their defaults are defined here once and
 shared by `table`, `compare` and `plot`. Runs are paired segment by segment, so they must be on the same
@@ -17,7 +17,7 @@ import numpy as np
 from adaptsim.errors import UserError
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
 from adaptsim.report.runs import Run
-from adaptsim.stats import TESTS, UNITS, Result, Series, Settings, compare, prefix_bands, ratio, units_of
+from adaptsim.report.stats import TESTS, UNITS, Result, Series, Settings, compare, prefix_bands, ratio, units_of
 
 ALPHA = 0.05  # a cell is marked when its p-value is below this
 MARK = "†"
@@ -107,7 +107,7 @@ def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str, wa
 
 def bands(runs: list[Run], metrics: list[str], ends: list[int], cfg: Settings, command: str) -> dict[str, list]:
     """Per metric, the learning-curve band of each of runs[1:] against runs[0] at the prefix ends
-    (adaptsim.stats.prefix_bands)."""
+    (adaptsim.report.stats.prefix_bands)."""
     steps = paired(runs)
     index, n_units = units_of(steps[0].doc_ids, cfg.unit)
     warn_few(n_units, cfg, command)

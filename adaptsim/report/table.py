@@ -8,7 +8,7 @@ missing runs are listed on stderr, so stdout stays a clean table.
 
 --significance marks (†) the cells of adapted runs that differ from the baseline at p < 0.05 and --ci
 adds 95% intervals (of the score; with --relative, of the relative difference), both computed by
-resampling the per-segment statistics in steps.jsonl (adaptsim.stats); the footer names the test and
+resampling the per-segment statistics in steps.jsonl (adaptsim.report.stats); the footer names the test and
 its signature.
 
 --cost adds what each method costs (summary.json `cost`): the median milliseconds per adaptation step (an SGD

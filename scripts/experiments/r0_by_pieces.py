@@ -6,7 +6,7 @@ A word counted by R0 occurs for the first time in the stream's references, but i
 not: "Datei" is new after "Dateien" (▁Datei en) was corrected, and an update on that correction raised ▁Datei.
 Each R0 occurrence is put in one of two classes — every piece of the word seen in an earlier reference of the
 stream ("pieces seen") or not ("a new piece") — and R0 of every run of SWEEP is reported per class against the
-baseline (`none`), with document-bootstrap intervals and p-values (adaptsim.stats, the `table` machinery).
+baseline (`none`), with document-bootstrap intervals and p-values (adaptsim.report.stats, the `table` machinery).
 Why: on real post-edits (ape-it) no method lost R0, against the paper's finding; this tells whether the
 zero-shot penalty is absent there or hidden by a gain on words the stream's pieces already cover.
 
@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, load_stopwords
-from adaptsim.stats import Series, Settings, compare, ratio, units_of
+from adaptsim.report.stats import Series, Settings, compare, ratio, units_of
 
 CLASSES = ("pieces seen", "a new piece")
 

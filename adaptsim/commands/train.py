@@ -34,7 +34,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from adaptsim.errors import DataError, UserError
 from adaptsim.scratch_model import build_model, count_parameters, train_tokenizer
 
-log = logging.getLogger("adaptsim.train")
+log = logging.getLogger("adaptsim.commands.train")
 
 STATE = "trainer_state.pt"
 
