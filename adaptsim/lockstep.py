@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 from contextlib import ExitStack
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from adaptsim import methods
@@ -51,20 +50,15 @@ def share(model: Seq2SeqModel, own: set[int] = frozenset()) -> Seq2SeqModel:
     return Seq2SeqModel(net, model.tokenizer, model.device, model.languages)
 
 
-def sessions(base: Seq2SeqModel, cfgs: list[DictConfig], rng: dict | None = None) -> list[Session]:
+def sessions(base: Seq2SeqModel, cfgs: list[DictConfig]) -> list[Session]:
     """One session per run config, each on a clone of `base` that owns exactly the tensors its method trains.
     Which tensors those are, each method says once built: on a private copy of the model (methods add hooks to
-    modules and tensors they are built on), before any run freezes the tensors it shares. `rng`: seed -> the
-    random state a run with that seed has when it builds its method alone (`lora` draws its initial adapters)."""
+    modules and tensors they are built on), before any run freezes the tensors it shares. (Each session seeds
+    right before building its method, so the runs draw as they would alone.)"""
     names = {id(p): n for n, p in base.net.named_parameters()}
     trained = [set(methods.build(cfg.method, share(base, set(names))).parameters()) for cfg in cfgs]
-    out = []
-    for cfg, own in zip(cfgs, trained):
-        if rng is not None:
-            torch.set_rng_state(rng[cfg.seed])
-        out.append(Session(share(base, {i for i, n in names.items() if n in own}), cfg.method, cfg["update"],
-                           cfg.reset))
-    return out
+    return [Session(share(base, {i for i, n in names.items() if n in own}), cfg.method, cfg["update"], cfg.reset,
+                    cfg.seed) for cfg, own in zip(cfgs, trained)]
 
 
 def _leaves(value, key: str) -> dict:
@@ -97,13 +91,8 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
         validate(cfg)
     base, documents = load(cfgs[0])
     skipped = dict(documents.skipped)
-    rng = {cfgs[0].seed: torch.get_rng_state()}  # alone, a run builds its method right after `load`
-    for cfg in cfgs:
-        if cfg.seed not in rng:  # loading the model draws random numbers: the state after loading with that seed
-            load(cfg)
-            rng[cfg.seed] = torch.get_rng_state()
     with ExitStack() as stack:
         runs = [Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
                     stack.enter_context(RunWriter(job.dir, resume=cfg.resume)), session, documents, skipped)
-                for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, sessions(base, cfgs, rng)))]
+                for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, sessions(base, cfgs)))]
         loop(base, documents, runs, lockstep=len(runs))

@@ -63,10 +63,13 @@ class Session:
     """One method adapting one model over a stream, from θ0.
 
     `method_cfg` is `cfg.method` (select-fixed passes a variant of it); `update_cfg` the update rule's
-    settings; `reset` is document | never."""
+    settings; `reset` is document | never. The random numbers are seeded with `seed` right before the method is
+    built (lora draws its adapters there; nothing later draws), so what a run draws does not depend on what was
+    loaded or built before it in the same process (lockstep builds K methods after one model)."""
 
-    def __init__(self, model: Seq2SeqModel, method_cfg: DictConfig, update_cfg: DictConfig, reset: str):
+    def __init__(self, model: Seq2SeqModel, method_cfg: DictConfig, update_cfg: DictConfig, reset: str, seed: int):
         self.model = model
+        torch.manual_seed(seed)
         self.method = methods.build(method_cfg, model)
         self.updater = Updater(model, self.method, **update_cfg)
         self.theta0 = Snapshot(self.method.parameters())

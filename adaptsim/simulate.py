@@ -46,7 +46,7 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
         skipped = dict(documents.skipped)
         if limit is not None:
             documents = first_segments(documents, limit)
-        session = Session(model, cfg.method, cfg["update"], cfg.reset)  # cfg.update is DictConfig.update
+        session = Session(model, cfg.method, cfg["update"], cfg.reset, cfg.seed)  # cfg.update is DictConfig.update
         loop(model, documents, [Simulation(cfg, job, writer, session, documents, skipped)])
     if job.data.get("status") == "failed":
         raise UserError(job.data["error"])

@@ -94,7 +94,7 @@ class HeldOut:
         model = self._model() if self.runs else self.model  # a fresh θ0 and no hooks of earlier candidates
         self.runs += 1
         session = Session(model, OmegaConf.merge(self.cfg.method, {"params": params}), self.cfg["update"],
-                          self.cfg.reset)
+                          self.cfg.reset, self.cfg.seed)
         nll = tokens = 0.0
         for doc, pairs in session.documents(zip(self.documents, self.pairs)):
             for seg, batch in zip(doc.segments, pairs):
