@@ -34,6 +34,35 @@ log = logging.getLogger("adaptsim")
 # The files whose presence means a directory belongs to a run.
 RUN_FILES = ("summary.json", "steps.jsonl")
 
+# summary.json's schema, shared by its writers (JobSummary, simulate.Simulation) and its readers (adaptsim/report;
+# docs/design.md §6 lists the same keys): the top-level keys and what each holds.
+JOB_KEYS = {  # every command's job, from its start
+    "command": "the command (run, bench, select-fixed, train)",
+    "method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name",
+    "overrides": "the command line's overrides",
+    "config": "every setting, resolved (Hydra's own node left out)",
+    "status": "running | finished | failed | interrupted",
+    "process": "while running: {pid, host}, so that readers tell a live job from a killed one",
+    "error": "failed or interrupted: the one-line error, or a bug's traceback",
+}
+RUN_KEYS = {  # a finished run's (run, bench): what the reports read
+    "reset": "document | never", "metrics_scope": "document | corpus: where occurrence counting restarts",
+    "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
+    "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
+    "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",
+    "scores": "corpus scores: R0, R1, R0+1 (subword., novel. variants), BLEU, SBLEU, TER, chrF",
+    "counts": "{metric: {num, den}} of the recall metrics",
+    "signatures": "sacrebleu-style signature of each metric family",
+    "divergences": "updates that diverged (on_divergence=rollback)",
+    "cut_hypotheses": "hypotheses cut at decode.max_length",
+    "per_document": "per document: changed parameters, stored-state bytes",
+    "changed_parameters_max": "the most parameters changed in one document",
+    "method_info": "the method's own figures (lasso's budgets, fixed's tensors, …)",
+    "cost": "step_ms_median, steps, state_bytes_median, state_bytes_max",
+    "timing": "wall and per-step times, threads, resident memory every 100 segments, resumed_after_steps",
+    "peak_rss_mb": "bench: the peak resident memory",
+}
+
 
 def write_json_atomic(path: Path, data: dict) -> None:
     """Write to a temporary file in the same folder, then rename: readers never see a truncated file."""

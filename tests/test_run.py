@@ -53,6 +53,20 @@ def test_outputs_of_a_run(tmp_path, base, tiny_tsv):
     assert summary["method"] == "full" and summary["documents"] == 2
     assert set(summary["scores"]) >= {"BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"}
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "curves.csv").is_file()
+    assert summary["config"]["method"]["name"] == "full" and "method=full" in summary["overrides"]
+
+
+def test_a_runs_summary_has_the_schema_its_readers_and_the_docs_share(tmp_path, base):
+    from adaptsim import PROJECT_ROOT
+    from adaptsim.outputs import JOB_KEYS, RUN_KEYS
+    from adaptsim.report.runs import READ_KEYS
+
+    _, summary = read(run(tmp_path, *base, "method=lasso"))
+    declared = {*JOB_KEYS, *RUN_KEYS}
+    assert set(summary) <= declared  # the writer writes nothing undeclared
+    assert set(READ_KEYS) <= set(summary) and set(RUN_KEYS) - {"peak_rss_mb"} <= set(summary)
+    design = (PROJECT_ROOT / "docs" / "design.md").read_text()
+    assert all(f"| `{key}` |" in design for key in declared)
 
 
 def test_every_document_starts_again_from_theta0(tmp_path, tiny_model_dir, tiny_corpus):

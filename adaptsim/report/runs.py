@@ -19,8 +19,11 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from adaptsim.errors import UserError
-from adaptsim.outputs import alive, recorded_process
+from adaptsim.outputs import JOB_KEYS, RUN_KEYS, alive, recorded_process
 
+# what the reports need from a finished run's summary.json (its schema: adaptsim/outputs.py)
+READ_KEYS = ("method", "dataset", "model_path", "data_fingerprint", "segments", "scores", "signatures")
+assert set(READ_KEYS) <= {*JOB_KEYS, *RUN_KEYS}
 _SKIP = {".hydra", ".submitit"}
 _BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
@@ -131,6 +134,9 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
         return None, Problem(d, f"failed: {lines[-1][:300] if lines else 'no error recorded'}")
     if status != "finished" or not summary.get("scores"):
         return None, Problem(d, f"unfinished (status {status!r}): {_why_unfinished(summary)}")
+    missing = [k for k in READ_KEYS if k not in summary]
+    if missing:
+        return None, Problem(d, f"summary.json lacks {', '.join(missing)} (not a run's summary, or a foreign one)")
     return Run(d, summary, _config(d, summary), _overrides(d, summary)), None
 
 
