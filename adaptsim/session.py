@@ -43,7 +43,7 @@ def tune_malloc() -> bool:
 
     Every update allocates and frees the same large buffers (dense gradients of the embedding matrices,
     activations). glibc's default hands blocks above its mmap threshold back to the kernel on free, so the
-    next update page-faults them in again, zeroed: ~15,000 minor page faults per segment on small-ende-probe.
+    next update page-faults them in again, zeroed (docs/performance.md says how often).
     A fixed 16 MiB mmap threshold and a 1 GiB trim threshold keep them (what MALLOC_MMAP_THRESHOLD_ /
     MALLOC_TRIM_THRESHOLD_ in the environment do at start-up; mallopt does it at run time)."""
     import ctypes
