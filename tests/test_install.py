@@ -7,6 +7,7 @@ import subprocess
 import sys
 import venv
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +21,14 @@ def test_the_installed_wheel_runs_the_demo_outside_the_checkout(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(PROJECT_ROOT), "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(wheels)], check=True, capture_output=True, timeout=300)
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=True)  # torch & co. from this environment
+    venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
+    # torch & co. from the environment running the tests, a venv or not (system_site_packages would give the base
+    # interpreter's instead); its .pth files are not run, so this checkout's editable adaptsim stays out
+    inner = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    outer = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    (Path(inner) / "outer-environment.pth").write_text("".join(f"{p}\n" for p in outer))
     wheel = next(wheels.glob("adaptsim-*.whl"))
     assert "hydra_plugins/adaptsim_lockstep/lockstep_launcher.py" in zipfile.ZipFile(wheel).namelist()
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],

@@ -127,7 +127,7 @@ def test_r0_is_split_by_whether_the_stream_has_shown_the_pieces(toy):
     # the two classes partition the R0 occurrences (the script checks its counts against each run's own)
     ted = summaries(tmp / "sweeps" / "ted")["none"]["counts"]["R0"]["den"]
     header = next(line for line in text.split("R0 by class of the word, ted:")[1].splitlines() if "pieces seen" in line)
-    assert sum(int(cell.split(", ")[1].rstrip(")")) for cell in header.split("|")[2:4]) == ted
+    assert sum(int(cell.split(", ")[1].strip().rstrip(")")) for cell in header.split("|")[2:4]) == ted
 
 
 def test_text_free_records_make_the_reports(toy):
