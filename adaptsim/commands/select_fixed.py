@@ -136,7 +136,7 @@ def select(cfg: DictConfig) -> dict:
     bar.close()
     best = min(lengths, key=lambda k: (tried[k], k))
     chosen = [n for b in order[:best] for n in candidates[b]]
-    output = Path(cfg.output) if cfg.output else list_path(cfg.name)
+    output = Path(cfg.output) if cfg.output else list_path(cfg.name, writing=True)
     report = {"output": str(output), "params": chosen, "parameters": sum(sizes[n] for n in chosen), "budget": budget,
               "loss": tried[best], "baseline_loss": base, "score": "held-out prequential cross-entropy (nats/token)",
               "documents": len(held.documents), "segments": sum(len(p) for p in held.pairs),
