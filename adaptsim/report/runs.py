@@ -101,7 +101,7 @@ def discover(paths: list[str | Path]) -> Found:
         run, problem = _load(d)
         if run or problem:
             (runs if run else problems).append(run or problem)
-    present = [set(_overrides(d)) for d in run_dirs]
+    present = [_job_key(_overrides(d)) for d in run_dirs]
     for s in sweeps:
         problems += _missing_jobs(s, [o for d, o in zip(run_dirs, present) if d.is_relative_to(s)])
     return Found(runs, problems)
@@ -181,7 +181,18 @@ def _overrides(d: Path, summary: dict | None = None) -> list[str]:
     return [str(o) for o in OmegaConf.load(path)] if path.is_file() else []
 
 
-def _missing_jobs(sweep: Path, present: list[set[str]]) -> list[Problem]:
+def _job_key(overrides) -> frozenset[str]:
+    """A job's overrides as the settings they make: `resume` left out (a resumed run's outputs are the uninterrupted
+    run's), true/false in one spelling; so a job rerun alone into its sweep (with the same settings) counts."""
+    out = set()
+    for o in map(str, overrides):
+        key, _, value = o.partition("=")
+        if key.lstrip("+~") != "resume":
+            out.add(f"{key}={value.lower() if value.lower() in ('true', 'false') else value}")
+    return frozenset(out)
+
+
+def _missing_jobs(sweep: Path, present: list[frozenset[str]]) -> list[Problem]:
     """Jobs the sweep's basic sweeper would have launched that have no run directory."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -192,10 +203,10 @@ def _missing_jobs(sweep: Path, present: list[set[str]]) -> list[Problem]:
             return []  # another sweeper (optuna, …) chooses its jobs itself: nothing to recompute
         params = hydra["sweeper"].get("params") or {}
         args = [f"{k}={v}" for k, v in params.items()] + list(hydra["overrides"]["task"])
-        jobs = [set(j) for j in BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)[0]]
+        jobs = [_job_key(j) for j in BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)[0]]
     except Exception as e:  # a hand-edited or foreign multirun.yaml: say so, do not guess
         return [Problem(sweep, f"cannot tell which jobs the sweep should have ({type(e).__name__}: {e})")]
-    common = set.intersection(*jobs) if jobs else set()
+    common = frozenset.intersection(*jobs) if jobs else frozenset()
     return [Problem(sweep, f"job {' '.join(sorted(job - common)) or '(the only one)'} has no run directory "
                            "(never started, or lost)")
             for job in jobs if job not in present]
