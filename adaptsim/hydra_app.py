@@ -393,7 +393,11 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         app()
     finally:
         sys.argv = saved
-    return 1 if failed_jobs(out_dir, multirun, since) else 0
+    failed = failed_jobs(out_dir, multirun, since)
+    if multirun and out_dir is not None and command in ("run", "bench"):  # the README's next step needs the path
+        print(f"adaptsim {command}: the sweep's outputs are in {out_dir} (python -m adaptsim table {out_dir})",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _quoted(path: Path) -> str:

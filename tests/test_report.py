@@ -208,3 +208,5 @@ def test_plot_refusals(tmp_path, sweep):
         plot.main([str(sweep), str(tmp_path / "ted"), "--out", str(tmp_path / "x.png")])
     with pytest.raises(UserError, match="only the baseline"):
         plot.main([str(sweep), str(tmp_path / "ted"), "--dataset", "ted", "--out", str(tmp_path / "x.png")])
+    with pytest.raises(UserError, match=r"^--dataset nope: no finished run on it; these runs cover: .*ted"):
+        plot.main([str(sweep), str(tmp_path / "ted"), "--dataset", "nope", "--out", str(tmp_path / "x.png")])

@@ -52,6 +52,9 @@ def basic(tmp_path_factory, tiny_model_dir, data_tsv) -> Path:
     proc = sweep(out, tiny_model_dir, data_tsv, "+experiment=paper_methods", f"method={','.join(METHODS)}",
                  "decode.beam_size=0,5")
     assert proc.returncode == 1, proc.stderr[-3000:]  # some jobs failed
+    # it ends by saying where its outputs are (what the README's next step needs)
+    assert proc.stderr.strip().splitlines()[-1] == (f"adaptsim run: the sweep's outputs are in {out} "
+                                                    f"(python -m adaptsim table {out})")
     return out
 
 

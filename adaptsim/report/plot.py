@@ -73,8 +73,10 @@ def main(argv: list[str]) -> int:
 
 def _one_block(groups: list[Block], dataset: str | None) -> Block:
     chosen = groups if dataset is None else [b for b in groups if b.dataset == dataset]
+    have = ", ".join(b.dataset for b in groups)
+    if dataset is not None and not chosen:
+        raise UserError(f"--dataset {dataset}: no finished run on it; these runs cover: {have}")
     if len(chosen) != 1:
-        have = ", ".join(b.dataset for b in groups)
         raise UserError(f"a plot shows one data set; these runs cover: {have}; choose one with --dataset NAME")
     return chosen[0]
 
