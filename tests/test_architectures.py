@@ -118,6 +118,7 @@ def test_model_configs_load_from_a_local_directory_and_set_their_language_tokens
         assert languages_from_config(compose(name)) == languages
 
 
+@pytest.mark.slow  # every method on five architectures (the quick subset: -m "not slow")
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_method_runs_on_the_architecture_and_trains_what_it_should(run_adaptsim, tmp_path, tiny_dirs, tiny_tsv,
                                                                            kind):

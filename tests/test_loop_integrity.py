@@ -118,6 +118,7 @@ def test_divergence_rollback_restarts_the_document_and_is_counted(tmp_path, tiny
     assert "| full (diverged 6×) |" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # processes of their own (the quick subset: -m "not slow")
 def test_a_run_killed_mid_document_resumes_to_the_uninterrupted_outputs(tmp_path, tiny_model_dir, two_docs):
     args = common(tiny_model_dir, two_docs[0], "method=lasso", "reset=never", "save_offsets=true")
     whole = run(tmp_path / "whole", *args)

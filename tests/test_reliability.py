@@ -76,6 +76,7 @@ def started_together(*commands: list[str]) -> list[subprocess.CompletedProcess]:
     return [subprocess.CompletedProcess(p.args, p.wait(), None, p.stderr.read()) for p in procs]
 
 
+@pytest.mark.slow  # processes of their own (the quick subset: -m "not slow")
 def test_two_runs_started_together_into_one_directory_one_is_refused_before_it_writes(tmp_path, base):
     for attempt in range(2):
         out = tmp_path / f"run{attempt}"
@@ -91,6 +92,7 @@ def test_two_runs_started_together_into_one_directory_one_is_refused_before_it_w
         assert f"name: {summary['method']}\n" in recorded.split("method:")[1]  # the winner's settings, not the loser's
 
 
+@pytest.mark.slow  # processes of their own (the quick subset: -m "not slow")
 def test_two_sweeps_started_together_into_one_directory_one_is_refused(tmp_path, base):
     sweep = tmp_path / "sweep"
     done = started_together(*(["run", "-m", f"hydra.sweep.dir={sweep}", "method=full,none", f"method.lr={lr}", *base]

@@ -93,7 +93,7 @@ def test_submitit_local_sweep_matches_basic(basic, submitit):
         assert b[f"{i}_{m}"]["scores"] == pytest.approx(a[f"{2 * i + 1}_{m}"]["scores"])
 
 
-@pytest.mark.parametrize("which", ["basic", "submitit"])
+@pytest.mark.parametrize("which", ["basic", pytest.param("submitit", marks=pytest.mark.slow)])
 def test_table_numbers_equal_summaries(which, request, capsys):
     out = request.getfixturevalue(which)
     assert table.main([str(out), "--format", "csv", "--metrics", "BLEU,SBLEU,TER,R0,R1,R0+1,chrF"]) == 0

@@ -151,6 +151,7 @@ def test_batches_respect_token_budget():
     assert f(0) == pytest.approx(0.01) and f(99) == pytest.approx(1.0) and f(399) == pytest.approx(0.5)
 
 
+@pytest.mark.slow  # processes of their own (the quick subset: -m "not slow")
 def test_cli_train(text_files, tmp_path):
     out = tmp_path / "cli"
     cmd = [sys.executable, "-m", "adaptsim", "train", *TINY, f"train.source={text_files}/train.en",
