@@ -54,6 +54,7 @@ def test_outputs_of_a_run(tmp_path, base, tiny_tsv):
     assert set(summary["scores"]) >= {"BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"}
     assert (out / ".hydra" / "config.yaml").is_file() and (out / "curves.csv").is_file()
     assert summary["config"]["method"]["name"] == "full" and "method=full" in summary["overrides"]
+    assert summary["timing"]["threads"] == 1  # the default: no run falls off the cliff of a busy core
 
 
 def test_a_runs_summary_has_the_schema_its_readers_and_the_docs_share(tmp_path, base):
