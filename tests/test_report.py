@@ -210,3 +210,9 @@ def test_plot_refusals(tmp_path, sweep):
         plot.main([str(sweep), str(tmp_path / "ted"), "--dataset", "ted", "--out", str(tmp_path / "x.png")])
     with pytest.raises(UserError, match=r"^--dataset nope: no finished run on it; these runs cover: .*ted"):
         plot.main([str(sweep), str(tmp_path / "ted"), "--dataset", "nope", "--out", str(tmp_path / "x.png")])
+
+
+def test_runs_whose_curves_coincide_stay_distinguishable():
+    styles = [plot.line_style(k) for k in range(9)]  # nine methods: the ape-it stream's
+    assert len({(repr(s["ls"]), s["lw"]) for s in styles}) == 9
+    assert all(a["lw"] > b["lw"] for a, b in zip(styles, styles[1:]) if b["lw"] > 1.0)  # earlier ones show under later

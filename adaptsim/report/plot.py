@@ -95,6 +95,15 @@ def check_out(out: Path) -> None:
                         + ", ".join(f".{t}" for t in sorted(types)))
 
 
+_DASHES = ["-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (2, 2)), (0, (8, 2, 1, 2, 1, 2))]
+
+
+def line_style(k: int) -> dict:
+    """The k-th run's line: its own dash pattern, and wider the earlier it is drawn, so that runs whose curves
+    coincide (common in R1, where few occurrences move a curve) stay visible under the ones drawn after them."""
+    return {"ls": _DASHES[k % len(_DASHES)], "lw": max(1.0, 3.2 - 0.35 * k)}
+
+
 def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_ids: list[str], out: Path,
          band: tuple[list[int], dict] | None = None, note: str = "") -> None:
     import matplotlib
@@ -117,7 +126,7 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
             ax.axvline(start - 0.5, color="0.6", lw=0.9, ls=":", zorder=0, label="new document" if k == 0 else None)
         ax.axhline(0, color="0.2", lw=0.9, ls="--", zorder=1, label="baseline")
         for k, (label, diffs) in enumerate(lines):
-            drawn = ax.plot(x, diffs[metric], lw=1.6, marker=marker, ms=3, label=label, zorder=2)
+            drawn = ax.plot(x, diffs[metric], marker=marker, ms=3, label=label, zorder=2, **line_style(k))
             if band is not None:
                 low, high = band[1][metric][k]
                 ax.fill_between(band[0], low, high, color=drawn[0].get_color(), alpha=0.18, lw=0, zorder=1.5)
@@ -140,6 +149,9 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
     order += [i for i, lb in enumerate(labels) if lb in ("baseline", "new document")]
     fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
                ncol=min(len(labels), 6), frameon=False, fontsize=10)
+    if band is not None and starts:
+        fig.text(0.01, 0.005, "Bands jump where a document starts early in the stream: a resample of whole documents "
+                 "may hold none before it, so only its first segments (docs/reports.md).", fontsize=8, color="0.35")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=130)
