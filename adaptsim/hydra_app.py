@@ -220,7 +220,8 @@ def _in_local_worker() -> bool:
 
 def _one_thread_per_worker() -> None:
     """`threads: null` in a parallel launcher's worker means one torch thread: torch's default (all physical
-    cores) in each of n_jobs workers oversubscribes the machine (docs/performance.md). An explicit `threads` still wins (adaptsim.session.load sets it)."""
+    cores) in each of n_jobs workers oversubscribes the machine (docs/performance.md). An explicit `threads`
+    still wins (adaptsim.session.load sets it)."""
     import torch
 
     torch.set_num_threads(1)
@@ -393,6 +394,8 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         app()
     finally:
         sys.argv = saved
+        if multirun and out_dir is not None:  # the sweep's claim says it ended (a resume may take it over)
+            write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
     failed = failed_jobs(out_dir, multirun, since)
     if multirun and out_dir is not None and command in ("run", "bench"):  # the README's next step needs the path
         print(f"adaptsim {command}: the sweep's outputs are in {out_dir} (python -m adaptsim table {out_dir})",
