@@ -122,11 +122,13 @@ def claim_sweep_dir(path: Path, resume: bool) -> None:
     is created exclusively; with `resume=true` a claim whose process is gone is taken over."""
     check_run_dir(path, resume=resume, create=True)
     claim = path / SWEEP_CLAIM
-    if not resume and (path / "multirun.yaml").exists():
-        raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
     record = {"status": "running", "process": {"pid": os.getpid(), "host": socket.gethostname()}}
     try:
         fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        if not resume and (path / "multirun.yaml").exists():  # a sweep from before claims
+            os.close(fd)
+            claim.unlink()
+            raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
     except FileExistsError:
         if not resume:
             raise UserError(f"{path}: holds another sweep ({SWEEP_CLAIM}); choose another hydra.sweep.dir") from None
