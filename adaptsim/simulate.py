@@ -176,6 +176,8 @@ class Simulation:
                               "translate_s": seconds, "update_s": result.seconds, **scores})
         if self.index % RSS_EVERY == 0:
             self.rss[self.index] = resident_mb()
+            if write:  # so that an interrupted run has its curves up to here (`finish` writes them whole)
+                self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, prefix=True))
         self.bar.set_postfix(_headline(self.evaluator.running()), refresh=False)
         self.bar.update()
 

@@ -1,6 +1,7 @@
 """What makes a run's results trustworthy: no look-ahead, determinism, divergence caught at its step, and a
 killed run resumed to the very outputs of an uninterrupted one."""
 
+import csv
 import json
 import os
 import shutil
@@ -190,3 +191,21 @@ def test_hypotheses_cut_at_max_length_are_flagged_and_counted(tmp_path, tiny_mod
     long = run(tmp_path / "long", *common(tiny_model_dir, tiny_tsv, "method=none", "decode.max_length=200"))
     assert len([s for s in steps_of(long) if s.get("cut")]) < len(cut)
     assert json.loads((long / "summary.json").read_text())["cut_hypotheses"] < len(cut)
+
+
+def test_an_interrupted_run_has_its_learning_curves_so_far(tmp_path, tiny_model_dir, two_docs, monkeypatch):
+    from adaptsim import simulate
+
+    args = common(tiny_model_dir, two_docs[0], "method=full")
+    whole = list(csv.DictReader((run(tmp_path / "whole", *args) / "curves.csv").open()))
+    monkeypatch.setattr(simulate, "RSS_EVERY", 4)  # (every 100 segments in a real run)
+    step = simulate.Simulation.step
+
+    def interrupted_after_seven(self, *a, **k):
+        step(self, *a, **k)
+        if self.index == 7:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(simulate.Simulation, "step", interrupted_after_seven)
+    out = run(tmp_path / "cut", *args, code=130)
+    assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
+    assert list(csv.DictReader((out / "curves.csv").open())) == whole[:4]  # as far as the last checkpoint
