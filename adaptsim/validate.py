@@ -55,7 +55,7 @@ SETTINGS: dict[str, Rule] = {
     "metrics.k_max": Integer(1),
     "metrics.scope": Choice((None, *SCOPES)),  # null: follow `reset`
     "metrics.case": Choice(CASES),
-    "metrics.sacrebleu": Strings(tuple(METRICS)),
+    "metrics.sacrebleu": Strings(tuple(METRICS), empty=True),
 }
 
 

@@ -160,7 +160,7 @@ def composed(*overrides):
     (["update.ppl_threshold=nan"], "update.ppl_threshold=nan: must be a number ≥ 1"),
     (["update.ppl_threshold=0.5"], "update.ppl_threshold=0.5: must be a number ≥ 1"),
     (["decode.length_penalty=inf"], "decode.length_penalty=inf: must be a finite number"),
-    (["metrics.sacrebleu=[BLEU,bleu]"], "metrics.sacrebleu=['BLEU', 'bleu']: must be a non-empty list of BLEU"),
+    (["metrics.sacrebleu=[BLEU,bleu]"], "metrics.sacrebleu=['BLEU', 'bleu']: must be a list of BLEU"),
     (["method=lasso", "method.budget_fraction=2"], "method.budget_fraction=2: must be a number in [0, 1]"),
     (["method=lora", "method.rank=0"], "method.rank=0: must be an integer ≥ 1"),
     (["method=memory", "method.lam=1.5"], "method.lam=1.5: must be a number in [0, 1]"),
@@ -191,6 +191,7 @@ def test_valid_settings_pass(caplog):
     from adaptsim.validate import validate
 
     for overrides in ([], ["method=none"], ["+experiment=paper_methods"], ["threads=2", "metrics.scope=corpus"],
+                      ["metrics.sacrebleu=[]"],
                       ["update.min_updates=0", "update.max_updates=1"]):
         validate(composed(*overrides))
     validate(composed("decode.max_length=2"))
