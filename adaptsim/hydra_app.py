@@ -258,14 +258,14 @@ def job_fields(command: str, cfg, overrides) -> dict:
 
     keys = {"method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name"}
     found = {k: OmegaConf.select(cfg, key, default=None) for k, key in keys.items()}
+    raw = OmegaConf.to_container(cfg, resolve=False)
     settings = {}
-    for key in (k for k in cfg if k != "hydra"):
+    for key in (k for k in raw if k != "hydra"):
         try:
             settings[key] = OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) \
                 else OmegaConf.select(cfg, key)
         except Exception:  # an interpolation only Hydra's runtime resolves (this config is a composed one)
-            settings[key] = OmegaConf.to_container(cfg[key], resolve=False) if OmegaConf.is_config(cfg[key]) \
-                else str(cfg._get_node(key))
+            settings[key] = raw[key]
     return {"command": command, **{k: str(v) for k, v in found.items() if v is not None},
             "overrides": [str(o) for o in overrides], "config": settings}
 
