@@ -44,8 +44,10 @@ def tune_malloc() -> bool:
     Every update allocates and frees the same large buffers (dense gradients of the embedding matrices,
     activations). glibc's default hands blocks above its mmap threshold back to the kernel on free, so the
     next update page-faults them in again, zeroed (docs/performance.md says how often).
-    A fixed 16 MiB mmap threshold and a 1 GiB trim threshold keep them (what MALLOC_MMAP_THRESHOLD_ /
-    MALLOC_TRIM_THRESHOLD_ in the environment do at start-up; mallopt does it at run time)."""
+    A fixed 16 MiB mmap threshold and a 128 MiB trim threshold keep them (what MALLOC_MMAP_THRESHOLD_ /
+    MALLOC_TRIM_THRESHOLD_ in the environment do at start-up; mallopt does it at run time): one update's buffers
+    fit in 128 MiB, while a larger threshold let the resident memory creep up with the stream
+    (docs/performance.md, "Memory")."""
     import ctypes
     import ctypes.util
 
@@ -56,7 +58,7 @@ def tune_malloc() -> bool:
     except (OSError, AttributeError, TypeError):
         return False
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    return bool(mallopt(M_MMAP_THRESHOLD, 16 * 2**20)) and bool(mallopt(M_TRIM_THRESHOLD, 2**30))
+    return bool(mallopt(M_MMAP_THRESHOLD, 16 * 2**20)) and bool(mallopt(M_TRIM_THRESHOLD, 128 * 2**20))
 
 
 class Session:
