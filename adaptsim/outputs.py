@@ -252,11 +252,11 @@ class RunWriter:
                     pass
             raise _os_error(self.dir / name, e, "write") from None
 
-    def curves(self, rows: list[dict]) -> None:
-        """curves.csv: the cumulative scores after every segment."""
+    def curves(self, rows: list[dict], append: bool = False) -> None:
+        """curves.csv: the cumulative scores after every segment (`append`: rows after those it holds)."""
         from adaptsim.metrics.curves import write_curves
 
-        write_curves(rows, self.dir / "curves.csv")
+        write_curves(rows, self.dir / "curves.csv", append)
 
     def offsets(self, theta0: Snapshot, doc_id: str) -> int:
         """offsets/<doc_id>.safetensors: a document's adapted offsets θ − θ0; returns the file's size."""

@@ -123,6 +123,8 @@ class Simulation:
         self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
         self.cut = 0  # hypotheses cut at decode.max_length
         self.rss: dict[int, float | None] = {}
+        self.unwritten_curves: list[dict] = []  # curves.csv rows since its last write (`step`)
+        self.curves_started = False  # whether this process has written curves.csv (then it appends)
         self.divergences = 0
         self.resumed_after = 0  # steps replayed from an interrupted run (resumable_steps)
         self.start = time.perf_counter()
@@ -167,6 +169,7 @@ class Simulation:
         self.divergences += diverged
         self.cut += translation.cut
         scores = self.evaluator.segment(i, hyp, hyp_pieces)
+        running = self.evaluator.running()  # the curve's next row (what `finish` writes whole), and the bar's
         if write:
             self.writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
                               "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces,
@@ -174,11 +177,14 @@ class Simulation:
                               "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
                               **({"cut": True} if translation.cut else {}),
                               "translate_s": seconds, "update_s": result.seconds, **scores})
+        self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
         if self.index % RSS_EVERY == 0:
             self.rss[self.index] = resident_mb()
-            if write:  # so that an interrupted run has its curves up to here (`finish` writes them whole)
-                self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, prefix=True))
-        self.bar.set_postfix(_headline(self.evaluator.running()), refresh=False)
+            if write:  # an interrupted run keeps its curves this far: the first write (after any replayed steps)
+                # replaces what an earlier process wrote, later ones append
+                self.writer.curves(self.unwritten_curves, append=self.curves_started)
+                self.unwritten_curves, self.curves_started = [], True
+        self.bar.set_postfix(_headline(running), refresh=False)
         self.bar.update()
 
     def replay(self, seg, record: dict, result: UpdateResult, diverged: bool) -> None:

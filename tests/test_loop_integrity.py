@@ -201,11 +201,12 @@ def test_an_interrupted_run_has_its_learning_curves_so_far(tmp_path, tiny_model_
     monkeypatch.setattr(simulate, "RSS_EVERY", 4)  # (every 100 segments in a real run)
     step = simulate.Simulation.step
 
-    def interrupted_after_seven(self, *a, **k):
+    def interrupted_after_eleven(self, *a, **k):
         step(self, *a, **k)
-        if self.index == 7:
+        if self.index == 11:
             raise KeyboardInterrupt
-    monkeypatch.setattr(simulate.Simulation, "step", interrupted_after_seven)
+    monkeypatch.setattr(simulate.Simulation, "step", interrupted_after_eleven)
     out = run(tmp_path / "cut", *args, code=130)
     assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
-    assert list(csv.DictReader((out / "curves.csv").open())) == whole[:4]  # as far as the last checkpoint
+    # as far as the last checkpoint (written at segment 4, appended to at 8), the rows the whole run wrote
+    assert list(csv.DictReader((out / "curves.csv").open())) == whole[:8]

@@ -162,9 +162,9 @@ class Evaluator:
 
     # -- whole corpus ------------------------------------------------------------------------------
 
-    def _check(self, hypotheses: Sequence[str], prefix: bool = False) -> list[str]:
+    def _check(self, hypotheses: Sequence[str]) -> list[str]:
         hypotheses = list(hypotheses)
-        if len(hypotheses) > len(self.references) or (len(hypotheses) < len(self.references) and not prefix):
+        if len(hypotheses) != len(self.references):
             raise UserError(f"{len(hypotheses)} hypotheses for {len(self.references)} references")
         return hypotheses
 
@@ -199,11 +199,9 @@ class Evaluator:
                 "signatures": {"R": self._signature, **self.sacre.signatures()},
                 "segments": len(hypotheses)}
 
-    def curves(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None,
-               prefix: bool = False) -> list[dict]:
-        """Learning curves (paper Appendix B): every metric's corpus score after each segment (`prefix`: of the
-        first segments only, for a run still going)."""
-        hypotheses = self._check(hypotheses, prefix)
+    def curves(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None) -> list[dict]:
+        """Learning curves (paper Appendix B): every metric's corpus score after each segment."""
+        hypotheses = self._check(hypotheses)
         sums = {key: [0, 0] for key in self.keys}
         rows = []
         for i, (hyp, sacre) in enumerate(zip(hypotheses, self.sacre.cumulative(self._stats(hypotheses)))):

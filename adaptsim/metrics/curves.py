@@ -12,14 +12,23 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
-def write_curves(rows: Sequence[dict], path: str | Path) -> None:
-    """Write rows as CSV atomically (temp file + rename), so a crash never leaves half a file."""
+def write_curves(rows: Sequence[dict], path: str | Path, append: bool = False) -> None:
+    """Write rows as CSV atomically (temp file + rename), so a crash never leaves half a file; `append`: add
+    them to the file's rows (same columns), for a run that writes its curves as it goes."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     fields = list(rows[0]) if rows else ["segment", "doc_id"]
+    if append:
+        with open(path, "a", newline="", encoding="utf-8") as f:
+            _write_rows(csv.DictWriter(f, fieldnames=fields, lineterminator="\n"), rows)
+        return
+    tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        _write_rows(writer, rows)
     os.replace(tmp, path)
+
+
+def _write_rows(writer: csv.DictWriter, rows: Sequence[dict]) -> None:
+    for row in rows:
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
