@@ -36,7 +36,7 @@ _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
 # The type and allowed values of every setting of run/bench/select-fixed other than the method's (a method
 # declares its own: Method.settings) and the dataset's (its reader checks it). Keys a config does not have
-# (bench has no `resume`) are skipped.
+# (only bench has `segments`, only select-fixed `budget`) are skipped.
 SETTINGS: dict[str, Rule] = {
     "seed": Integer(0),
     "threads": Integer(1, null="torch's default"),
@@ -56,12 +56,10 @@ SETTINGS: dict[str, Rule] = {
     "metrics.scope": Choice((None, *SCOPES)),  # null: follow `reset`
     "metrics.case": Choice(CASES),
     "metrics.sacrebleu": Strings(tuple(METRICS), empty=True),
+    "segments": Integer(1),                                                        # bench
+    "budget": Number(at_least=0), "budget_fraction": Number(at_least=0, at_most=1),  # select-fixed
+    "prefixes": Integer(1),
 }
-
-
-def integer(cfg, key: str, minimum: int):
-    """`cfg`'s value at `key`, an integer ≥ minimum (for commands' own integer arguments)."""
-    return Integer(minimum).check(key, OmegaConf.select(cfg, key))
 
 
 @lru_cache(maxsize=None)

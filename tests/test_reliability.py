@@ -502,3 +502,13 @@ def test_reports_leave_other_commands_jobs_alone(tmp_path):
 def test_bench_with_no_segments_names_the_setting(tmp_path, capsys, base):
     code, err = cli_inproc(capsys, "bench", f"hydra.run.dir={tmp_path / 'bench'}", *base, "segments=0", "method=none")
     assert code == 1 and error_lines(err) == ["adaptsim bench: error: segments=0: must be an integer ≥ 1"]
+
+
+@pytest.mark.parametrize("setting, message", [("budget=-1", "budget=-1: must be a number ≥ 0"),
+                                              ("budget_fraction=2", "budget_fraction=2: must be a number in [0, 1]"),
+                                              ("prefixes=0", "prefixes=0: must be an integer ≥ 1")])
+def test_select_fixed_settings_are_checked_before_any_work(tmp_path, capsys, setting, message):
+    """No model or data there: the setting is what is reported."""
+    code, err = cli_inproc(capsys, "select-fixed", setting, f"model.path={tmp_path}/none",
+                           f"hydra.run.dir={tmp_path / 'sf'}")
+    assert code == 1 and error_lines(err) == [f"adaptsim select-fixed: error: {message}"]

@@ -11,7 +11,6 @@ import resource
 from omegaconf import DictConfig
 
 from adaptsim.outputs import JobSummary
-from adaptsim.validate import integer
 
 
 def main(argv: list[str]) -> int:
@@ -23,7 +22,6 @@ def main(argv: list[str]) -> int:
 def task(cfg: DictConfig, job: JobSummary) -> None:
     from adaptsim.simulate import simulate
 
-    integer(cfg, "segments", 1)
     s = simulate(cfg, job, limit=cfg.segments)
     t = s["timing"]
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB

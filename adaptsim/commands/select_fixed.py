@@ -113,7 +113,7 @@ def select(cfg: DictConfig) -> dict:
         raise UserError(f"dataset={cfg.dataset.name}: no documents to select on")
     model = held.model
     sizes = {n: p.numel() for n, p in model.named_parameters().items() if n not in model.arch.embeddings}
-    budget = resolve_budget(cfg.budget, cfg.budget_fraction, sum(sizes.values()), "budget")
+    budget = resolve_budget(cfg.budget, cfg.budget_fraction, sum(sizes.values()))
     candidates = blocks(model)
     bar = tqdm(total=len(candidates) + 1 + cfg.prefixes, disable=not cfg.progress, desc="select-fixed",
                unit="sim", dynamic_ncols=True)

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from adaptsim.errors import UserError
 
-
-def resolve_budget(count, fraction, total: int, key: str) -> int:
-    """min(count, fraction · total): the paper's absolute budget, capped at a fraction of a small model."""
-    count, fraction = float(count), float(fraction)
-    if count < 0 or not 0 <= fraction <= 1:
-        raise UserError(f"{key}={count:g} with fraction {fraction:g}: a budget is a count ≥ 0 and a fraction in [0, 1]")
-    return int(min(count, fraction * total))
+def resolve_budget(count, fraction, total: int) -> int:
+    """min(count, fraction · total): the paper's absolute budget, capped at a fraction of a small model. (Both are
+    checked before: lasso's by its settings, select-fixed's by validate.SETTINGS.)"""
+    return int(min(float(count), float(fraction) * total))
 
 
 def fill_budget(order: Iterable, size, budget: int) -> list:

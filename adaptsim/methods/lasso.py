@@ -105,9 +105,9 @@ class Lasso(Method):
         self.row_sizes = widths.repeat_interleave(rows)  # parameters per row, all matrices
         self.lam, self.resolution, self.bias_lr = float(lam), float(resolution), float(bias_lr)
         self.hysteresis = float(hysteresis)
-        self.budget = resolve_budget(budget, budget_fraction, sum(self.sizes), "method.budget")
+        self.budget = resolve_budget(budget, budget_fraction, sum(self.sizes))
         self.embedding_budget = resolve_budget(embedding_budget, embedding_budget_fraction,
-                                               sum(e.numel() for e in self.embeddings), "method.embedding_budget")
+                                               sum(e.numel() for e in self.embeddings))
         self.bias = model.add_output_bias() if self.bias_lr > 0 else None
         self._theta0: list[torch.Tensor] | None = None
         self._emb_theta0: list[torch.Tensor] = []
