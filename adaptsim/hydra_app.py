@@ -122,26 +122,34 @@ def claim_sweep_dir(path: Path, resume: bool) -> None:
     is created exclusively; with `resume=true` a claim whose process is gone is taken over."""
     check_run_dir(path, resume=resume, create=True)
     claim = path / SWEEP_CLAIM
-    record = {"status": "running", "process": {"pid": os.getpid(), "host": socket.gethostname()}}
     try:
-        fd = os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        if not resume and (path / "multirun.yaml").exists():  # a sweep from before claims
-            os.close(fd)
-            claim.unlink()
-            raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
+        os.close(os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except FileExistsError:
         if not resume:
             raise UserError(f"{path}: holds another sweep ({SWEEP_CLAIM}); choose another hydra.sweep.dir") from None
-        try:
-            pid = recorded_process(json.loads(claim.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            pid = None
+        pid = recorded_process(_read_json(claim))
         if pid is not None and pid != os.getpid() and alive(pid):
             raise UserError(f"{path}: the sweep is still going (process {pid}); cannot resume it") from None
-        write_json_atomic(claim, record)
-        return
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(record, f)
+    else:
+        if not resume and (path / "multirun.yaml").exists():  # a sweep from before claims
+            claim.unlink()
+            raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
+    write_json_atomic(claim, {"status": "running", "process": {"pid": os.getpid(), "host": socket.gethostname()}})
+
+
+def _changed_since(path: Path, since: float) -> bool:
+    try:
+        return path.stat().st_mtime >= since
+    except OSError:  # gone since it was claimed: nothing says it finished
+        return True
+
+
+def _read_json(path: Path) -> dict:
+    """A summary (or a sweep's claim) as a dict; {} where it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def claim_output_dir(cfgs: list, multirun: bool, command: str) -> tuple[Path | None, JobSummary | None]:
@@ -166,15 +174,8 @@ def failed_jobs(path: Path | None, multirun: bool, since: float) -> list[str]:
     if path is None:
         return []
     summaries = list(path.glob("**/summary.json")) if multirun else [path / "summary.json"]
-    out = []
-    for summary in summaries:
-        try:
-            if summary.stat().st_mtime >= since:
-                data = json.loads(summary.read_text(encoding="utf-8"))
-                if data.get("status") == "failed":
-                    out.append(str(summary.parent))
-        except (OSError, ValueError):
-            out.append(f"{summary}: unreadable")
+    out = [str(s.parent) for s in summaries if _changed_since(s, since)
+           and _read_json(s).get("status") in ("failed", None)]  # (None: missing or unreadable)
     failed = path / FAILED_JOBS
     if multirun and failed.is_file():
         out += [r["job"] for r in map(json.loads, failed.read_text(encoding="utf-8").splitlines())
@@ -328,7 +329,7 @@ def record_failed_job(sweep_dir: Path | None, job: Path, error: str) -> None:
     """In a sweep, a job that failed without a summary.json of its own saying so (its directory could not be
     claimed, or a lockstep sweep could not start) goes to the sweep's failed.jsonl, which the command's exit
     code reads with the summaries."""
-    if sweep_dir is None or _says_failed(job / "summary.json"):
+    if sweep_dir is None or _read_json(job / "summary.json").get("status") == "failed":
         return
     line = json.dumps({"job": str(job), "error": error, "time": time.time()}, ensure_ascii=False)
     with open(sweep_dir / FAILED_JOBS, "a", encoding="utf-8") as f:
@@ -342,13 +343,6 @@ def _job_dirs() -> tuple[Path | None, Path]:
 
     hydra = HydraConfig.get()
     return (Path(str(hydra.sweep.dir)) if hydra.mode == RunMode.MULTIRUN else None), Path(hydra.runtime.output_dir)
-
-
-def _says_failed(summary: Path) -> bool:
-    try:
-        return json.loads(summary.read_text(encoding="utf-8")).get("status") == "failed"
-    except (OSError, ValueError):
-        return False
 
 
 def launch(task: Callable, config_name: str, argv: list[str], command: str) -> int:
