@@ -27,6 +27,7 @@ from omegaconf import OmegaConf
 
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, load_stopwords
+from adaptsim.report.significance import ALPHA, significant
 from adaptsim.report.stats import Series, Settings, compare, ratio, units_of
 
 CLASSES = ("pieces seen", "a new piece")
@@ -102,7 +103,7 @@ def main() -> None:
 
     total = stats["none"][:, :, 1].sum(axis=0)
     lines = [f"R0 by class of the word, {args.sweep.name}: Δ in points against the baseline [95% CI], "
-             "† p < 0.05", "",
+             f"† p < {ALPHA}", "",
              "| method | " + " | ".join(f"{c} ({100 * n / total.sum():.0f} %, {n:.0f})" for c, n in zip(CLASSES, total))
              + " |", "|:--|--:|--:|"]
     lines.append("| baseline | " + " | ".join(f"{result.scores[0][c].score:.2f}" for c in CLASSES) + " |")
@@ -110,7 +111,7 @@ def main() -> None:
         cells = []
         for c in CLASSES:
             d = result.differences[r][c]
-            cells.append(f"{d.diff:+.2f} [{d.ci[0]:+.2f}, {d.ci[1]:+.2f}]{'†' if d.p < 0.05 else ''}")
+            cells.append(f"{d.diff:+.2f} [{d.ci[0]:+.2f}, {d.ci[1]:+.2f}]{'†' if significant(d.p) else ''}")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     lines += ["", f"`{result.signature}`"]
     text = "\n".join(lines) + "\n"

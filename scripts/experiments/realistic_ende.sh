@@ -17,7 +17,8 @@
 #    1e-2; lasso and the baseline with a reset at every document); lasso's variant with the best R0+1 becomes
 #    `lasso` on the test streams; what was tried goes to $RESULTS/selection.md and heldout_*.md; and on the
 #    held-out GNOME topics alone, a diagnosis of lasso's recall there (scripts/experiments/diagnose/method: one
-#    part of lasso changed at a time: no selection, no prox, no embedding rows, no second bias, hysteresis);
+#    part of lasso changed at a time — no selection, no prox, no embedding rows, no second bias, hysteresis — and
+#    neither selection nor prox);
 # 3. the six methods (+experiment=paper_methods: one stream per test set, reset=never, corpus scope) on all TED
 #    talks, on GNOME help as one stream of topics (GNOME_TEST) and on the ape-it test blocks (there with l2,
 #    lora, memory too), in lockstep, one process per data set; the methods that need no held-out choice start
