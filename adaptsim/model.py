@@ -188,6 +188,11 @@ class Seq2SeqModel:
         """The sentencepiece pieces of a target-side text (for the subword-level metrics)."""
         return self.tokenizer.convert_ids_to_tokens(self._target_body(text))
 
+    def label_pieces(self, reference: str) -> list[str]:
+        """The pieces of a reference as the update's labels hold them (</s> and any language token included):
+        one per log-probability that steps.jsonl records."""
+        return self.tokenizer.convert_ids_to_tokens(self._target_ids(reference))
+
     def pair(self, source: str, reference: str) -> dict[str, torch.Tensor]:
         """A batch of one (source, reference) pair for `loss` (languages applied as in `translate`)."""
         if not self.languages.tokens and not self.languages.source_prefix:
@@ -196,7 +201,9 @@ class Seq2SeqModel:
             ids = torch.tensor([self._source_ids(source)], device=self.device)
             batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
                      "labels": torch.tensor([self._target_ids(reference)], device=self.device)}
-        if not self.arch.decoder_inputs_from_labels:
+        # the decoder's inputs given where the model says how it builds them from the labels (FSMT must: it would
+        # shift the source): then `token_nll` leaves the labels out of the forward, which computes no loss of its own
+        if hasattr(self.net, "prepare_decoder_input_ids_from_labels"):
             batch["decoder_input_ids"] = self.net.prepare_decoder_input_ids_from_labels(labels=batch["labels"].clone())
         return {k: v.to(self.device) for k, v in batch.items()}
 
@@ -236,32 +243,38 @@ class Seq2SeqModel:
                                     self.tokenizer.convert_ids_to_tokens(ids), end is None or end >= max_length))
         return hyps
 
+    def token_nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Each reference token's negative log-probability (nats; </s> included), teacher-forced: their mean is
+        the update rule's loss, the values themselves are what CXMI compares across runs (docs/design.md §4)."""
+        logits = self.net(**_forward_inputs(batch)).logits
+        return token_nll(logits, batch["labels"])
+
     def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Mean per-token cross-entropy of the reference (no label smoothing); exp() is the perplexity."""
-        return self.net(**batch).loss
+        return self.token_nll(batch).mean()
 
     @torch.no_grad()
     def output_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """What the output layer receives for the pair (the decoder's last states, as the architecture
-        prepares them): with everything below the output layer frozen, `loss_from_output_inputs` then gives
+        prepares them): with everything below the output layer frozen, `nll_from_output_inputs` then gives
         the pair's loss without running the network again."""
         seen = []
         hook = self.arch.output_layer.register_forward_hook(lambda _m, inputs, _out: seen.append(inputs[0]))
         try:
-            self.net(**batch)
+            self.net(**_forward_inputs(batch))
         finally:
             hook.remove()
         return seen[-1]
 
-    def loss_from_output_inputs(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """`loss` from `output_inputs`: the output layer (with its hooks, e.g. a second bias), the fixed
-        `final_logits_bias` where the architecture adds one (Marian, mBART), and the same cross-entropy, in
-        the same order of operations as transformers' forward, so the values are identical."""
+    def nll_from_output_inputs(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """`token_nll` from `output_inputs`: the output layer (with its hooks, e.g. a second bias), the fixed
+        `final_logits_bias` where the architecture adds one (Marian, mBART), in the same order of operations as
+        transformers' forward, so the values are identical."""
         logits = self.arch.output_layer(hidden)
         final = getattr(self.net, "final_logits_bias", None)
         if final is not None:
             logits = logits + final
-        return nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1))
+        return token_nll(logits, labels)
 
     # -- parameters --------------------------------------------------------------------------------
     def named_parameters(self) -> dict[str, nn.Parameter]:
@@ -284,3 +297,15 @@ class Seq2SeqModel:
         self._output_bias_hook = self.arch.output_layer.register_forward_hook(lambda _m, _i, out: out + bias)
         return bias
 
+
+def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The labels' negative log-probabilities under `logits` (…, V), positions labelled -100 left out."""
+    keep = labels.reshape(-1) != -100
+    nll = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+    return nll[keep]
+
+
+def _forward_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A pair's forward inputs: without the labels where the decoder's inputs are given (`pair`), and no cache
+    (FSMT leaves out its causal mask when it expects to decode step by step from a cache)."""
+    return {"use_cache": False, **{k: v for k, v in batch.items() if k != "labels" or "decoder_input_ids" not in batch}}

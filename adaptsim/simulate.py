@@ -175,6 +175,7 @@ class Simulation:
                               "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces,
                               "updates": result.updates, "ppl_before": result.ppl_before,
                               "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
+                              "logprobs": result.logprobs, "ref_pieces": self.session.model.label_pieces(seg.reference),
                               **({"cut": True} if translation.cut else {}),
                               "translate_s": seconds, "update_s": result.seconds, **scores})
         self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})

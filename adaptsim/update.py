@@ -47,6 +47,9 @@ class UpdateResult:
     ppl_before: float
     ppl_after: float
     seconds: float
+    # each reference token's log-probability (nats, </s> included) before the pair's first update, under θ_{i−1}:
+    # the forward that measured ppl_before gives them (CXMI, docs/design.md §4); None where that forward diverged
+    logprobs: list[float] | None = None
     # seconds of each adaptation step: an SGD step (backward, clipping, the method's hooks, the step, the forward
     # that measures the new perplexity), or a method's `after_pair` adaptation (memory's store)
     step_s: list[float] = field(default_factory=list)
@@ -94,21 +97,25 @@ class Updater:
         self.min_updates, self.max_updates = min_updates, max_updates
         self.on_divergence = on_divergence  # what the loop does with `Diverged` (adaptsim.simulate)
 
-    def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def _nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The pair's per-token negative log-likelihoods; their mean is the loss."""
         with torch.autocast(**self.autocast):
-            return self.method.pair_loss(batch)
+            return self.method.pair_nll(batch)
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> UpdateResult:
         start = time.perf_counter()
         if self.optimizer is None:  # nothing to train: the pair's perplexity (and a gradient-free adaptation)
             with torch.no_grad():
-                ppl = perplexity(self._loss(batch), 0)
+                nll = self._nll(batch)
+                ppl = perplexity(nll.mean(), 0)
                 ppl_after, step_s = self._after_pair(batch, ppl, 0, ppl)
-            return UpdateResult(0, ppl, ppl_after, time.perf_counter() - start, step_s)
+            return UpdateResult(0, ppl, ppl_after, time.perf_counter() - start, logprobs(nll), step_s)
         with torch.autocast(**self.autocast):
             self.method.start_pair(batch)
-        loss = self._loss(batch)
+        nll = self._nll(batch)
+        loss = nll.mean()
         ppl_before = ppl = perplexity(loss, 0)
+        before = logprobs(nll)
         updates = 0
         step_s = []
         while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
@@ -126,13 +133,13 @@ class Updater:
             updates += 1
             last = updates == self.max_updates
             with torch.set_grad_enabled(not last):  # the last forward only measures perplexity
-                loss = self._loss(batch)
+                loss = self._nll(batch).mean()
             ppl = perplexity(loss, updates, ppl_before)
             step_s.append(time.perf_counter() - step_start)
         self.optimizer.zero_grad(set_to_none=True)
         with torch.no_grad():
             ppl, more = self._after_pair(batch, ppl, updates, ppl_before)
-        return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start, step_s + more)
+        return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start, before, step_s + more)
 
     def _after_pair(self, batch, ppl: float, updates: int = 0, ppl_before: float | None = None):
         """The method's `after_pair`; if it adapted, the pair's perplexity measured again, and its time."""
@@ -140,7 +147,13 @@ class Updater:
         if not self.method.after_pair(batch):
             return ppl, []
         seconds = time.perf_counter() - step_start  # the adaptation itself, not the measurement after it
-        return perplexity(self._loss(batch), updates, ppl_before), [seconds]
+        return perplexity(self._nll(batch).mean(), updates, ppl_before), [seconds]
+
+
+def logprobs(nll: torch.Tensor) -> list[float]:
+    """Per-token log-probabilities as recorded in steps.jsonl: 1e-5 nats is far below any difference CXMI
+    reports, and identical computations round identically (a run against itself scores exactly 0)."""
+    return [round(-v, 5) for v in nll.detach().float().tolist()]
 
 
 class Snapshot:

@@ -38,9 +38,6 @@ class Architecture:
     # multilingual checkpoints of this architecture translate into the language of the first target
     # token, which must be forced: model.languages.target_token is then required
     needs_target_token: bool = False
-    # False where the model would not build its decoder inputs from `labels` (FSMT shifts the *source*):
-    # the pair then carries decoder_input_ids = <start> + labels[:-1] (adaptsim/model.py `pair`)
-    decoder_inputs_from_labels: bool = True
 
 
 def _roles(model, source: nn.Module, target: nn.Module, output: nn.Module) -> dict[str, set[str]]:
@@ -117,7 +114,7 @@ def fsmt(model) -> Architecture:
                                inner.decoder.output_projection),
                         inner.decoder.output_projection,
                         _parameter_names(model, (inner.encoder.embed_positions, inner.decoder.embed_positions)),
-                        int(model.config.max_position_embeddings), decoder_inputs_from_labels=False)
+                        int(model.config.max_position_embeddings))
 
 
 ARCHITECTURES = {"marian": marian, "m2m_100": m2m_100, "mbart": mbart, "t5": t5, "mt5": t5, "fsmt": fsmt}

@@ -8,9 +8,10 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.start_document(theta0) -> after the loop restored θ0; `theta0` is the loop's read-only copy
                                     of θ0 by name, so methods working on offsets θ − θ0 keep no copy
     method.start_pair(batch)     -> once per pair, before its first update (e.g. which tokens it has)
-    method.pair_loss(batch)      -> the pair's loss for the update rule (default: the model's forward; a
-                                    method that freezes most of the network may compute it more cheaply,
-                                    with the same values)
+    method.pair_nll(batch)       -> the pair's per-token negative log-likelihoods, whose mean is the update
+                                    rule's loss (default: the model's forward; a method that freezes most of
+                                    the network may compute them more cheaply, with the same values; memory
+                                    from its interpolated distribution)
     method.learning_rates()      -> {name: γ} for tensors trained at another rate than method.lr
     method.before_step(grad_norms) -> after backward and clipping, before the SGD step (edit gradients);
                                     `grad_norms`: each trained tensor's gradient norm *before* clipping
@@ -51,8 +52,8 @@ class Method:
     def start_pair(self, batch: dict[str, torch.Tensor]) -> None:
         pass
 
-    def pair_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.model.loss(batch)
+    def pair_nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.model.token_nll(batch)
 
     def learning_rates(self) -> dict[str, float]:
         return {}

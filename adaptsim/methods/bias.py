@@ -5,7 +5,7 @@ exactly as the base model; it is the only trained tensor and the loop's θ0 snap
 so every document starts again from zero. The paper trains it with γ = 1.0 (configs/method/bias.yaml).
 
 Speed: nothing below the output layer changes, so the decoder's last states for the pair are computed once
-per pair (`start_pair`) and every update's loss is the output layer on them (`pair_loss`): the same values
+per pair (`start_pair`) and every update's loss is the output layer on them (`pair_nll`): the same values
 as a full forward, without running the network up to four times per pair.
 """
 
@@ -25,8 +25,8 @@ class Bias(Method):
     def start_pair(self, batch):
         self._hidden = self.model.output_inputs(batch)
 
-    def pair_loss(self, batch):
-        return self.model.loss_from_output_inputs(self._hidden, batch["labels"])
+    def pair_nll(self, batch):
+        return self.model.nll_from_output_inputs(self._hidden, batch["labels"])
 
     def info(self):
         return {"output_bias_size": self.bias.numel(), **bias_figures(self.bias)}

@@ -24,7 +24,7 @@ the memory's and no log(0) of a sum appears.
 What the update's perplexity means here: `ppl_before` is the perplexity of the reference under the model with
 the memory as it was before this pair (what translating it would have scored), `ppl_after` the same once the
 pair's states are stored (how well the memory now reproduces the pair: near 1 for λ near 1 and a small T).
-The pair's loss is computed from the interpolated distribution (`pair_loss`), not the network's own loss.
+The pair's loss is computed from the interpolated distribution (`pair_nll`), not the network's own loss.
 The one forward for `ppl_before` also gives the keys; storing them is the "adaptation step" timed in
 summary.json's cost; `ppl_after` costs one more forward.
 
@@ -78,7 +78,7 @@ class Memory(Method):
         self.size = 0
         self.max_size = 0  # the largest memory of the run (entries)
         self._query: torch.Tensor | None = None
-        self._pair: tuple[torch.Tensor, torch.Tensor] | None = None  # (labels, their states) of the last pair_loss
+        self._pair: tuple[torch.Tensor, torch.Tensor] | None = None  # (labels, their states) of the last pair_nll
         layer.register_forward_hook(self._catch_query)
         model.net.register_forward_hook(self._interpolate)
 
@@ -139,18 +139,16 @@ class Memory(Method):
         return mixed.reshape(logits.shape).to(logits.dtype)
 
     # -- the update rule's view: the pair's loss under p, then the store -----------------------------------
-    def pair_loss(self, batch):
-        output = self.model.net(**batch)  # hooks: query caught, logits interpolated with the memory so far
-        labels = batch["labels"]
-        self._pair = (labels, self._query)
-        logits = output.logits
-        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    def pair_nll(self, batch):
+        nll = self.model.token_nll(batch)  # hooks: query caught, logits interpolated with the memory so far
+        self._pair = (batch["labels"], self._query)
+        return nll
 
     @torch.no_grad()
     def after_pair(self, batch):
         labels = batch["labels"]
         if self._pair is not None and self._pair[0] is labels:
-            states = self._pair[1]  # from the pair_loss that measured ppl_before: the model is unchanged since
+            states = self._pair[1]  # from the pair_nll that measured ppl_before: the model is unchanged since
         else:
             states = self.model.output_inputs(batch)
         keep = labels != -100

@@ -1,0 +1,283 @@
+"""LitTER, the literal translation error rate of idioms (Baziotis, Mathur & Hasler, EACL 2023): per segment.
+
+A segment is an error when the hypothesis holds a word-for-word translation of an idiom word that the
+reference avoids. Blocklist: the dictionary candidates of each idiom word, less every word whose candidates
+meet the reference (a literal reference shows that word is translated literally anyway).
+
+Our choices:
+- Words on the target side (texts and dictionary entries) are compared lower-cased and, by default,
+  accent-stripped (`strip_accents`), and every token also stands for its simplemma lemma: a dictionary
+  lists "Bohne" and "bohnen", a hypothesis says "Bohnen". Lemmas come from the cased token: simplemma
+  reads lower-case "vögel" as the verb "vögeln". Dictionary entries are single words, used untokenised.
+- `stopwords` drops English function words from the idiom and stopwords-iso German words from the
+  candidates. English uses the short list below, not stopwords-iso's 1,298 words: on the LitTER idiom list
+  that one removes a content word from 95 of 225 idioms ("acid test", "bring home the bacon", "cloud nine",
+  "crash course", "call it a day") and every word of 5 ("get over something", "so far so good"), and from
+  64 of the 94 sockeye proverbs. German articles and pronouns, which dictionaries give for almost every
+  noun, are removed before the reference check, so an article in the reference never clears a word.
+  (The German list also holds some content words: "zeit", "tag", "zwei", "gehen".)
+- Wiktionary entries are kept only where both sides are one word (likewise for every format): the words
+  of "einen Tritt geben" would block "geben" for "kick", and a multi-word idiom entry cannot meet a bag
+  of words. Measured on the proverbs, keeping each word of multi-word targets adds false alarms.
+- `error` is None when the blocklist is empty (no idiom word with a candidate the reference lacks): the
+  segment gets no verdict and is left out of the rate, it is not "no error".
+- Idiom matching (`IdiomList`): "someone's", "one's", "somebody's", "sb's" and "your" (the list writes
+  "bury your head in the sand") match a possessive pronoun or a word followed by "'s" (Moses splits
+  "John's"); "someone", "somebody", "something", "sth", "sb" match any one word.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from importlib.metadata import version
+from pathlib import Path
+
+import simplemma
+import stopwordsiso
+from sacremoses import MosesTokenizer
+
+from adaptsim.data.textio import is_blank, read_lines
+from adaptsim.errors import DataError, UserError
+from adaptsim.metrics.words import is_word
+
+ENGLISH_FUNCTION_WORDS = frozenset("""
+a an the
+of in to on at by for from with into onto upon about over under up down out off through around between
+i me you he him she her it we us they them someone somebody something oneself myself yourself himself
+herself itself ourselves yourselves themselves
+my your his its our their one's someone's somebody's sb's 's
+be is am are was were been being have has had do does did will would shall should can could may might must
+and or but than as that if not 'll 're 've 'd 'm n't 't
+""".split())
+POSSESSIVE_PRONOUNS = frozenset("my your his her its our their".split())
+ANY, POSSESSIVE = "<someone>", "<someone's>"  # wildcards in a tokenised idiom; Moses never makes such tokens
+FORMATS = ("hunalign", "wiktionary", "tsv")
+_BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")
+
+
+@lru_cache(maxsize=None)
+def lemma(word: str, lang: str) -> str:
+    return simplemma.lemmatize(word, lang=lang)
+
+
+@lru_cache(maxsize=None)
+def _moses(lang: str) -> MosesTokenizer:
+    return MosesTokenizer(lang=lang)
+
+
+def words(text: str, lang: str) -> list[str]:
+    """Moses tokens that hold a letter or digit (no punctuation), curly apostrophes made straight."""
+    return [t for t in _moses(lang).tokenize(text.replace("\u2019", "'"), escape=False) if is_word(t)]
+
+
+def strip_accents(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def _idiom_tokens(idiom: str) -> list[str]:
+    tokens, out = words(idiom, "en"), []
+    for i, token in enumerate(tokens):
+        low, after = token.lower(), tokens[i + 1] if i + 1 < len(tokens) else ""
+        if (after == "'s" and low in ("one", "someone", "somebody", "sb")) or low == "your":
+            out.append(POSSESSIVE)
+        elif low in ("someone", "somebody", "something", "sth", "sb"):
+            out.append(ANY)
+        elif not (token == "'s" and out and out[-1] == POSSESSIVE):
+            out.append(token)
+    return out
+
+
+def span_words(idiom: str) -> list[str]:
+    """The idiom's words that its literal translation would render: no leading "to", no wildcards."""
+    tokens = _idiom_tokens(idiom)
+    tokens = tokens[1:] if tokens and tokens[0].lower() == "to" else tokens
+    return [t for t in tokens if t not in (ANY, POSSESSIVE)]
+
+
+class IdiomList:
+    """Idioms to find in source sentences, matched on lower-cased words and lemmas, contiguous."""
+
+    def __init__(self, idioms: Iterable[str], lang: str = "en"):
+        self.lang, self.idioms = lang, [i.strip() for i in idioms if not is_blank(i)]
+        self._patterns = []  # per idiom: its token patterns (with and without an optional leading to/the)
+        for idiom in self.idioms:
+            pattern = [t if t in (ANY, POSSESSIVE) else self._keys(t) for t in _idiom_tokens(idiom)]
+            optional = pattern and pattern[0] not in (ANY, POSSESSIVE) and pattern[0] & {"to", "the"}
+            self._patterns.append([pattern, pattern[1:]] if optional and len(pattern) > 1 else [pattern])
+
+    @classmethod
+    def load(cls, path, lang: str = "en") -> IdiomList:
+        return cls(read_lines(path), lang)
+
+    def _keys(self, token: str) -> frozenset[str]:
+        low = token.lower()
+        return frozenset((low, lemma(low, self.lang)))
+
+    def find(self, source: str) -> list[str]:
+        """The idioms (as written in the list) that occur in `source`."""
+        keys = [self._keys(t) for t in words(source, self.lang)]
+        return [idiom for idiom, patterns in zip(self.idioms, self._patterns)
+                if any(_matches(p, keys, i) for p in patterns for i in range(len(keys)))]
+
+
+def _matches(pattern: Sequence, keys: list[frozenset[str]], i: int) -> bool:
+    if not pattern:
+        return True
+    if i >= len(keys):
+        return False
+    head, rest = pattern[0], pattern[1:]
+    if head == ANY:
+        return _matches(rest, keys, i + 1)
+    if head == POSSESSIVE:
+        return (bool(keys[i] & POSSESSIVE_PRONOUNS) and _matches(rest, keys, i + 1)
+                or i + 1 < len(keys) and "'s" in keys[i + 1] and _matches(rest, keys, i + 2))
+    return bool(head & keys[i]) and _matches(rest, keys, i + 1)
+
+
+class Dictionary:
+    """Source word → its target words as written, from every file and both directions, merged."""
+
+    def __init__(self, translations: Mapping[str, Iterable[str]], names: Sequence[str] = ()):
+        self.translations = {s: frozenset(ts) for s, ts in translations.items()}
+        self.vocabulary = frozenset().union(*self.translations.values())  # every target word
+        self.names = tuple(names)
+
+    @classmethod
+    def load(cls, specs: Iterable[Mapping], source_lang: str, target_lang: str) -> Dictionary:
+        """`specs`: {path, format (hunalign | wiktionary | tsv), from, to} each, `from`-`to` being the
+        two languages either way round. Entries with more than one word on either side are skipped."""
+        translations, names = defaultdict(set), []
+        for spec in specs:
+            path, fmt, src, tgt = (spec.get(key) for key in ("path", "format", "from", "to"))
+            if None in (path, fmt, src, tgt):
+                raise UserError(f"a dictionary needs path, format, from and to; got {dict(spec)}")
+            if fmt not in FORMATS:
+                raise UserError(f"{path}: dictionary format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+            if (src, tgt) not in ((source_lang, target_lang), (target_lang, source_lang)):
+                raise UserError(f"{path}: a {src}→{tgt} dictionary does not serve {source_lang}→{target_lang}")
+            for a, b in _READERS[fmt](path):  # (from word, to word)
+                s, t = (a, b) if src == source_lang else (b, a)
+                if s and t and " " not in s and " " not in t:
+                    translations[s].add(t)
+            names.append(Path(path).name)
+        return cls(translations, names)
+
+
+def _hunalign(path):
+    for n, line in enumerate(read_lines(path), 1):
+        if not is_blank(line):
+            parts = line.split(" @ ")
+            if len(parts) != 2:
+                raise DataError(path, "expected 'TARGET @ SOURCE' (hunalign dictionary)", n)
+            yield parts[1].strip(), parts[0].strip()
+
+
+def _tsv(path):
+    for n, line in enumerate(read_lines(path), 1):
+        if not is_blank(line):
+            parts = line.split("\t")
+            if len(parts) != 2:
+                raise DataError(path, "expected 'SOURCE<TAB>TARGET'", n)
+            yield parts[0].strip(), parts[1].strip()
+
+
+def _unbracketed(text: str) -> str:
+    n = 1
+    while n:  # innermost first: glosses nest, "(apply force to (something))"
+        text, n = _BRACKETED.subn(" ", text)
+    return " ".join(re.sub(r"[(){}\[\]]", " ", text).split())
+
+
+def _wiktionary(path):
+    for n, line in enumerate(read_lines(path), 1):
+        if is_blank(line) or line.startswith("#"):
+            continue
+        if " :: " not in line + " ":
+            raise DataError(path, "expected 'word {pos} (gloss) :: translation, …' (wiktionary dictionary)", n)
+        left, right = (line + " ").split(" :: ", 1)
+        if "SEE:" not in left:
+            source = _unbracketed(left)
+            for target in re.split(r"[,;]", _unbracketed(right)):
+                yield source, target.strip()
+
+
+_READERS = {"hunalign": _hunalign, "wiktionary": _wiktionary, "tsv": _tsv}
+
+
+class Litter:
+    """Literal-translation verdicts for one language pair, one dictionary and one set of switches."""
+
+    def __init__(self, dictionary: Dictionary, source_lang: str = "en", target_lang: str = "de",
+                 stopwords: bool = True, strip_accents: bool = True, compounds: bool = True, partial: bool = True):
+        if stopwords and source_lang != "en":
+            raise UserError(f"LitTER knows source stopwords for English only, not {source_lang!r}; "
+                            "set stopwords off")
+        if stopwords and not stopwordsiso.has_lang(target_lang):
+            raise UserError(f"no stopwords-iso list for {target_lang!r}; set stopwords off")
+        self.dictionary, self.source_lang, self.target_lang = dictionary, source_lang, target_lang
+        self.stopwords, self.strip_accents, self.compounds, self.partial = stopwords, strip_accents, compounds, partial
+        self.source_stopwords = ENGLISH_FUNCTION_WORDS if stopwords else frozenset()
+        self.target_stopwords = (frozenset(map(self._normal, stopwordsiso.stopwords(target_lang)))
+                                 if stopwords else frozenset())
+        self.vocabulary = frozenset(map(self._normal, dictionary.vocabulary)) - self.target_stopwords
+        self._candidates_of: dict[str, frozenset[str]] = {}
+
+    def _normal(self, word: str) -> str:
+        return strip_accents(word.lower()) if self.strip_accents else word.lower()
+
+    def _forms(self, word: str) -> set[str]:
+        return {self._normal(word), self._normal(lemma(word, self.target_lang))}
+
+    def bag(self, text: str) -> frozenset[str]:
+        """The normalised target words of `text` and their lemmas."""
+        return frozenset().union(*(self._forms(t) for t in words(text, self.target_lang)))
+
+    def candidates(self, word: str) -> frozenset[str]:
+        """Normalised translations of a source word, of its lower-cased form and of its lemma."""
+        if word not in self._candidates_of:
+            low = word.lower()
+            found = set().union(*(self.dictionary.translations.get(k, ()) for k in
+                                  {word, low, lemma(low, self.source_lang)}))
+            self._candidates_of[word] = frozenset().union(*map(self._forms, found))
+        return self._candidates_of[word]
+
+    def _span_candidates(self, span: Iterable[str]) -> list[frozenset[str]]:
+        return [self.candidates(w) for w in span if is_word(w) and w.lower() not in self.source_stopwords]
+
+    def _blocked(self, candidates: list[frozenset[str]], reference: frozenset[str]) -> frozenset[str]:
+        return frozenset().union(*(c for c in candidates if not c & reference)) - self.target_stopwords
+
+    def blocklist(self, span: Iterable[str], reference: str) -> frozenset[str]:
+        """Target words that translate an idiom word which the reference does not translate literally."""
+        return self._blocked(self._span_candidates(span), self.bag(reference))
+
+    def error(self, span: Iterable[str], reference: str, hypothesis: str) -> bool | None:
+        """Whether `hypothesis` translates the idiom `span` literally; None (no verdict) for an empty blocklist."""
+        candidates = self._span_candidates(span)
+        ref, hyp = self.bag(reference), self.bag(hypothesis)
+        blocked = self._blocked(candidates, ref)
+        if not blocked:
+            return None
+        if blocked & hyp:
+            return True
+        every = frozenset().union(*candidates) - self.target_stopwords
+        if self.compounds and any(w[:k] in every and w[k:] in every and w[:k] != w[k:]
+                                  for w in hyp - ref for k in range(1, len(w))):
+            return True
+        return self.partial and bool(self._partial_matches(blocked, hyp) - self._partial_matches(blocked, ref))
+
+    def _partial_matches(self, blocked: frozenset[str], bag: frozenset[str]) -> set[str]:
+        """Blocked words that begin or end a longer word of `bag` whose remainder is a target word."""
+        return {b for b in blocked for w in bag if w != b and (
+            w.startswith(b) and w[len(b):] in self.vocabulary or w.endswith(b) and w[:-len(b)] in self.vocabulary)}
+
+    def signature(self) -> str:
+        yes = {True: "yes", False: "no"}
+        return "|".join([f"LitTER|lang:{self.source_lang}-{self.target_lang}", "tok:moses",
+                         f"dict:{'+'.join(self.dictionary.names)}", f"stop:{yes[self.stopwords]}",
+                         f"acc:{'strip' if self.strip_accents else 'keep'}", f"comp:{yes[self.compounds]}",
+                         f"partial:{yes[self.partial]}", f"lemma:simplemma-{version('simplemma')}"])
