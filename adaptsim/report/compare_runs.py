@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from adaptsim.errors import UserError
+from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, _labels
 from adaptsim.report.runs import Run, discover
@@ -24,7 +25,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim compare", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", metavar="RUN", help="run directories; the first is the reference")
     p.add_argument("--metrics", default=DEFAULT_METRICS,
-                   help=f"comma-separated metric keys; those the runs lack are left out (default: {DEFAULT_METRICS})")
+                   help="comma-separated metric keys; those the runs lack are left out; CXMI and CXMI/seg (nats "
+                   f"gained over RUN_A, which must be method=none) (default: {DEFAULT_METRICS})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a text table")
     p.add_argument("--decimals", type=int, default=1, help="digits after the point in the text table (default: 1)")
     sig.add_arguments(p)
@@ -40,6 +42,7 @@ def main(argv: list[str]) -> int:
     if len(signatures) > 1:
         raise UserError("the runs were scored with different metric settings (summary.json signatures differ)")
     wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    sig.scores(runs, wanted)  # CXMI, if asked for: RUN_A must then be the baseline (method=none)
     metrics = [m for m in wanted if all(m in r.scores for r in runs)]
     if not metrics:
         raise UserError(f"none of {', '.join(wanted)} is scored in every run")
@@ -86,10 +89,11 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
 
 def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimals: int) -> str:
     def num(v: float, signed: bool = False) -> str:
-        return "–" if v is None or math.isnan(v) else (f"{v:+.{decimals}f}" if signed else f"{v:.{decimals}f}")
+        return "–" if v is None or math.isnan(v) else (f"{v:+.{places}f}" if signed else f"{v:.{places}f}")
 
     table = [["metric", "run", "score [95% CI]", f"Δ to {labels[0]} [95% CI]", "p"]]
     for m in metrics:
+        places = max(decimals, 3) if m in cxmi.METRICS else decimals  # CXMI: nats, a few tenths
         for i, label in enumerate(labels):
             est = result.scores[i][m]
             cells = [m + (" (lower is better)" if m.split(".")[-1] in LOWER_IS_BETTER else "") if i == 0 else "",

@@ -34,6 +34,7 @@ class Run:
     summary: dict
     config: dict = field(default_factory=dict)  # flattened composed config {"method.lr": 0.01, …}; {} without .hydra
     overrides: list[str] = field(default_factory=list)
+    derived: dict = field(default_factory=dict)  # scores computed from steps.jsonl by a report (CXMI)
 
     # a run that diverged (update.on_divergence=rollback) is never shown as a normal row of its method
     method = property(lambda self: self.summary.get("method", "?") + (
@@ -42,7 +43,7 @@ class Run:
     model_path = property(lambda self: str(self.summary.get("model_path", "?")))
     dataset = property(lambda self: self.summary.get("dataset", "?"))
     fingerprint = property(lambda self: self.summary.get("data_fingerprint", "?"))
-    scores = property(lambda self: self.summary.get("scores") or {})
+    scores = property(lambda self: {**(self.summary.get("scores") or {}), **self.derived})
 
     def curves(self) -> dict[str, list]:
         """curves.csv as columns: metric -> cumulative scores (NaN where none yet), "doc_id" -> ids."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from adaptsim.errors import UserError
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
+from adaptsim.report import cxmi
 from adaptsim.report.runs import Run
 from adaptsim.report.stats import TESTS, UNITS, Result, Series, Settings, compare, prefix_bands, ratio, units_of
 
@@ -58,8 +59,13 @@ class Steps:
         self.doc_ids = [str(r.get("doc_id")) for r in self.rows]
         self.identity = [(str(r.get("doc_id")), str(r.get("seg_id")), r.get("reference")) for r in self.rows]
 
-    def statistics(self, metric: str) -> np.ndarray:
-        """Per-segment sufficient statistics of one metric (segments × columns)."""
+    def statistics(self, metric: str, baseline: Steps | None = None) -> np.ndarray:
+        """Per-segment sufficient statistics of one metric (segments × columns); CXMI's are this run's joined with
+        the `baseline` run's (adaptsim.report.cxmi)."""
+        if metric in cxmi.METRICS:
+            if baseline is None:
+                raise UserError(f"{metric} needs a baseline run (method=none) beside {self.run.dir}")
+            return cxmi.statistics(metric, self.cxmi_values(baseline))
         try:
             if metric in _SACRE_KIND:
                 return np.array([r["stats"][_SACRE_KIND[metric]] for r in self.rows], dtype=float)
@@ -72,11 +78,30 @@ class Steps:
                             f"leave {metric} out with --metrics") from None
 
 
+    def cxmi_values(self, baseline: Steps) -> list:
+        """Each segment's per-token P-CXMI against the baseline run (checked to be comparable)."""
+        cxmi.check_joinable(baseline.run, self.run)
+        return cxmi.token_values(baseline.rows, self.rows, str(self.run.dir / "steps.jsonl"))
+
+
+def scores(runs: list[Run], metrics: list[str]) -> None:
+    """Put the point values of the metrics computed from steps.jsonl (CXMI, against runs[0]) into each run's
+    scores, so tables show them like the summary's."""
+    wanted = [m for m in metrics if m in cxmi.METRICS]
+    if not wanted:
+        return
+    steps = paired(runs)
+    for s in steps:
+        for m in wanted:
+            total = s.statistics(m, steps[0]).sum(axis=0)
+            s.run.derived[m] = float(total[0] / total[1]) if total[1] else None
+
+
 def scorer(metric: str):
     """Corpus score from summed statistics: sacrebleu's for BLEU/TER/chrF, a mean for SBLEU, recall otherwise."""
     if metric in _SACRE_KIND:
         return partial(SacreMetrics([m for m in METRICS if m in _SACRE_KIND]).vector, metric)
-    return ratio(1.0 if metric == "SBLEU" else 100.0)
+    return ratio(1.0 if metric == "SBLEU" or metric in cxmi.METRICS else 100.0)
 
 
 def paired(runs: list[Run]) -> list[Steps]:
@@ -101,7 +126,7 @@ def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str, wa
     index, n_units = units_of(steps[0].doc_ids, cfg.unit)
     if warn:
         warn_few(n_units, cfg, command)
-    series = [Series(m, scorer(m), [s.statistics(m) for s in steps]) for m in metrics]
+    series = [Series(m, scorer(m), [s.statistics(m, steps[0]) for s in steps]) for m in metrics]
     return compare(series, index, n_units, cfg)
 
 
@@ -111,7 +136,7 @@ def bands(runs: list[Run], metrics: list[str], ends: list[int], cfg: Settings, c
     steps = paired(runs)
     index, n_units = units_of(steps[0].doc_ids, cfg.unit)
     warn_few(n_units, cfg, command)
-    return {m: prefix_bands(Series(m, scorer(m), [s.statistics(m) for s in steps]), index, n_units, ends, cfg)
+    return {m: prefix_bands(Series(m, scorer(m), [s.statistics(m, steps[0]) for s in steps]), index, n_units, ends, cfg)
             for m in metrics}
 
 

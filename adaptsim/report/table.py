@@ -22,16 +22,18 @@ import argparse
 import csv
 import io
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adaptsim.errors import UserError
 from adaptsim.report.blocks import Block, best, blocks, relative
+from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
 from adaptsim.report.runs import finished_runs
 
 ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"]  # Table 1 then Table 2
 RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"]  # Table 5's order
 FORMATS = ("md", "csv", "latex")
+CXMI_PLACES = 3  # digits of the CXMI columns (nats) unless --decimals says otherwise
 COST = [("ms/step", "step_ms_median"), ("state", "state_bytes_median")]  # --cost: column, summary.json cost key
 
 
@@ -45,6 +47,8 @@ class Row:
     p: list[float | None] | None = None  # p-value of the difference to the baseline (--significance)
     ci: list[tuple[float, float] | None] | None = None  # 95% interval of what the cell shows (--ci)
     cost: list[float | None] | None = None  # --cost: the summary's COST figures
+    relative: list[bool] = field(default_factory=list)  # per cell: shows a relative difference (--relative)
+    places: list[int | None] = field(default_factory=list)  # per cell: digits unless --decimals says (CXMI: 3)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,7 +57,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--relative", action="store_true",
                    help="baseline absolute, other methods as relative difference in percent (Table 5)")
     p.add_argument("--format", choices=FORMATS, default="md", help="output format (default: md)")
-    p.add_argument("--metrics", help="comma-separated metric keys, e.g. R0,R1,R0+1 or subword.R0 "
+    p.add_argument("--metrics", help="comma-separated metric keys, e.g. R0,R1,R0+1 or subword.R0, or CXMI and "
+                   "CXMI/seg (nats per token / per segment gained over the baseline; shown absolute with --relative) "
                    f"(default: {','.join(ABSOLUTE_METRICS)}; with --relative {','.join(RELATIVE_METRICS)})")
     p.add_argument("--decimals", type=int, help="digits after the point (default: 1, relative 0; csv: unrounded)")
     p.add_argument("--significance", action="store_true",
@@ -73,6 +78,9 @@ def main(argv: list[str]) -> int:
     cfg = sig.settings(args) if args.significance or args.ci else None
     tables = []
     for b in groups:
+        if any(m in cxmi.METRICS for m in metrics):
+            b.need_baseline("CXMI")
+            sig.scores([run for _, run in b.rows], metrics)
         result = None
         if cfg is not None:
             b.need_baseline("--significance" if args.significance else "--ci")
@@ -91,7 +99,7 @@ def main(argv: list[str]) -> int:
 
 
 def choose_metrics(option: str | None, default: list[str], groups: list[Block]) -> list[str]:
-    known = {k for b in groups for _, run in b.rows for k in run.scores}
+    known = {k for b in groups for _, run in b.rows for k in run.scores} | set(cxmi.METRICS)
     if option is None:
         return [m for m in default if m in known]
     metrics = [m.strip() for m in option.split(",") if m.strip()]
@@ -114,13 +122,16 @@ def rows(block: Block, metrics: list[str], rel: bool, result=None, marks: bool =
     out = []
     for i, ((label, run), values, best_marks) in enumerate(zip(block.rows, absolute, bests)):
         is_base = run is block.baseline
-        shown = [relative(v, b) for v, b in zip(values, base)] if rel and not is_base else values
-        row = Row(label, str(run.dir), is_base, shown, list(best_marks))
+        shown = [relative(v, b) if m not in cxmi.METRICS else v for v, b, m in zip(values, base, metrics)] \
+            if rel and not is_base else values
+        row = Row(label, str(run.dir), is_base, shown, list(best_marks),
+                  relative=[rel and not is_base and m not in cxmi.METRICS for m in metrics],
+                  places=[CXMI_PLACES if m in cxmi.METRICS else None for m in metrics])
         if result is not None and marks and not is_base:
             row.p = [result.differences[i][m].p for m in metrics]
         if result is not None and intervals:
-            row.ci = [result.differences[i][m].relative_ci if rel and not is_base else result.scores[i][m].ci
-                      for m in metrics]
+            row.ci = [result.differences[i][m].relative_ci if is_rel else result.scores[i][m].ci
+                      for m, is_rel in zip(metrics, row.relative)]
         out.append(row)
     return out
 
@@ -137,9 +148,11 @@ def _caption(b: Block) -> str:
     return f"{b.dataset} · {b.segments} segments · data {b.fingerprint} · model {b.model} ({b.model_path})"
 
 
-def _legend(rel: bool) -> str:
+def _legend(rel: bool, metrics: list[str]) -> str:
     what = ("baseline: absolute scores; other rows: difference to the baseline in percent of the baseline score"
             if rel else "scores in percent")
+    if any(m in cxmi.METRICS for m in metrics):
+        what += "; CXMI: nats per token, CXMI/seg: nats per segment, gained over the baseline (absolute)"
     return f"{what}; best per column marked (TER: lowest)"
 
 
@@ -147,11 +160,16 @@ def _nan(v: float | None) -> float | None:
     return None if v is None or v != v else v
 
 
-def _extras(r: Row, j: int, rel_cell: bool, decimals: int | None, empty: str, mark: str) -> str:
+def _cell(r: Row, j: int, v: float | None, decimals: int | None, empty: str) -> str:
+    """Cell j's number `v` as the row shows it (relative or absolute, its digits)."""
+    return _number(v, r.relative[j], decimals if decimals is not None else r.places[j], empty)
+
+
+def _extras(r: Row, j: int, decimals: int | None, empty: str, mark: str) -> str:
     """What --significance and --ci add after a cell's number: the mark, the interval."""
     text = mark if r.p is not None and sig.significant(r.p[j]) else ""
     if r.ci is not None and r.ci[j] is not None and _nan(r.ci[j][0]) is not None:
-        low, high = (_number(_nan(v), rel_cell, decimals, empty) for v in r.ci[j])
+        low, high = (_cell(r, j, _nan(v), decimals, empty) for v in r.ci[j])
         text += f" [{low}, {high}]"
     return text
 
@@ -183,16 +201,15 @@ def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str
         out += [f"**{_caption(block)}**", "", "| method | " + " | ".join(metrics + extra) + " |",
                 "|:--" + "|--:" * len(metrics + extra) + "|"]
         for r in rs:
-            rel_cell = rel and not r.is_baseline
-            cells = [_number(v, rel_cell, decimals, "–") for v in r.shown]
+            cells = [_cell(r, j, v, decimals, "–") for j, v in enumerate(r.shown)]
             cells = [f"**{c}**" if m and c != "–" else c for c, m in zip(cells, r.best)]
-            cells = [c + _extras(r, j, rel_cell, decimals, "–", sig.MARK) for j, c in enumerate(cells)]
+            cells = [c + _extras(r, j, decimals, "–", sig.MARK) for j, c in enumerate(cells)]
             cells += _cost_cells(r, "–")
             out.append(f"| {r.label.replace('|', '/')} | " + " | ".join(cells) + " |")
         out.append("")
         if result is not None:
             out += [f"_{_footer(result)}._", ""]
-    return "\n".join(out + [f"_{_legend(rel)}._", ""])
+    return "\n".join(out + [f"_{_legend(rel, metrics)}._", ""])
 
 
 def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
@@ -209,12 +226,13 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     for block, rs, result in tables:
         for r in rs:
             rel_row = rel and not r.is_baseline
-            cells = [("" if v is None else repr(v)) if decimals is None else _number(v, rel_row, decimals, "")
-                     for v in r.shown]
+            cells = [("" if v is None else repr(v)) if decimals is None else _number(v, r.relative[j], decimals, "")
+                     for j, v in enumerate(r.shown)]
             more = ([("" if _nan(p) is None else repr(p)) for p in r.p] if r.p else [""] * len(metrics)) if with_p else []
             if with_ci:
-                more += [("" if _nan(v) is None else repr(v)) if decimals is None else _number(_nan(v), rel_row, decimals, "")
-                         for ci in (r.ci or [(None, None)] * len(metrics)) for v in ci]
+                more += [("" if _nan(v) is None else repr(v)) if decimals is None
+                         else _number(_nan(v), r.relative[j], decimals, "")
+                         for j, ci in enumerate(r.ci or [(None, None)] * len(metrics)) for v in ci]
             w.writerow([block.dataset, block.fingerprint, block.model, r.label,
                         "relative %" if rel_row else "absolute", *cells,
                         *(["" if v is None else repr(v) for v in (r.cost or [None] * len(cost))] if with_cost else []),
@@ -241,7 +259,7 @@ def _tex_extras(text: str) -> str:
 
 
 def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
-    out = [f"% {_legend(rel)} (booktabs)", r"\begin{tabular}{l" + "r" * len(metrics) + "}", r"\toprule"]
+    out = [f"% {_legend(rel, metrics)} (booktabs)", r"\begin{tabular}{l" + "r" * len(metrics) + "}", r"\toprule"]
     for i, (block, rs, result) in enumerate(tables):
         extra = [c for c, _ in COST] if any(r.cost is not None for r in rs) else []
         if i:
@@ -251,11 +269,10 @@ def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
         out += [f"% {_tex(_caption(block))}",
                 rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics + extra)) + r" \\", r"\midrule"]
         for r in rs:
-            cells = [_number(v, rel and not r.is_baseline, decimals, "--") for v in r.shown]
+            cells = [_cell(r, j, v, decimals, "--") for j, v in enumerate(r.shown)]
             cells = ["$-$" + c[1:] if c.startswith("-") and c != "--" else c for c in cells]  # a minus, not a hyphen
             cells = [rf"\textbf{{{c}}}" if m and c != "--" else c for c, m in zip(cells, r.best)]
-            rel_cell = rel and not r.is_baseline
-            cells = [c + _tex_extras(_extras(r, j, rel_cell, decimals, "--", r"$^\dagger$")) for j, c in enumerate(cells)]
+            cells = [c + _tex_extras(_extras(r, j, decimals, "--", r"$^\dagger$")) for j, c in enumerate(cells)]
             cells += _cost_cells(r, "--")
             label = _tex(r.label) if r.is_baseline else rf"\textit{{{_tex(r.label)}}}"
             out.append(f"{label} & " + " & ".join(cells) + r" \\")

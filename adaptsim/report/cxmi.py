@@ -1,0 +1,204 @@
+"""CXMI: how much a run's model gains from the post-edited history (Fernandes, Yin, Neubig & Martins, ACL 2021,
+read for online adaptation; docs/design.md §4).
+
+Online adaptation is context use: θ_{i−1} has seen the post-edits before segment i, θ0 has not. Every run
+records each reference token's log-probability under its θ_{i−1} (steps.jsonl `logprobs`, from the forward
+that measures `ppl_before`: teacher-forced, before adapting on the pair; `memory`'s from its interpolated
+distribution), and the baseline run (`none`) records them under θ0. So per token
+
+    P-CXMI_t = log q_θ{i−1}(y_t | y_<t, x) − log q_θ0(y_t | y_<t, x)          (nats; </s> included)
+
+and a segment's CXMI is the sum over its tokens. Two corpus figures, both resampled like R0/R1 (the sums per
+segment are the statistics): `CXMI`, nats per token (Σ over tokens / tokens; the per-token entropy difference
+H_θ0(Y|X) − H_θ(Y|X) of the issue's definition), and `CXMI/seg`, nats per segment (the paper's sentence-level
+mean). Positive: the history made the references more likely. The baseline against itself is exactly 0.
+
+Words. A reference's pieces are grouped into words (a piece opening with ▁ starts one; a piece of punctuation
+alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces. Its
+role in the stream comes from R0/R1's counting (adaptsim.metrics.recall, the run's scope, set level): the first,
+second (recalled or missed by this run's hypothesis) or a later occurrence of a content word; "other content"
+for a word the metrics' tokenisation does not see as one content word (hyphenated compounds, a word split
+differently); a stopword; punctuation; the end of sentence (and any language token).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from adaptsim.errors import UserError
+from adaptsim.metrics.recall import occurrence_levels
+from adaptsim.metrics.words import WordPipeline, load_stopwords
+
+METRICS = ("CXMI", "CXMI/seg")
+BASELINE = "none"
+ROLES = ("first", "second, recalled", "second, missed", "later", "other content", "stopword", "punctuation", "end")
+# settings that change what a reference scores or how a run's hypotheses come about: the two runs must agree
+_SAME = ("model", "decode", "update.dtype", "device")
+
+
+def check_joinable(base, run) -> None:
+    """Refuse (one line) a pair of runs whose log-probabilities cannot be compared: the θ0 side must be the
+    `none` run, on the same data, model and settings of decoding and of the update's arithmetic."""
+    if base.summary.get("method") != BASELINE:
+        raise UserError(f"{base.dir}: CXMI compares every run with the baseline (method=none), which scores the "
+                        f"references under θ0; this run's method is {base.summary.get('method')!r}")
+    if base.fingerprint != run.fingerprint:
+        raise UserError(f"{run.dir}: CXMI needs the baseline on the same data ({run.fingerprint} vs "
+                        f"{base.fingerprint} in {base.dir})")
+    a, b = base.summary.get("config") or {}, run.summary.get("config") or {}
+    for key in _SAME:
+        va, vb = _get(a, key), _get(b, key)
+        if va != vb:
+            raise UserError(f"{run.dir}: CXMI needs the baseline with the same {key} ({vb!r} here, {va!r} in "
+                            f"{base.dir})")
+
+
+def _get(config: dict, dotted: str):
+    for part in dotted.split("."):
+        config = (config or {}).get(part) if isinstance(config, dict) else None
+    return config
+
+
+def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str) -> list[np.ndarray | None]:
+    """Per segment, the P-CXMI of each reference token (None where either run has no log-probabilities: a step
+    written before adaptsim recorded them, or whose first forward diverged)."""
+    out = []
+    for i, (b, r) in enumerate(zip(base_rows, run_rows, strict=True)):
+        lb, lr = b.get("logprobs"), r.get("logprobs")
+        if lb is None or lr is None:
+            out.append(None)
+            continue
+        if b.get("ref_pieces") != r.get("ref_pieces") or len(lb) != len(lr):
+            raise UserError(f"{where}: segment {i + 1}'s reference has other pieces than the baseline's; CXMI "
+                            "needs runs of one model")
+        out.append(np.asarray(lr, dtype=float) - np.asarray(lb, dtype=float))
+    return out
+
+
+def statistics(metric: str, values: Sequence[np.ndarray | None]) -> np.ndarray:
+    """Per-segment statistics (segments × 2) of CXMI (Σ P-CXMI, tokens) or CXMI/seg (Σ P-CXMI, 1); a segment
+    without log-probabilities counts in neither."""
+    rows = [(0.0, 0.0) if v is None else (float(v.sum()), float(len(v)) if metric == "CXMI" else 1.0)
+            for v in values]
+    return np.array(rows, dtype=float).reshape(len(rows), 2)
+
+
+def missing(values: Sequence[np.ndarray | None]) -> int:
+    return sum(v is None for v in values)
+
+
+# -- words and their roles ------------------------------------------------------------------------------------
+@dataclass
+class Word:
+    segment: int
+    role: str
+    value: float      # Σ P-CXMI over the word's pieces
+    distance: int | None  # segments since the word's previous occurrence (second and later occurrences)
+
+
+def _is_punctuation(text: str) -> bool:
+    return bool(text) and all(unicodedata.category(c)[0] in "PS" for c in text)
+
+
+def _is_special(piece: str) -> bool:
+    """</s>, <unk>, and language tokens such as __de__ or >>deu<<."""
+    return (piece.startswith("<") and piece.endswith(">")) or (piece.startswith("__") and piece.endswith("__")) \
+        or (piece.startswith(">>") and piece.endswith("<<"))
+
+
+def piece_words(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """A reference's pieces grouped into words: (text, the pieces' positions)."""
+    words: list[tuple[str, list[int]]] = []
+    for j, piece in enumerate(pieces):
+        if _is_special(piece):  # </s>, a language token: a word of its own, with no text
+            words.append(("", [j]))
+            continue
+        text = piece.replace("▁", "")
+        if not words or piece.startswith("▁") or _is_punctuation(text) or _is_punctuation(words[-1][0]) \
+                or not words[-1][0]:
+            words.append((text, [j]))
+        else:
+            words[-1] = (words[-1][0] + text, words[-1][1] + [j])
+    return words
+
+
+class Roles:
+    """Each reference word's role in the stream, by R0/R1's counting, for one run's hypotheses."""
+
+    def __init__(self, config: dict, references: Sequence[str], doc_ids: Sequence[str], scope: str):
+        metrics = config.get("metrics") or {}
+        lang = metrics.get("lang") or "de"
+        self.words = WordPipeline(lang, load_stopwords(lang, metrics.get("stopwords")), metrics.get("case", "truecase"))
+        self.words.fit(references, keep=True)
+        self.sets = [self.words(r) for r in references]
+        groups = list(doc_ids) if scope == "document" else [None] * len(references)
+        self.levels = occurrence_levels(self.sets, groups, 1)
+        self.previous = _previous_occurrence(self.sets, groups)
+
+    def of(self, i: int, text: str, hypothesis_words: frozenset[str]) -> tuple[str, int | None]:
+        if not text:
+            return "end", None
+        if _is_punctuation(text):
+            return "punctuation", None
+        word = next((w for w in (text, text[:1].lower() + text[1:], text[:1].upper() + text[1:])
+                     if w in self.sets[i]), None)
+        if word is None:
+            return ("stopword" if text.lower() in self.words.stopwords or text in self.words.stopwords
+                    else "other content"), None
+        distance = self.previous[i].get(word)
+        if word in self.levels[i][0]:
+            return "first", None
+        if word in self.levels[i][1]:
+            return ("second, recalled" if word in hypothesis_words else "second, missed"), distance
+        return "later", distance
+
+
+def _previous_occurrence(sets: Sequence[frozenset[str]], groups: Sequence) -> list[dict[str, int]]:
+    """Per segment, for each of its words seen earlier in the scope, how many segments back."""
+    out, last, previous = [], {}, object()
+    for i, (words, group) in enumerate(zip(sets, groups)):
+        if group != previous:
+            last, previous = {}, group
+        out.append({w: i - last[w] for w in words if w in last})
+        last.update({w: i for w in words})
+    return out
+
+
+def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None]) -> list[Word]:
+    """Every reference word of the stream with its role and P-CXMI (segments without log-probabilities left
+    out)."""
+    out = []
+    for i, (row, v) in enumerate(zip(rows, values)):
+        if v is None:
+            continue
+        hyp = roles.words(row.get("hypothesis") or "")
+        for text, positions in piece_words(row["ref_pieces"]):
+            role, distance = roles.of(i, text, hyp)
+            out.append(Word(i, role, float(v[positions].sum()), distance))
+    return out
+
+
+def flips(roles: Roles, base_rows: Sequence[dict], run_rows: Sequence[dict]) -> np.ndarray:
+    """Per segment (segments × 3): reference content words the baseline's hypothesis has and the run's lacks
+    (negative flips, the interference a translator notices), the reverse (positive flips), and the reference's
+    content words."""
+    out = []
+    for i, (b, r) in enumerate(zip(base_rows, run_rows)):
+        ref = roles.sets[i]
+        hb, hr = roles.words(b.get("hypothesis") or ""), roles.words(r.get("hypothesis") or "")
+        out.append((len((ref & hb) - hr), len((ref & hr) - hb), len(ref)))
+    return np.array(out, dtype=float).reshape(len(out), 3)
+
+
+DISTANCE_BINS = (1, 2, 3, 5, 9, 17, 33, 65)  # segments since the previous occurrence: 1, 2, 3–4, 5–8, …
+
+
+def distance_bin(d: int) -> str:
+    k = max(i for i, low in enumerate(DISTANCE_BINS) if d >= low)
+    low = DISTANCE_BINS[k]
+    high = DISTANCE_BINS[k + 1] - 1 if k + 1 < len(DISTANCE_BINS) else None
+    return str(low) if high == low else f"{low}–{high}" if high else f"≥{low}"

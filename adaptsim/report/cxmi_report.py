@@ -1,0 +1,163 @@
+"""`adaptsim cxmi DIR…`: what the adapted models gained from the post-edited history (adaptsim.report.cxmi).
+
+Per block of runs (one data set, one model, with its baseline run `none`): CXMI per token and per segment with
+95% intervals and † against the baseline; the share of reference tokens whose log-probability fell; negative and
+positive flips per 100 reference content words (content words the baseline's hypothesis has and the run's lacks,
+and the reverse), with intervals; the mean P-CXMI of a word by its role in the stream; and by the distance (in
+segments) since the word's previous occurrence. --out draws CXMI against the stream position and against that
+distance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from adaptsim.report import cxmi
+from adaptsim.report import significance as sig
+from adaptsim.report.blocks import blocks
+from adaptsim.report.runs import finished_runs
+from adaptsim.report.stats import Series, compare, ratio, units_of
+
+WINDOW = 50  # segments in the moving average of the position curve
+FLIPS = ("flips−", "flips+")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adaptsim cxmi", description=__doc__.split("\n\n")[0])
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories with a method=none run")
+    p.add_argument("--out", type=Path, help="also draw the curves into this figure (.png, .pdf or .svg)")
+    sig.add_arguments(p)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    if args.out is not None:
+        from adaptsim.report.plot import check_out
+
+        check_out(args.out)
+    found = finished_runs(args.dirs, "cxmi")
+    cfg = sig.settings(args)
+    figures = []
+    for block in blocks(found.runs):
+        block.need_baseline("CXMI")
+        analysis = analyse([run for _, run in block.rows], cfg)
+        print(render(block, [label for label, _ in block.rows], analysis))
+        figures.append((block, analysis))
+    if args.out is not None:
+        draw(figures, args.out)
+        print(f"adaptsim cxmi: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def analyse(runs, cfg: sig.Settings) -> dict:
+    """Everything the report shows, for runs[0] = the baseline and the runs after it."""
+    steps = sig.paired(runs)
+    base = steps[0]
+    values = [s.cxmi_values(base) for s in steps]
+    summary = base.run.summary
+    roles = cxmi.Roles(summary.get("config") or {}, [r["reference"] for r in base.rows], base.doc_ids,
+                       summary.get("metrics_scope", "document"))
+    index, n_units = units_of(base.doc_ids, cfg.unit)
+    sig.warn_few(n_units, cfg, "cxmi")
+    flips = [cxmi.flips(roles, base.rows, s.rows) for s in steps]
+    series = [Series(m, ratio(1.0), [cxmi.statistics(m, v) for v in values]) for m in cxmi.METRICS]
+    series += [Series(name, ratio(100.0), [f[:, [j, 2]] for f in flips]) for j, name in enumerate(FLIPS)]
+    words = [cxmi.words(roles, s.rows, v) for s, v in zip(steps, values)]
+    tokens = [np.concatenate([v for v in vs if v is not None] or [np.zeros(0)]) for vs in values]
+    return {"result": compare(series, index, n_units, cfg), "words": words, "values": values,
+            "negative": [float((t < 0).mean()) if len(t) else None for t in tokens],
+            "missing": max(cxmi.missing(v) for v in values), "doc_ids": base.doc_ids}
+
+
+def _interval(est) -> str:
+    return f"[{est.ci[0]:.3f}, {est.ci[1]:.3f}]"
+
+
+def render(block, labels: list[str], a: dict) -> str:
+    result = a["result"]
+    out = [f"**{block.dataset} · {block.segments} segments · model {block.model}**", "",
+           "| method | CXMI (nats/token) | CXMI/seg (nats) | tokens < 0 | flips− /100 words | flips+ /100 words |",
+           "|:--|--:|--:|--:|--:|--:|"]
+    for i, label in enumerate(labels):
+        cells = []
+        for m in (*cxmi.METRICS, *FLIPS):
+            est = result.scores[i][m]
+            mark = sig.MARK if i and sig.significant(result.differences[i][m].p) else ""
+            digits = 3 if m in cxmi.METRICS else 1
+            cells.append(f"{est.score:.{digits}f}{mark} " + (_interval(est) if digits == 3
+                                                             else f"[{est.ci[0]:.1f}, {est.ci[1]:.1f}]"))
+        negative = a["negative"][i]
+        cells.insert(2, "–" if negative is None else f"{100 * negative:.1f}%")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out += ["", f"_{sig.footer(result)}; signature {result.signature}._"]
+    if a["missing"]:
+        out.append(f"_{a['missing']} segment(s) without log-probabilities (written by an older adaptsim, or "
+                   "diverged) are left out._")
+    out += ["", "P-CXMI of a reference word by its role in the stream (nats per word; words in brackets):", "",
+            "| role | " + " | ".join(labels[1:]) + " |", "|:--" + "|--:" * (len(labels) - 1) + "|"]
+    for role in cxmi.ROLES:
+        cells = []
+        for ws in a["words"][1:]:
+            v = [w.value for w in ws if w.role == role]
+            cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
+        out.append(f"| {role} | " + " | ".join(cells) + " |")
+    out += ["", "P-CXMI of a second or later occurrence by segments since the previous one (nats per word):", "",
+            "| segments back | " + " | ".join(labels[1:]) + " |", "|:--" + "|--:" * (len(labels) - 1) + "|"]
+    for name in _bins(a["words"][1]):
+        cells = []
+        for ws in a["words"][1:]:
+            v = [w.value for w in ws if w.distance is not None and cxmi.distance_bin(w.distance) == name]
+            cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _bins(words) -> list[str]:
+    """The distance bins that occur, in order."""
+    present = {cxmi.distance_bin(w.distance) for w in words if w.distance is not None}
+    return [name for name in map(cxmi.distance_bin, cxmi.DISTANCE_BINS) if name in present]
+
+
+def _moving(values, window: int) -> np.ndarray:
+    """Per segment, CXMI per token over the last `window` segments (Σ P-CXMI / tokens)."""
+    sums = np.array([0.0 if v is None else v.sum() for v in values])
+    counts = np.array([0 if v is None else len(v) for v in values], dtype=float)
+    cs, cc = np.cumsum(sums), np.cumsum(counts)
+    start = np.maximum(np.arange(len(values)) - window, -1)
+    num = cs - np.where(start >= 0, cs[np.maximum(start, 0)], 0.0)
+    den = cc - np.where(start >= 0, cc[np.maximum(start, 0)], 0.0)
+    return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def draw(figures, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from adaptsim.report.plot import line_style
+
+    fig, axes = plt.subplots(len(figures), 2, figsize=(11, 3.6 * len(figures)), squeeze=False)
+    for (block, a), (left, right) in zip(figures, axes):
+        for k, ((label, _), values, ws) in enumerate(zip(block.rows[1:], a["values"][1:], a["words"][1:])):
+            style = line_style(k)
+            left.plot(np.arange(1, len(values) + 1), _moving(values, WINDOW), label=label, **style)
+            bins = _bins(ws)
+            means = [np.mean([w.value for w in ws if w.distance is not None and cxmi.distance_bin(w.distance) == b])
+                     for b in bins]
+            right.plot(range(len(bins)), means, marker="o", label=label, **style)
+            right.set_xticks(range(len(bins)), bins)
+        left.axhline(0, color="grey", lw=0.8)
+        right.axhline(0, color="grey", lw=0.8)
+        left.set(title=f"{block.dataset}: CXMI over the stream ({WINDOW}-segment window)", xlabel="segment",
+                 ylabel="nats per token")
+        right.set(title="P-CXMI by segments since the previous occurrence", xlabel="segments back",
+                  ylabel="nats per word")
+        left.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out)

@@ -1,0 +1,103 @@
+"""CXMI (adaptsim.report.cxmi): what the recorded log-probabilities say, and how runs are joined."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from adaptsim.cli import main
+from adaptsim.errors import UserError
+from adaptsim.report import cxmi
+from adaptsim.report import significance as sig
+from adaptsim.report.runs import discover
+
+
+def _steps(run_dir):
+    return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+
+
+def _runs(*dirs):
+    found = discover(list(dirs))
+    assert not found.problems
+    return {r.summary["method"]: r for r in found.runs}
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    """The demo's first two documents with none, full, bias and memory, each run alone."""
+    root = tmp_path_factory.mktemp("cxmi")
+    for method in ("none", "full", "bias", "memory"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", f"hydra.run.dir={root / method}", "progress=false", "decode.beam_size=2",
+                  "dataset.max_documents=2", f"method={method}"])
+        assert exit_.value.code == 0
+    return root
+
+
+def test_every_method_records_one_log_probability_per_reference_piece_summing_to_ppl_before(demo_runs):
+    for method in ("none", "full", "bias", "memory"):
+        for row in _steps(demo_runs / method):
+            assert len(row["logprobs"]) == len(row["ref_pieces"]) and row["ref_pieces"][-1] == "</s>"
+            # the same forward measured ppl_before: its mean negative log-probability
+            assert -np.mean(row["logprobs"]) == pytest.approx(math.log(row["ppl_before"]), abs=1e-4)
+
+
+def test_the_baseline_scores_zero_and_an_adapted_model_gains_on_what_it_saw(demo_runs):
+    runs = _runs(demo_runs)
+    ordered = [runs["none"], runs["full"], runs["bias"], runs["memory"]]
+    sig.scores(ordered, ["CXMI", "CXMI/seg"])
+    assert runs["none"].scores["CXMI"] == 0 and runs["none"].scores["CXMI/seg"] == 0
+    for method in ("full", "bias", "memory"):
+        assert runs[method].scores["CXMI"] > 0, method
+    # per segment: the first segment of each document is translated by θ0 itself (reset=document), so every
+    # method's log-probabilities there are the baseline's, exactly
+    base = _steps(demo_runs / "none")
+    for method in ("full", "bias", "memory"):
+        rows = _steps(demo_runs / method)
+        values = cxmi.token_values(base, rows, method)
+        firsts = [i for i, r in enumerate(rows) if i == 0 or rows[i - 1]["doc_id"] != r["doc_id"]]
+        assert all(not values[i].any() for i in firsts), method
+        # the segment's CXMI is the sum of its words' values: every piece belongs to exactly one word
+        for i, row in enumerate(rows):
+            positions = sorted(j for _, js in cxmi.piece_words(row["ref_pieces"]) for j in js)
+            assert positions == list(range(len(row["ref_pieces"])))
+
+
+def test_a_pair_adapted_on_is_more_likely_when_it_comes_again(run_adaptsim, tmp_path, tiny_corpus, tiny_model_dir):
+    src, ref = tiny_corpus[3]
+    data = tmp_path / "again.tsv"
+    data.write_text("doc_id\tseg_id\tsource\treference\n" + f"d\t1\t{src}\t{ref}\nd\t2\t{src}\t{ref}\n")
+    common = ("dataset=tsv", f"dataset.path={data}", f"model.path={tiny_model_dir}", "model.name=tiny")
+    base, _ = run_adaptsim("none", "method=none", *common)
+    full, _ = run_adaptsim("full", "method=full", *common)
+    values = cxmi.token_values(_steps(base), _steps(full), "full")
+    assert values[0].sum() == 0 and values[1].sum() > 0.1  # nats gained on the segment seen before
+
+
+def test_the_join_refuses_runs_that_cannot_be_compared(demo_runs, run_adaptsim):
+    runs = _runs(demo_runs)
+    with pytest.raises(UserError, match="baseline \\(method=none\\)"):
+        cxmi.check_joinable(runs["full"], runs["bias"])
+    other, _ = run_adaptsim("beam3", "method=full", "dataset.max_documents=2", "decode.beam_size=3")
+    with pytest.raises(UserError, match="same decode"):
+        cxmi.check_joinable(runs["none"], _runs(other)["full"])
+    fewer, _ = run_adaptsim("fewer", "method=full", "dataset.max_documents=1")
+    with pytest.raises(UserError, match="same data"):
+        cxmi.check_joinable(runs["none"], _runs(fewer)["full"])
+
+
+def test_cxmi_report_and_table_column(demo_runs, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_:
+        main(["cxmi", str(demo_runs), "--resamples", "100", "--out", str(tmp_path / "cxmi.png")])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "| baseline | 0.000 [0.000, 0.000]" in out and "| second, missed |" in out and "| 1 |" in out
+    assert (tmp_path / "cxmi.png").stat().st_size > 0
+    runs = _runs(demo_runs)
+    sig.scores([runs["none"], runs["full"]], ["CXMI"])
+    with pytest.raises(SystemExit):
+        main(["table", str(demo_runs), "--metrics", "R1,CXMI", "--relative"])
+    full_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| full |"))
+    # R1 relative to the baseline in percent, CXMI absolute in nats (a relative change of 0 would be meaningless)
+    assert full_row.rstrip(" |").endswith(f"{runs['full'].scores['CXMI']:.3f}")
