@@ -193,9 +193,9 @@ def _wiktionary(path):
     for n, line in enumerate(read_lines(path), 1):
         if is_blank(line) or line.startswith("#"):
             continue
-        if " :: " not in line + " ":
+        left, separator, right = (line + " ").partition(" :: ")  # "SEE:" lines end in " ::"
+        if not separator:
             raise DataError(path, "expected 'word {pos} (gloss) :: translation, …' (wiktionary dictionary)", n)
-        left, right = (line + " ").split(" :: ", 1)
         if "SEE:" not in left:
             source = _unbracketed(left)
             for target in re.split(r"[,;]", _unbracketed(right)):
