@@ -210,3 +210,48 @@ def test_proverbs_literal_german_is_flagged_idiomatic_german_is_not():
     literal_flagged, idiomatic_flagged = flagged(idiomatic, literal), flagged(literal, idiomatic)
     print(f"proverbs flagged, MUSE: literal {literal_flagged}/94, idiomatic {idiomatic_flagged}/94")
     assert len(sources) == 94 and literal_flagged >= 70 and idiomatic_flagged <= 15
+
+
+# -- over the stream (adaptsim/report/litter_report.py) -------------------------------------------------------
+from adaptsim.report.litter_report import macro, occurrences, statistics  # noqa: E402
+
+
+def test_litter_k_counts_an_idioms_occurrences_in_the_scope_and_repeats_follow_a_previous_error():
+    spans = [["kick the bucket"], ["spill the beans", "kick the bucket"], [], ["kick the bucket"], ["kick the bucket"]]
+    docs = ["a", "a", "a", "a", "b"]
+    occ = occurrences(spans, docs, "document")
+    assert [[k for _, k in seg] for seg in occ] == [[0], [0, 1], [], [2], [0]]  # counting restarts in document b
+    assert [[k for _, k in seg] for seg in occurrences(spans, docs, "corpus")][-1] == [3]
+    verdicts = [[True], [None, True], [], [False], [True]]
+    stats = statistics(verdicts, occ, ["kick the bucket", "spill the beans"], k_max=1)
+    total = {m: s.sum(axis=0) for m, s in stats.items()}
+    assert list(total["LitTER"]) == [3, 4]          # the occurrence without a verdict is not counted
+    assert list(total["LitTER0"]) == [2, 2] and list(total["LitTER1"]) == [1, 1]
+    # repeats: k=1 after an error (error again), k=2 after an error (no error): 1 of 2
+    assert list(total["LitTER.repeat"]) == [1, 2]
+    assert macro(total["LitTER.macro"]) == pytest.approx(75.0)  # kick: 3 of 4; spill: no verdict, left out
+
+
+def test_litter_command_reads_the_spans_column_and_marks_the_baseline(run_adaptsim, tmp_path, tiny_corpus,
+                                                                    tiny_model_dir, capsys):
+    from adaptsim.cli import main
+
+    rows = ["doc_id\tseg_id\tsource\treference\tspans"]
+    for i, (src, ref) in enumerate(tiny_corpus[:6]):
+        rows.append(f"d\t{i + 1}\t{src}\t{ref}\t{src.split()[0]} {src.split()[1]}")
+    data = tmp_path / "spans.tsv"
+    data.write_text("\n".join(rows) + "\n")
+    words = {w for src, _ in tiny_corpus[:6] for w in src.lower().rstrip(".").split()[:2]}
+    (tmp_path / "d.tsv").write_text("".join(f"{w}\tXwort{w}\n" for w in sorted(words)))
+    res = tmp_path / "res.yaml"
+    res.write_text(f"idioms: null\ndictionaries: [{{path: {tmp_path / 'd.tsv'}, format: tsv, from: en, to: de}}]\n")
+    common = ("dataset=tsv", f"dataset.path={data}", f"model.path={tiny_model_dir}", "model.name=tiny")
+    run_adaptsim("runs/none", "method=none", *common)
+    run_adaptsim("runs/full", "method=full", *common)
+    with pytest.raises(SystemExit) as exit_:
+        main(["litter", str(tmp_path / "runs"), "--resources", str(res), "--resamples", "50"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    # every segment names one idiom; the made-up German words are in no reference, so all have a verdict,
+    # and no hypothesis of a model that never saw them holds one: no literal error anywhere
+    assert "6 occurrences, 6 with a verdict" in out and "| baseline | 0.0 [0.0, 0.0] |" in out

@@ -6,7 +6,7 @@ Fadaee, Bisazza & Monz (2018)'s idiom test set (WMT news sentences, 1,500 pairs,
 line's idiom) as one stream in which idioms recur: grouped into one document per idiom, idioms in the order of
 their first line, each idiom's lines in file order. Writes a TSV for `dataset=idioms_fadaee` with the columns
 doc_id (the idiom), seg_id (the line number in the original files), source, reference (still Moses-tokenised:
-the dataset config detokenises them) and idiom (what LitTER's blocklist is made from).
+the dataset config detokenises them) and spans (the idiom: what LitTER's blocklist is made from).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE, escapechar="\\")
-        w.writerow(["doc_id", "seg_id", "source", "reference", "idiom"])
+        w.writerow(["doc_id", "seg_id", "source", "reference", "spans"])
         for idiom, lines in groups.items():
             for i in lines:
                 w.writerow([idiom, i + 1, sources[i], references[i], idiom])
