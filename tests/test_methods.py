@@ -69,7 +69,7 @@ def test_bias_updates_from_cached_decoder_states_equal_full_forwards(which, tiny
         model = Seq2SeqModel.load(str(tiny_model_dir if which == "tied" else tiny_model_dir_untied))
         method = methods.build(method_cfg("bias"), model)
         if not cached:
-            method.pair_loss = lambda batch: Method.pair_loss(method, batch)  # the whole network, every time
+            method.pair_nll = lambda batch: Method.pair_nll(method, batch)  # the whole network, every time
         updater = Updater(model, method, ppl_threshold=0.0)
         results = [updater(model.pair(*pair)) for pair in PAIRS]
         return [(r.updates, r.ppl_before, r.ppl_after) for r in results], method.bias.detach().clone()

@@ -47,7 +47,7 @@ def test_outputs_of_a_run(tmp_path, base, tiny_tsv):
     assert len(steps) == summary["segments"] == n_rows
     assert (out / "hyps.txt").read_text().splitlines() == [s["hypothesis"] for s in steps]
     for key in ("doc_id", "seg_id", "source", "reference", "hypothesis", "updates", "ppl_before", "ppl_after",
-                "translate_s", "update_s", "SBLEU", "R0_num", "R0_den"):
+                "logprobs", "ref_pieces", "translate_s", "update_s", "SBLEU", "R0_num", "R0_den"):
         assert key in steps[0]
     assert [s["doc_id"] for s in steps] == ["doc1"] * 3 + ["doc2"] * 3
     assert summary["method"] == "full" and summary["documents"] == 2

@@ -57,7 +57,6 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
 from adaptsim.methods.base import Method
 from adaptsim.rules import Integer, Number
