@@ -202,7 +202,8 @@ class Seq2SeqModel:
             batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
                      "labels": torch.tensor([self._target_ids(reference)], device=self.device)}
         # the decoder's inputs given where the model says how it builds them from the labels (FSMT must: it would
-        # shift the source): then `token_nll` leaves the labels out of the forward, which computes no loss of its own
+        # shift the source): then `token_nll` leaves the labels out of the forward, which computes no loss of its
+        # own; M2M100/NLLB say nothing and build them in the forward (which then also computes its loss, unused)
         if hasattr(self.net, "prepare_decoder_input_ids_from_labels"):
             batch["decoder_input_ids"] = self.net.prepare_decoder_input_ids_from_labels(labels=batch["labels"].clone())
         return {k: v.to(self.device) for k, v in batch.items()}

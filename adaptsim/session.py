@@ -118,4 +118,4 @@ class Session:
                                 f"method.lr={self.method.lr:g} or set update.on_divergence=rollback") from None
             log.warning("%s: adaptation diverged (%s); the document restarts from θ0", where, e.what)
             self.restart()
-            return UpdateResult(e.updates, e.ppl_before, None, 0.0), True
+            return UpdateResult(e.updates, e.ppl_before, None, 0.0, e.logprobs), True

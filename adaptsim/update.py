@@ -32,6 +32,7 @@ class Diverged(Exception):
     def __init__(self, what: str, updates: int, ppl_before: float | None):
         super().__init__(what)
         self.what, self.updates, self.ppl_before = what, updates, ppl_before
+        self.logprobs: list[float] | None = None  # the first forward's (UpdateResult.logprobs), if it was finite
 
 
 def perplexity(loss: torch.Tensor, updates: int, ppl_before: float | None = None) -> float:
@@ -49,6 +50,7 @@ class UpdateResult:
     seconds: float
     # each reference token's log-probability (nats, </s> included) before the pair's first update, under θ_{i−1}:
     # the forward that measured ppl_before gives them (CXMI, docs/design.md §4); None where that forward diverged
+    # (a later divergence keeps them: `Diverged.logprobs`)
     logprobs: list[float] | None = None
     # seconds of each adaptation step: an SGD step (backward, clipping, the method's hooks, the step, the forward
     # that measures the new perplexity), or a method's `after_pair` adaptation (memory's store)
@@ -116,6 +118,18 @@ class Updater:
         loss = nll.mean()
         ppl_before = ppl = perplexity(loss, 0)
         before = logprobs(nll)
+        try:
+            updates, ppl, step_s = self._updates(batch, loss, ppl, ppl_before)
+        except Diverged as e:
+            e.logprobs = before
+            raise
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            ppl, more = self._after_pair(batch, ppl, updates, ppl_before)
+        return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start, before, step_s + more)
+
+    def _updates(self, batch, loss: torch.Tensor, ppl: float, ppl_before: float) -> tuple[int, float, list[float]]:
+        """The SGD steps of one pair, until the stopping rule: (updates, the last perplexity, each step's seconds)."""
         updates = 0
         step_s = []
         while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
@@ -136,10 +150,7 @@ class Updater:
                 loss = self._nll(batch).mean()
             ppl = perplexity(loss, updates, ppl_before)
             step_s.append(time.perf_counter() - step_start)
-        self.optimizer.zero_grad(set_to_none=True)
-        with torch.no_grad():
-            ppl, more = self._after_pair(batch, ppl, updates, ppl_before)
-        return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start, before, step_s + more)
+        return updates, ppl, step_s
 
     def _after_pair(self, batch, ppl: float, updates: int = 0, ppl_before: float | None = None):
         """The method's `after_pair`; if it adapted, the pair's perplexity measured again, and its time."""

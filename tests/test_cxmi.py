@@ -101,3 +101,21 @@ def test_cxmi_report_and_table_column(demo_runs, capsys, tmp_path):
     full_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| full |"))
     # R1 relative to the baseline in percent, CXMI absolute in nats (a relative change of 0 would be meaningless)
     assert full_row.replace("*", "").rstrip(" |").endswith(f"{runs['full'].scores['CXMI']:.3f}")
+
+
+def test_pieces_group_into_words_as_the_roles_need_them():
+    words = cxmi.piece_words(["▁In", "▁eine", "r", "▁Zeit", ",", "▁", "2020", "▁EU", "-", "Organe", "</s>"])
+    assert [w for w, _ in words] == ["In", "einer", "Zeit", ",", "2020", "EU", "-", "Organe", ""]
+    assert words[4][1] == [5, 6]  # a bare ▁ opens the word its next piece continues
+
+
+def test_a_forced_language_token_is_left_out_and_a_diverged_step_keeps_its_first_forward(run_adaptsim):
+    assert cxmi.forced({"model": {"languages": {"target_token": "deu_Latn"}}}) == 1
+    assert cxmi.forced({"model": {"languages": {"target_token": None}}}) == 0
+    base = [{"logprobs": [-9.0, -1.0, -2.0], "ref_pieces": ["deu_Latn", "▁Ja", "</s>"]}]
+    run = [{"logprobs": [-0.1, -0.5, -2.0], "ref_pieces": ["deu_Latn", "▁Ja", "</s>"]}]
+    assert cxmi.token_values(base, run, "x", skip=1)[0].tolist() == [0.5, 0.0]
+    out, summary = run_adaptsim("diverged", "method=full", "method.lr=1e12", "update.on_divergence=rollback",
+                                "dataset.max_documents=1")
+    diverged = [row for row in _steps(out) if row.get("diverged")]
+    assert summary["divergences"] and all(row["logprobs"] for row in diverged)

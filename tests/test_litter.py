@@ -51,9 +51,11 @@ def test_a_literal_reference_clears_that_word(litter):
     assert scorer.blocklist(SPILL, reference) == {"verschutten"}
     assert scorer.error(SPILL, reference, "Die Bohnen sind weg.") is False
     assert scorer.error(SPILL, reference, "Er verschüttete die Bohnen.") is True  # "spill" is still blocked
-    # every idiom word translated literally in the reference: no verdict, not "no error"
-    assert scorer.error(SPILL, "Er verschüttete die Bohnen.", "Er verschüttete die Bohnen.") is None
-    assert scorer.error(["unknown", "words"], OUT_OF_IT, "Unbekannte Wörter.") is None
+    # every idiom word translated literally in the reference, or none in the dictionary: an empty blocklist is
+    # "no error", as in the reference implementation; a span without a content word has no verdict
+    assert scorer.error(SPILL, "Er verschüttete die Bohnen.", "Er verschüttete die Bohnen.") is False
+    assert scorer.error(["unknown", "words"], OUT_OF_IT, "Unbekannte Wörter.") is False
+    assert scorer.error(["the", "of", ","], OUT_OF_IT, "Unbekannte Wörter.") is None
 
 
 def test_accents_are_stripped_unless_told_not_to(litter):
@@ -85,7 +87,7 @@ def test_a_stopword_in_the_reference_still_clears_its_word(litter):
     # stopwords-iso German lists "Tag": it leaves the blocklist only after the reference check, so the
     # reference's "Tag" still shows that "day" is translated literally there
     scorer = litter("day\tTag\nday\tTageszeit\n")
-    assert scorer.error(["day"], "Eines Tages kam er.", "Zu jeder Tageszeit kam er.") is None
+    assert scorer.error(["day"], "Eines Tages kam er.", "Zu jeder Tageszeit kam er.") is False
     assert scorer.error(["day"], "Irgendwann kam er.", "Zu jeder Tageszeit kam er.") is True
     assert scorer.error(["day"], "Irgendwann kam er.", "Eines Tages kam er.") is False
 
@@ -255,3 +257,15 @@ def test_litter_command_reads_the_spans_column_and_marks_the_baseline(run_adapts
     # every segment names one idiom; the made-up German words are in no reference, so all have a verdict,
     # and no hypothesis of a model that never saw them holds one: no literal error anywhere
     assert "6 occurrences, 6 with a verdict" in out and "| baseline | 0.0 [0.0, 0.0] |" in out
+
+
+def test_litter_resources_with_a_misspelt_switch_are_refused_in_one_line(tmp_path):
+    from adaptsim.report.litter_report import resources
+
+    res = tmp_path / "res.yaml"
+    res.write_text("dictionaries: []\ncompound: false\n")
+    with pytest.raises(UserError, match="unknown key.*compound"):
+        resources(res, None)
+    res.write_text("- a list\n")
+    with pytest.raises(UserError, match="expected a mapping"):
+        resources(res, None)

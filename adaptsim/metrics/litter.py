@@ -24,8 +24,9 @@ Our choices, and why:
   never meets a word bag, and each word of a multi-word Wiktionary target ("einen Tritt geben" for
   "kick") blocks generic words: with Wiktionary added to MUSE, 5/94 swapped proverbs flagged instead of
   4 (18 instead of 15 without stopwords), and no more literal ones.
-- `error` is None when the blocklist is empty: no verdict, the segment stays out of the rate; not "no
-  error".
+- `error` is False when the blocklist is empty (every idiom word absent from the dictionary, or translated
+  literally in the reference: the reference implementation counts it as correct, so the rate's denominator
+  is the paper's); None (no verdict, left out) only for a span with no content word.
 - Idiom matching (`IdiomList`): "someone's", "one's", "somebody's", "sb's", and "your" (the list's generic
   possessive: "bury your head in the sand") match a possessive pronoun or a word and "'s" (Moses splits
   "John's"); "someone", "somebody", "something", "sth", "sb" match any one word.
@@ -254,12 +255,15 @@ class Litter:
         return self._blocked(self._span_candidates(span), self.bag(reference))
 
     def error(self, span: Iterable[str], reference: str, hypothesis: str) -> bool | None:
-        """Whether `hypothesis` translates the idiom `span` literally; None (no verdict) for an empty blocklist."""
+        """Whether `hypothesis` translates the idiom `span` literally (False for an empty blocklist); None (no
+        verdict) for a span without a content word."""
         candidates = self._span_candidates(span)
+        if not candidates:
+            return None
         ref, hyp = self.bag(reference), self.bag(hypothesis)
         blocked = self._blocked(candidates, ref)
         if not blocked:
-            return None
+            return False
         if blocked & hyp:
             return True
         every = frozenset().union(*candidates) - self.target_stopwords

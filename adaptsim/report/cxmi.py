@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, load_stopwords
@@ -63,9 +64,16 @@ def _get(config: dict, dotted: str):
     return config
 
 
-def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str) -> list[np.ndarray | None]:
-    """Per segment, the P-CXMI of each reference token (None where either run has no log-probabilities: a step
-    written before adaptsim recorded them, or whose first forward diverged)."""
+def forced(config: dict) -> int:
+    """How many label positions decoding forces (a multilingual model's target-language token opens the labels):
+    left out of CXMI, since no translation ever predicts them."""
+    return 1 if _get(config, "model.languages.target_token") else 0
+
+
+def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str, skip: int = 0
+                 ) -> list[np.ndarray | None]:
+    """Per segment, the P-CXMI of each reference token after the first `skip` (forced) ones (None where either run
+    has no log-probabilities: a step written before adaptsim recorded them, or whose first forward diverged)."""
     out = []
     for i, (b, r) in enumerate(zip(base_rows, run_rows, strict=True)):
         lb, lr = b.get("logprobs"), r.get("logprobs")
@@ -75,7 +83,7 @@ def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str
         if b.get("ref_pieces") != r.get("ref_pieces") or len(lb) != len(lr):
             raise UserError(f"{where}: segment {i + 1}'s reference has other pieces than the baseline's; CXMI "
                             "needs runs of one model")
-        out.append(np.asarray(lr, dtype=float) - np.asarray(lb, dtype=float))
+        out.append(np.asarray(lr[skip:], dtype=float) - np.asarray(lb[skip:], dtype=float))
     return out
 
 
@@ -113,15 +121,14 @@ def _is_special(piece: str) -> bool:
 def piece_words(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
     """A reference's pieces grouped into words: (text, the pieces' positions)."""
     words: list[tuple[str, list[int]]] = []
+    special = False  # whether the last word is a special token (</s>, a language token): a word of its own
     for j, piece in enumerate(pieces):
-        if _is_special(piece):  # </s>, a language token: a word of its own, with no text
-            words.append(("", [j]))
-            continue
         text = piece.replace("▁", "")
-        if not words or piece.startswith("▁") or _is_punctuation(text) or _is_punctuation(words[-1][0]) \
-                or not words[-1][0]:
-            words.append((text, [j]))
-        else:
+        if _is_special(piece) or not words or special or piece.startswith("▁") or _is_punctuation(text) \
+                or _is_punctuation(words[-1][0]):
+            special = _is_special(piece)
+            words.append(("" if special else text, [j]))
+        else:  # a bare "▁" opens a word its next piece continues
             words[-1] = (words[-1][0] + text, words[-1][1] + [j])
     return words
 
@@ -133,7 +140,8 @@ class Roles:
         metrics = config.get("metrics") or {}
         lang = metrics.get("lang") or "de"
         self.words = WordPipeline(lang, load_stopwords(lang, metrics.get("stopwords")), metrics.get("case", "truecase"))
-        self.words.fit(references, keep=True)
+        text = metrics.get("truecase_text")  # the truecaser trained as the run's evaluator trained it
+        self.words.fit(references if text is None else read_lines(text), keep=text is None)
         self.sets = [self.words(r) for r in references]
         groups = list(doc_ids) if scope == "document" else [None] * len(references)
         self.levels = occurrence_levels(self.sets, groups, 1)
@@ -172,11 +180,14 @@ def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None
     """Every reference word of the stream with its role and P-CXMI (segments without log-probabilities left
     out)."""
     out = []
+    if not any("▁" in p for row in rows for p in row["ref_pieces"]):
+        raise UserError("word roles need sentencepiece pieces (▁ opening a word); this model's tokenizer writes "
+                        "none")
     for i, (row, v) in enumerate(zip(rows, values)):
         if v is None:
             continue
         hyp = roles.words(row.get("hypothesis") or "")
-        for text, positions in piece_words(row["ref_pieces"]):
+        for text, positions in piece_words(row["ref_pieces"][len(row["ref_pieces"]) - len(v):]):
             role, distance = roles.of(i, text, hyp)
             out.append(Word(i, role, float(v[positions].sum()), distance))
     return out

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from adaptsim.errors import UserError
 from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
@@ -45,6 +46,8 @@ def main(argv: list[str]) -> int:
     figures = []
     for block in blocks(found.runs):
         block.need_baseline("CXMI")
+        if len(block.rows) < 2:
+            raise UserError(f"dataset {block.dataset!r}: only the baseline run; CXMI compares adapted runs with it")
         analysis = analyse([run for _, run in block.rows], cfg)
         print(render(block, [label for label, _ in block.rows], analysis))
         figures.append((block, analysis))
@@ -108,7 +111,7 @@ def render(block, labels: list[str], a: dict) -> str:
         out.append(f"| {role} | " + " | ".join(cells) + " |")
     out += ["", "P-CXMI of a second or later occurrence by segments since the previous one (nats per word):", "",
             "| segments back | " + " | ".join(labels[1:]) + " |", "|:--" + "|--:" * (len(labels) - 1) + "|"]
-    for name in _bins(a["words"][1]):
+    for name in _bins([w for ws in a["words"][1:] for w in ws]):
         cells = []
         for ws in a["words"][1:]:
             v = [w.value for w in ws if w.distance is not None and cxmi.distance_bin(w.distance) == name]

@@ -38,6 +38,7 @@ from adaptsim.report.stats import Series, compare, ratio, units_of
 RESOURCES = CONFIG_DIR / "litter" / "muse_en-de.yaml"
 SPANS = "spans"  # the data column naming a segment's idioms
 SEPARATOR = " | "
+KEYS = ("idioms", "dictionaries", "stopwords", "strip_accents", "compounds", "partial")  # of a resources file
 
 
 def parser() -> argparse.ArgumentParser:
@@ -55,17 +56,26 @@ def main(argv: list[str]) -> int:
     cfg = sig.settings(args)
     scorer, idioms = resources(args.resources, found.runs[0])
     for block in blocks(found.runs):
+        block.need_baseline("LitTER")
         runs = [run for _, run in block.rows]
         steps = sig.paired(runs)
-        spans = spans_of(runs[0], steps[0].rows, idioms)
-        print(render(block, [label for label, _ in block.rows], analyse(steps, spans, scorer, cfg), scorer))
+        spans, where = spans_of(runs[0], steps[0].rows, idioms)
+        print(render(block, [label for label, _ in block.rows], analyse(steps, spans, scorer, cfg), scorer, where))
     return 0
 
 
 def resources(path: Path, run) -> tuple[Litter, IdiomList | None]:
     if not path.is_file():
         raise UserError(f"--resources {path}: no such file")
-    res = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    try:
+        res = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    except Exception as e:  # YAML syntax, an interpolation that does not resolve: one line, not a traceback
+        raise UserError(f"--resources {path}: unreadable ({str(e).splitlines()[0]})") from None
+    if not isinstance(res, dict):
+        raise UserError(f"--resources {path}: expected a mapping of {', '.join(KEYS)}")
+    unknown = sorted(set(res) - set(KEYS))
+    if unknown:  # a misspelt switch would silently keep its default
+        raise UserError(f"--resources {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
     model = (run.summary.get("config") or {}).get("model") or {}
     source, target = model.get("source_lang") or "en", model.get("target_lang") or "de"
     if not res.get("dictionaries"):
@@ -76,9 +86,10 @@ def resources(path: Path, run) -> tuple[Litter, IdiomList | None]:
     return scorer, IdiomList.load(res["idioms"]) if res.get("idioms") else None
 
 
-def spans_of(run, rows: list[dict], idioms: IdiomList | None) -> list[list[str]]:
-    """Each segment's idioms: the data's `spans` column where the data (read with the run's settings) has one,
-    else the idiom list matched in the source."""
+def spans_of(run, rows: list[dict], idioms: IdiomList | None) -> tuple[list[list[str]], str]:
+    """Each segment's idioms, and where they come from: the data's `spans` column where the data (read again with
+    the run's settings, every segment checked against the run's) has one, else the idiom list matched in the
+    source."""
     dataset = (run.summary.get("config") or {}).get("dataset")
     column = None
     if dataset is not None:
@@ -89,13 +100,17 @@ def spans_of(run, rows: list[dict], idioms: IdiomList | None) -> list[list[str]]
                   file=sys.stderr)
         else:
             keyed = [segments.get((str(r["doc_id"]), str(r["seg_id"]))) for r in rows]
-            if all(s is not None and SPANS in s.attrs for s in keyed):
-                column = [[t.strip() for t in s.attrs[SPANS].split(SEPARATOR) if t.strip()] for s in keyed]
+            if any(SPANS in s.attrs for s in keyed if s is not None):
+                changed = next((r for r, s in zip(rows, keyed) if s is None or s.reference != r["reference"]), None)
+                if changed is not None:
+                    raise UserError(f"{run.dir}: its data ({dataset.get('path')}) no longer holds document "
+                                    f"{changed['doc_id']}, segment {changed['seg_id']} as the run translated it")
+                column = [[t.strip() for t in s.attrs.get(SPANS, "").split(SEPARATOR) if t.strip()] for s in keyed]
     if column is not None:
-        return column
+        return column, f"idioms from the data's `{SPANS}` column"
     if idioms is None:
         raise UserError(f"{run.dir}: its data has no `{SPANS}` column and the resources name no idiom list")
-    return [idioms.find(r["source"]) for r in rows]
+    return [idioms.find(r["source"]) for r in rows], "idioms from the idiom list, matched in the sources"
 
 
 def occurrences(spans: list[list[str]], doc_ids: list[str], scope: str) -> list[list[tuple[str, int]]]:
@@ -164,10 +179,10 @@ def analyse(steps, spans: list[list[str]], scorer: Litter, cfg: sig.Settings) ->
             "occurrences": sum(map(len, occ)), "judged": int(judged), "idioms": len(labels)}
 
 
-def render(block, labels: list[str], a: dict, scorer: Litter) -> str:
+def render(block, labels: list[str], a: dict, scorer: Litter, where: str) -> str:
     result, names = a["result"], a["names"]
-    out = [f"**{block.dataset} · {block.segments} segments · model {block.model}** · {a['idioms']} idioms, "
-           f"{a['occurrences']} occurrences, {a['judged']} with a verdict (a non-empty blocklist)", "",
+    out = [f"**{block.dataset} · {block.segments} segments · model {block.model}** · {where}: {a['idioms']} "
+           f"idioms, {a['occurrences']} occurrences, {a['judged']} with a verdict (a content word in the span)", "",
            "| method | " + " | ".join(names) + " |", "|:--" + "|--:" * len(names) + "|"]
     for i, label in enumerate(labels):
         cells = []

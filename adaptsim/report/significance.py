@@ -81,7 +81,8 @@ class Steps:
     def cxmi_values(self, baseline: Steps) -> list:
         """Each segment's per-token P-CXMI against the baseline run (checked to be comparable)."""
         cxmi.check_joinable(baseline.run, self.run)
-        return cxmi.token_values(baseline.rows, self.rows, str(self.run.dir / "steps.jsonl"))
+        return cxmi.token_values(baseline.rows, self.rows, str(self.run.dir / "steps.jsonl"),
+                                 cxmi.forced(self.run.summary.get("config") or {}))
 
 
 def scores(runs: list[Run], metrics: list[str]) -> None:
