@@ -25,10 +25,15 @@ grow again, so that first choice was final (on TED: 0 changes of the kept set in
   set is a top-k of the proximal-gradient iterate, and a group whose gradient keeps pointing the same way
   accumulates until it enters the kept set, while one that stops mattering decays (γλ per update) and
   leaves it. `method_info.selection_changes` counts the updates after which the kept tensor set changed.
-- norms are compared at a relative `resolution` (default 1e-4: well above the ~1e-7 by which float sums
-  differ between thread counts, well below differences that mean something); groups equal at that
-  resolution are ordered by the learning signal clipping hides, their summed unclipped gradient norm, then
-  by position. So rounding does not decide the kept set: 1 and 2 threads keep the same tensors.
+- norms are compared at a relative `resolution` (default 1e-4: well below differences that mean something);
+  groups equal at that resolution are ordered by the learning signal clipping hides, their summed unclipped
+  gradient norm, then by position. So the float32 ties of the first update (tensors that all moved by exactly γ)
+  do not leave the kept set to rounding. What the grid cannot do is make a run independent of the thread count:
+  the norms of given tensors are the same with 1 and 2 threads, but the gradients are not (one pair with
+  small-ende-probe: 5.2M of its 7.6M gradient elements differ in the last bit), so the offsets drift apart and a
+  norm near a cell boundary can fall on either side (docs/performance.md, "Threads" under "What adaptsim does"). No selection rule fixes
+  that; summary.json records `timing.threads`, and a resume with another thread count is refused at the first
+  step whose update differs.
 - `hysteresis` (default 0: the plain top-k) favours the groups served after the last update: an outside group
   displaces one only when its norm is larger by more than that relative margin, against swaps by margins of
   ~1 % (an ablation setting; the paper's rule is the plain top-k).
