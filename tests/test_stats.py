@@ -297,3 +297,21 @@ def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
     out = capsys.readouterr().out
     assert "| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | not testable |" in out
     assert "| 1 | full raises R1 |" in out and "| 6 | fixed and top lower R0 | no fixed, top run |" in out
+
+
+def test_the_bootstrap_p_is_about_one_tailed_so_a_mark_can_come_with_an_interval_holding_zero():
+    """The relation between † and the 95% interval (docs/reports.md, "Intervals"): sacrebleu's paired-bootstrap
+    statistic counts resampled differences beyond twice the observed one, one tail of a distribution centred on
+    it, so p ≈ P(δ* on the other side of 0): about half the two-sided randomisation p, and p < 0.05 where the
+    90% interval excludes 0. A mark whose 95% interval holds 0 is therefore expected for p in [0.025, 0.05)."""
+    from adaptsim.report.stats import Series, ratio
+
+    n = 200
+    rng = np.random.default_rng(4)  # a symmetric case (normal differences) with p in that band
+    a = rng.normal(0, 1, n)
+    stats = [np.c_[a, np.ones(n)], np.c_[a + 0.1 + rng.normal(0, 1, n), np.ones(n)]]
+    series = [Series("m", ratio(1.0), stats)]
+    bs = compare(series, np.arange(n), n, Settings(2000, "segment", 1, "bs")).differences[1]["m"]
+    ar = compare(series, np.arange(n), n, Settings(2000, "segment", 1, "ar")).differences[1]["m"]
+    assert 0.025 < bs.p < 0.05 and bs.ci[0] < 0 < bs.ci[1]  # marked, and its 95% interval holds 0
+    assert 1.5 < ar.p / bs.p < 3.5  # the two-sided test's p is about twice as large

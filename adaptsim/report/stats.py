@@ -14,13 +14,15 @@ segments treats them as independent and understates the variance; resampling who
 cluster bootstrap) keeps the dependence. With few documents the document bootstrap has few distinct
 resamples and finds little significant: that is the honest answer, not a defect.
 
-Tests, both paired (all runs resampled with the same units) and two-sided:
+Tests, both paired (all runs resampled with the same units):
 
 - "bs", paired bootstrap resampling (Koehn 2004) with sacrebleu's statistic, so that it is the test of
   `sacrebleu --paired-bs`: δ the observed difference, δ*_b the difference in resample b,
   p = (1 + #{b : |δ*_b| − mean(|δ*|) ≥ |δ|}) / (B + 1). The ≥ (sacrebleu: >) gives two identical runs
   p = 1 rather than 1/(B + 1); with continuous scores ties have probability zero, so nothing else changes.
-- "ar", paired approximate randomisation (Noreen 1989; Riezler & Maxwell 2005): each unit's statistics
+  The statistic is nearly one-tailed: with δ* centred on δ it counts δ* ≥ 2δ, so p ≈ P(δ* on the other side
+  of 0), about half a two-sided p (docs/reports.md, "Intervals"; tests/test_stats.py).
+- "ar", two-sided paired approximate randomisation (Noreen 1989; Riezler & Maxwell 2005): each unit's statistics
   are swapped between the two runs with probability ½; p = (1 + #{|δ'| ≥ |δ|}) / (R + 1).
 
 Intervals are 95% percentile intervals (2.5th and 97.5th percentile) of the bootstrap distribution: of
