@@ -355,6 +355,9 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     (joblib, submitit) the error is raised again after printing: that is how such a launcher learns of it.
     """
     error, cfgs = compose_variants(config_name, argv)
+    if not error and any(a in ("--help", "-h") for a in argv):
+        print(help_text(command, cfgs[0]))
+        return 0
     if error:
         print(f"usage: adaptsim {command} [-m] [key=value …]   (--help lists config groups)", file=sys.stderr)
         print(f"adaptsim {command}: error: {error}", file=sys.stderr)
@@ -397,6 +400,26 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         print(f"adaptsim {command}: the sweep's outputs are in {out_dir} (python -m adaptsim table {out_dir})",
               file=sys.stderr)
     return 1 if failed else 0
+
+
+# configs/ folders that are not groups a run composes: files code reads itself (method=fixed's lists, LitTER's
+# resources) and Hydra's own groups (`--hydra-help` lists those)
+NOT_GROUPS = {"fixed_lists", "litter", "hydra"}
+
+
+def help_text(command: str, cfg) -> str:
+    """`adaptsim COMMAND --help`: the groups a run composes, with their options (the `_common` files every option
+    of a group includes are none), then the composed config with the command line's overrides."""
+    lines = [f"usage: adaptsim {command} [-m] [group=option …] [key=value …]", "",
+             "Configuration groups (group=option; -m and comma-separated options: a sweep):"]
+    for group in sorted(p for p in CONFIG_DIR.iterdir() if p.is_dir() and p.name not in NOT_GROUPS):
+        options = sorted(f.stem for f in group.glob("*.yaml") if not f.stem.startswith("_"))
+        lines.append(f"  {group.name}: {', '.join(options)}")
+    from omegaconf import OmegaConf
+
+    body = OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))
+    return "\n".join(lines + ["", "Config (override anything: key=value):", "", body.rstrip(),
+                              "", "Hydra's own options: --hydra-help"])
 
 
 def _quoted(path: Path) -> str:

@@ -134,3 +134,17 @@ def test_data_errors_survive_pickling():
 
     e = pickle.loads(pickle.dumps(DataError("a.tsv", "empty source", line=3)))
     assert str(e) == "a.tsv:3: empty source" and e.line == 3
+
+
+def test_run_help_lists_the_groups_a_run_composes_and_nothing_else(capsys):
+    from adaptsim.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "method=full", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    groups = dict(line.strip().split(": ", 1) for line in out.splitlines() if line.startswith("  ") and ": " in line)
+    assert {"dataset", "method", "model", "metrics", "experiment"} <= set(groups)
+    assert not {"fixed_lists", "litter", "hydra"} & set(groups)  # files code reads itself, Hydra's own groups
+    assert "_common" not in out and "lasso" in groups["method"]
+    assert "name: full" in out  # the composed config, with the command line's overrides
