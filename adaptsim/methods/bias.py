@@ -35,4 +35,5 @@ class Bias(Method):
 def bias_figures(bias) -> dict:
     """How far the second output bias has moved the logits at the end of the run (for bias and lasso, whose
     bias trains at a high rate over a whole stream under reset=never)."""
+    bias = bias.detach()
     return {"output_bias_norm": float(bias.norm()), "output_bias_max": float(bias.abs().max())}
