@@ -41,6 +41,26 @@ def test_select_fixed_keeps_the_blocks_that_lower_held_out_loss(tmp_path, tiny_m
     # `fixed` reads the list for this model and trains exactly it (plus the source embedding rows)
     method = methods.build(fixed_cfg(list=str(output)), model)
     assert isinstance(method, Fixed) and method.info()["tensors"] == [n for n in sizes if n in params]
+    # held out means disjoint, checked: the list records its held-out pairs (keys, no text), and a run of `fixed`
+    # on the data it was chosen on is refused before any work
+    assert len(method.heldout) == 6 and not any(" " in k for k in method.heldout)
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "method=fixed", f"method.list={output}", f"model.path={tiny_model_dir}", "dataset=tsv",
+              f"dataset.path={tiny_tsv}", "progress=false", f"hydra.run.dir={tmp_path / 'tested_on_heldout'}"])
+    assert exit_.value.code == 1
+
+
+def test_a_stream_sharing_some_held_out_pairs_is_warned_about(caplog):
+    from types import SimpleNamespace
+
+    from adaptsim.methods.fixed import heldout_overlap, pair_key
+
+    stream = [SimpleNamespace(source=f"s{i}", reference=f"r{i}") for i in range(10)]
+    heldout = frozenset(pair_key(f"s{i}", f"r{i}") for i in range(8, 20))  # 2 of 12 recur in the stream
+    heldout_overlap(heldout, stream, "method.list=x")
+    assert "2 of its 12 held-out pairs also occur in the test stream" in caplog.text
+    with pytest.raises(UserError, match="chosen on this data: 6 of its 12"):
+        heldout_overlap(frozenset(pair_key(f"s{i}", f"r{i}") for i in range(4, 16)), stream, "method.list=x")
 
 
 def test_fixed_refuses_a_list_chosen_for_another_model(tmp_path, tiny_model_dir, tiny_model_dir_untied):

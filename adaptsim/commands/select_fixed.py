@@ -37,7 +37,7 @@ from tqdm import tqdm
 
 from adaptsim.errors import UserError
 from adaptsim.methods.budget import fill_budget, resolve_budget
-from adaptsim.methods.fixed import list_path
+from adaptsim.methods.fixed import list_path, pair_key
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import JobSummary
 from adaptsim.session import Session, load
@@ -142,6 +142,8 @@ def select(cfg: DictConfig) -> dict:
               "documents": len(held.documents), "segments": sum(len(p) for p in held.pairs),
               "chosen_for": model_identity(cfg, model), "dataset": cfg.dataset.name, "simulations": held.runs,
               "data_fingerprint": fingerprint(held.documents), "heldout_documents": [d.doc_id for d in held.documents],
+              # the held-out pairs as keys, no text: a run of `fixed` checks its test stream is not among them
+              "heldout": sorted({pair_key(s.source, s.reference) for d in held.documents for s in d.segments}),
               "reset": cfg.reset, "lr": float(cfg.method.lr), "update": OmegaConf.to_container(cfg["update"]),
               "blocks": {b: {"gain": gains[b], "size": block_size[b]} for b in sorted(gains, key=lambda b: -gains[b])},
               "prefixes": {str(k): {"blocks": order[:k], "loss": tried[k]} for k in lengths}}
@@ -165,7 +167,8 @@ def write_list(path: Path, report: dict) -> None:
               f"# {report['baseline_loss']:.4f} adapting the source-embedding rows only -> {report['loss']:.4f} with "
               f"these tensors ({report['simulations']} simulations). Blocks in order of held-out gain:"]
     header += [f"#   {b}: {v['gain']:+.4f} ({v['size']:,} parameters)" for b, v in report["blocks"].items()]
-    body = OmegaConf.to_yaml(OmegaConf.create({"model": report["chosen_for"], "params": report["params"]}))
+    body = OmegaConf.to_yaml(OmegaConf.create({"model": report["chosen_for"], "params": report["params"],
+                                               "heldout": report["heldout"]}))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(header) + "\n" + body, encoding="utf-8")
 

@@ -20,6 +20,8 @@ reference tokens. With a separate source matrix both are the same, as no other r
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -31,6 +33,8 @@ from adaptsim import CONFIG_DIR, PROJECT_ROOT
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 from adaptsim.rules import Boolean, Choice, Strings, Text
+
+log = logging.getLogger("adaptsim")
 
 LISTS = CONFIG_DIR / "fixed_lists"  # the lists the project ships (and select-fixed writes, in a checkout)
 
@@ -56,8 +60,15 @@ def list_path(name: str, writing: bool = False) -> Path:
     return user if user.is_file() else LISTS / f"{name}.yaml"
 
 
-def read_list(name: str, model) -> list[str]:
-    """The tensors of list `name`, after checking it was chosen for `model`."""
+def pair_key(source: str, reference: str) -> str:
+    """A short hash of a (source, reference) pair: how a list records its held-out data without its text, so that
+    a run can check it is not tested on it (`heldout_overlap`)."""
+    return hashlib.sha256(f"{source}\t{reference}".encode()).hexdigest()[:12]
+
+
+def read_list(name: str, model) -> tuple[list[str], frozenset[str]]:
+    """The tensors of list `name` (after checking it was chosen for `model`) and its held-out pairs' keys (none in
+    lists written before select-fixed recorded them)."""
     path = list_path(name)
     fix = "choose one for this model with `python -m adaptsim select-fixed model=… dataset=<held-out data>`"
     if not path.is_file():
@@ -68,7 +79,20 @@ def read_list(name: str, model) -> list[str]:
         total = sum(p.numel() for p in model.named_parameters().values())
         raise UserError(f"method.list={name}: {path.name} was chosen for model {chosen_for.get('name')} "
                         f"({chosen_for.get('parameters')} parameters), not this one ({total}); {fix}")
-    return [str(p) for p in saved.params]
+    return [str(p) for p in saved.params], frozenset(map(str, saved.get("heldout") or []))
+
+
+def heldout_overlap(heldout: frozenset[str], segments, where: str) -> None:
+    """Held-out means disjoint from the test stream, checked: refuse a stream holding half of the pairs the list
+    was chosen on or more (it is that data), warn where some recur (short stock segments recur across documents)."""
+    if not heldout:
+        return
+    shared = {pair_key(s.source, s.reference) for s in segments} & heldout
+    if 2 * len(shared) >= len(heldout):
+        raise UserError(f"{where} was chosen on this data: {len(shared)} of its {len(heldout)} held-out pairs are in "
+                        "the test stream; choose the list on held-out data disjoint from it (select-fixed dataset=…)")
+    if shared:
+        log.warning("%s: %d of its %d held-out pairs also occur in the test stream", where, len(shared), len(heldout))
 
 
 class Fixed(Method):
@@ -79,7 +103,8 @@ class Fixed(Method):
                  embedding_rows: str, **common):
         super().__init__(model, **common)
         named = model.named_parameters()
-        patterns = [str(p) for p in params] if params is not None else read_list(str(list), model)
+        patterns, self.heldout = ([str(p) for p in params], frozenset()) if params is not None \
+            else read_list(str(list), model)
         unmatched = [pat for pat in patterns if not any(fnmatchcase(n, pat) for n in named)]
         if unmatched:
             raise UserError(f"method.params: {unmatched} match no parameter of the model (names look like "
