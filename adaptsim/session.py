@@ -6,7 +6,9 @@ restoring θ0 where `reset` says and handling divergence the one way `update.on_
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import torch
@@ -77,6 +79,8 @@ class Session:
         self.theta0 = Snapshot(self.method.parameters())
         self.reset = reset
         self.at_theta0 = True  # nothing adapted since the last restart
+        # the moments of adaptation before translating (tm): segments with matches, matches, updates, seconds
+        self.temporary = {"retrievals": 0, "matches": 0, "updates": 0, "seconds": 0.0, "divergences": 0}
 
     def restart(self) -> None:
         """Back to θ0: the tensors, then the method's own state."""
@@ -102,12 +106,47 @@ class Session:
         if self.reset == "document" or d == 0:
             self.restart()
 
-    def adapt(self, batch: dict[str, torch.Tensor], where: str) -> tuple[UpdateResult, bool]:
+    @contextmanager
+    def adapted_for(self, source: str):
+        """θ, fine-tuned for a moment on the earlier pairs the method retrieves for `source` (tm; none for the other
+        methods), each with the update rule at a rate scaled by its score; every trained tensor is restored exactly
+        on leaving. A divergence there leaves θ as it was: the segment is translated with it and it is counted."""
+        matches = self.method.matches(source)
+        if not matches:
+            yield
+            return
+        start = time.perf_counter()
+        saved = [p.detach().clone() for p in self.updater.params]
+        try:
+            for src, ref, score in matches:
+                self.temporary["updates"] += self.updater(self.model.pair(src, ref), score / 100, steps=True).updates
+        except Diverged as e:
+            log.warning("the moment's adaptation for %r diverged (%s); translated without it", source[:40], e.what)
+            self.temporary["divergences"] += 1
+            self._restore(saved)
+        self.temporary["retrievals"] += 1
+        self.temporary["matches"] += len(matches)
+        self.temporary["seconds"] += time.perf_counter() - start
+        try:
+            yield
+        finally:
+            self._restore(saved)
+
+    @torch.no_grad()
+    def _restore(self, saved: list[torch.Tensor]) -> None:
+        for p, value in zip(self.updater.params, saved):
+            p.copy_(value)
+
+    def adapt(self, batch: dict[str, torch.Tensor], where: str,
+              revealed: tuple[str, str] | None = None) -> tuple[UpdateResult, bool]:
         """The update on one pair, and whether it diverged (then, under on_divergence=rollback, the document
-        starts again from θ0; under stop, the run stops with one line naming `where`)."""
+        starts again from θ0; under stop, the run stops with one line naming `where`); `revealed`: the pair's
+        (source, reference) text, given to the method after its update (tm's memory)."""
         try:
             result = self.updater(batch)
             self.at_theta0 = False
+            if revealed is not None:
+                self.method.revealed(*revealed)
             return result, False
         except Diverged as e:
             if e.updates == 0 and e.ppl_before is None and self.at_theta0:

@@ -13,6 +13,7 @@ import logging
 import os
 import statistics
 import time
+from contextlib import ExitStack
 
 import torch
 from omegaconf import DictConfig
@@ -73,15 +74,19 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
         for seg in doc.segments:
             fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
             hyps, seconds = {}, 0.0
-            if fresh:  # before the references are seen
-                t = time.perf_counter()
-                models = [runs[k].session.model for k in fresh]
-                hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
-                seconds = (time.perf_counter() - t) / len(fresh)
+            if fresh:  # before the references are seen; a method may adapt for this segment alone first (tm)
+                with ExitStack() as moment:
+                    for k in fresh:
+                        moment.enter_context(runs[k].session.adapted_for(seg.source))
+                    t = time.perf_counter()
+                    models = [runs[k].session.model for k in fresh]
+                    hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
+                    seconds = (time.perf_counter() - t) / len(fresh)
             for k in list(active):
                 run = runs[k]
                 try:
-                    adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg))
+                    adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg),
+                                                (seg.source, seg.reference))
                     if k in hyps:
                         run.step(seg, hyps[k], seconds, *adapted)
                     else:
@@ -228,7 +233,8 @@ class Simulation:
             method_info=self.session.method.info(),
             cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
                   "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
-                  "state_bytes_max": max(p["state_bytes"] for p in per_doc)},
+                  "state_bytes_max": max(p["state_bytes"] for p in per_doc),
+                  **({"temporary": self.session.temporary} if self.session.temporary["retrievals"] else {})},
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,
                     "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),

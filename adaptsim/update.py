@@ -104,9 +104,12 @@ class Updater:
         with torch.autocast(**self.autocast):
             return self.method.pair_nll(batch)
 
-    def __call__(self, batch: dict[str, torch.Tensor]) -> UpdateResult:
+    def __call__(self, batch: dict[str, torch.Tensor], scale: float = 1.0, steps: bool | None = None) -> UpdateResult:
+        """The rule on one pair; `scale` multiplies every learning rate for this pair (tm: by the match's score),
+        `steps=False` only measures it (default: whether the method takes gradient steps)."""
         start = time.perf_counter()
-        if self.optimizer is None:  # nothing to train: the pair's perplexity (and a gradient-free adaptation)
+        steps = self.method.gradient_steps if steps is None else steps
+        if self.optimizer is None or not steps:  # nothing to train: the pair's perplexity (and a gradient-free adaptation)
             with torch.no_grad():
                 nll = self._nll(batch)
                 ppl = perplexity(nll.mean(), 0)
@@ -118,11 +121,17 @@ class Updater:
         loss = nll.mean()
         ppl_before = ppl = perplexity(loss, 0)
         before = logprobs(nll)
+        rates = [group["lr"] for group in self.optimizer.param_groups]
+        for group in self.optimizer.param_groups:
+            group["lr"] *= scale
         try:
             updates, ppl, step_s = self._updates(batch, loss, ppl, ppl_before)
         except Diverged as e:
             e.logprobs = before
             raise
+        finally:
+            for group, lr in zip(self.optimizer.param_groups, rates):
+                group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
         with torch.no_grad():
             ppl, more = self._after_pair(batch, ppl, updates, ppl_before)

@@ -19,6 +19,10 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.after_pair(batch)     -> once per pair, after its updates: a method that adapts without gradient
                                     steps does it here (memory stores the pair's decoder states) and returns
                                     True, so the update rule measures the pair's perplexity again
+    method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs to
+                                    fine-tune on for a moment (tm's retrieval; default none); the session adapts,
+                                    translates and restores θ (adaptsim/session.py `adapted_for`)
+    method.revealed(source, reference) -> once per pair, after its update: the post-edit is revealed (tm keeps it)
     method.state_bytes(offset_bytes) -> bytes to store one document's adapted state; `offset_bytes` is the size
                                     of the trainable tensors' offsets θ − θ0 that changed (adaptsim/offsets.py),
                                     the default; a method with state outside its parameters adds it
@@ -66,6 +70,12 @@ class Method:
 
     def after_pair(self, batch: dict[str, torch.Tensor]) -> bool:
         return False
+
+    def matches(self, source: str) -> list[tuple[str, str, float]]:
+        return []
+
+    def revealed(self, source: str, reference: str) -> None:
+        pass
 
     def state_bytes(self, offset_bytes: int) -> int:
         return offset_bytes

@@ -1,0 +1,73 @@
+"""`tm` (adaptsim/methods/tm.py): a moment's fine-tuning on retrieved earlier pairs before translating, undone after."""
+
+import json
+import shutil
+
+import pytest
+
+from adaptsim.cli import main
+
+
+def tsv_of(path, rows):
+    path.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(f"{d}\t{i}\t{s}\t{r}\n" for d, i, s, r in rows))
+    return path
+
+
+@pytest.fixture
+def stream(tmp_path, tiny_corpus):
+    """Two documents of 8 segments; the tiny corpus's sentences are alike, so many have fuzzy matches ≥ 75."""
+    return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[8 * d + i]) for d in range(2) for i in range(8)])
+
+
+def run(out, model, data, *overrides, code=0):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={out}", f"model.path={model}", "dataset=tsv", f"dataset.path={data}",
+              "decode.beam_size=2", "decode.max_length=20", "progress=false", "threads=1", *overrides])
+    assert exit_.value.code == code
+    return out
+
+
+def steps(out):
+    rows = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if not k.endswith("_s")} for r in rows]
+
+
+def summary(out):
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_without_a_match_tm_is_full(tmp_path, tiny_model_dir, stream):
+    tm = run(tmp_path / "tm", tiny_model_dir, stream, "method=tm", "method.threshold=100")  # no exact repeats
+    full = run(tmp_path / "full", tiny_model_dir, stream, "method=full")
+    assert steps(tm) == steps(full) and "temporary" not in summary(tm)["cost"]
+
+
+def test_the_moments_adaptation_is_undone_exactly_and_counted(tmp_path, tiny_model_dir, stream):
+    tm = run(tmp_path / "tm", tiny_model_dir, stream, "method=tm", "method.online=false")
+    none = run(tmp_path / "none", tiny_model_dir, stream, "method=none")
+    s = summary(tm)
+    cost = s["cost"]["temporary"]
+    assert cost["retrievals"] > 0 and cost["matches"] >= cost["retrievals"] and cost["updates"] > 0
+    # θ never leaves θ0: every document ends unchanged, so each update measures the baseline's perplexities
+    assert all(d["changed_parameters"] == 0 for d in s["per_document"])
+    assert [r["ppl_before"] for r in steps(tm)] == [r["ppl_before"] for r in steps(none)]
+    # and the moment's adaptation changes what is translated (else it would measure nothing)
+    assert [r["hypothesis"] for r in steps(tm)] != [r["hypothesis"] for r in steps(none)]
+
+
+def test_tm_in_lockstep_is_tm_alone_and_resumes_to_the_uninterrupted_run(tmp_path, tiny_model_dir, stream):
+    alone = run(tmp_path / "alone", tiny_model_dir, stream, "method=tm")
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=${method.name}",
+              "hydra/launcher=lockstep", f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={stream}",
+              "decode.beam_size=2", "decode.max_length=20", "progress=false", "threads=1", "method=full,tm"])
+    assert exit_.value.code == 0
+    assert steps(tmp_path / "sweep" / "tm") == steps(alone)
+    cut = tmp_path / "cut"  # interrupted after 5 of 16 steps: resumed, the memory is rebuilt by the replayed steps
+    shutil.copytree(alone, cut)
+    for name in ("steps.jsonl", "hyps.txt"):
+        (cut / name).write_text("".join((cut / name).read_text().splitlines(keepends=True)[:5]))
+    (cut / "summary.json").write_text(json.dumps({**summary(alone), "status": "interrupted"}))
+    run(cut, tiny_model_dir, stream, "method=tm", "resume=true")
+    assert steps(cut) == steps(alone)
+    assert summary(cut)["cost"]["temporary"]["retrievals"] < summary(alone)["cost"]["temporary"]["retrievals"]
