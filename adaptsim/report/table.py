@@ -64,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--significance", action="store_true",
                    help=f"mark ({sig.MARK}) cells that differ from the baseline at p < {sig.ALPHA}")
     p.add_argument("--ci", action="store_true", help="show 95%% bootstrap intervals in the cells")
+    p.add_argument("--bands-by-match", action="store_true",
+                   help="also R1 and R1+ split by the fuzzy match (100, 95–99, 75–94, <75) between the sentence and "
+                   "the one where the word was last seen, with intervals (needs a baseline run)")
     p.add_argument("--cost", action="store_true", help="add columns: median ms per adaptation step, median bytes "
                    "to store one document's adapted state")
     sig.add_arguments(p)
@@ -92,6 +95,13 @@ def main(argv: list[str]) -> int:
         tables.append((b, rs, result))
     render = {"md": markdown, "csv": to_csv, "latex": latex}[args.format]
     print(render(tables, metrics, args.relative, args.decimals), end="")
+    if args.bands_by_match:
+        from adaptsim.report import match_bands
+
+        for b in groups:
+            b.need_baseline("--bands-by-match")
+            analysis = match_bands.analyse([run for _, run in b.rows], sig.settings(args))
+            print("\n" + match_bands.render(b, [label for label, _ in b.rows], analysis), end="")
     if found.problems:
         print(f"adaptsim table: {len(found.problems)} run(s) failed or missing (listed above); "
               "the table shows the finished ones", file=sys.stderr)
