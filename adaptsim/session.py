@@ -118,8 +118,11 @@ class Session:
         start = time.perf_counter()
         saved = [p.detach().clone() for p in self.updater.params]
         try:
+            lr, until = self.method.moment  # the moment's rate at a score of 100, and its stopping rule
             for src, ref, score in matches:
-                self.temporary["updates"] += self.updater(self.model.pair(src, ref), score / 100, steps=True).updates
+                result = self.updater(self.model.pair(src, ref), lr / self.method.lr * score / 100, steps=True,
+                                      until=until)
+                self.temporary["updates"] += result.updates
         except Diverged as e:
             log.warning("the moment's adaptation for %r diverged (%s); translated without it", source[:40], e.what)
             self.temporary["divergences"] += 1

@@ -104,9 +104,11 @@ class Updater:
         with torch.autocast(**self.autocast):
             return self.method.pair_nll(batch)
 
-    def __call__(self, batch: dict[str, torch.Tensor], scale: float = 1.0, steps: bool | None = None) -> UpdateResult:
+    def __call__(self, batch: dict[str, torch.Tensor], scale: float = 1.0, steps: bool | None = None,
+                 until: tuple[float, int] | None = None) -> UpdateResult:
         """The rule on one pair; `scale` multiplies every learning rate for this pair (tm: by the match's score),
-        `steps=False` only measures it (default: whether the method takes gradient steps)."""
+        `steps=False` only measures it (default: whether the method takes gradient steps), `until` replaces
+        (ppl_threshold, max_updates) for this pair (tm's moment of adaptation)."""
         start = time.perf_counter()
         steps = self.method.gradient_steps if steps is None else steps
         if self.optimizer is None or not steps:  # nothing to train: the pair's perplexity (and a gradient-free adaptation)
@@ -125,7 +127,8 @@ class Updater:
         for group in self.optimizer.param_groups:
             group["lr"] *= scale
         try:
-            updates, ppl, step_s = self._updates(batch, loss, ppl, ppl_before)
+            updates, ppl, step_s = self._updates(batch, loss, ppl, ppl_before,
+                                                 *(until or (self.ppl_threshold, self.max_updates)))
         except Diverged as e:
             e.logprobs = before
             raise
@@ -137,11 +140,12 @@ class Updater:
             ppl, more = self._after_pair(batch, ppl, updates, ppl_before)
         return UpdateResult(updates, ppl_before, ppl, time.perf_counter() - start, before, step_s + more)
 
-    def _updates(self, batch, loss: torch.Tensor, ppl: float, ppl_before: float) -> tuple[int, float, list[float]]:
+    def _updates(self, batch, loss: torch.Tensor, ppl: float, ppl_before: float, ppl_threshold: float,
+                 max_updates: int) -> tuple[int, float, list[float]]:
         """The SGD steps of one pair, until the stopping rule: (updates, the last perplexity, each step's seconds)."""
         updates = 0
         step_s = []
-        while updates < self.max_updates and (updates < self.min_updates or ppl > self.ppl_threshold):
+        while updates < max_updates and (updates < self.min_updates or ppl > ppl_threshold):
             step_start = time.perf_counter()
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -154,7 +158,7 @@ class Updater:
             self.optimizer.step()
             self.method.after_step()
             updates += 1
-            last = updates == self.max_updates
+            last = updates == max_updates
             with torch.set_grad_enabled(not last):  # the last forward only measures perplexity
                 loss = self._nll(batch).mean()
             ppl = perplexity(loss, updates, ppl_before)

@@ -87,3 +87,21 @@ def test_repeated_words_fall_into_the_band_of_the_sentence_they_were_last_seen_i
     assert stats["R1 100"] == [3, 3]  # Öffnen, Sie (truecased: the polite pronoun), Dateimenü: recalled
     assert stats["R1+ <75"] == [0, 1] and stats["R1 <75"] == [0, 0]  # Dateimenü's third occurrence, missed
     assert stats["R1 95–99"] == stats["R1 75–94"] == [0, 0]
+
+
+def test_an_exact_repeat_on_the_demo_is_translated_as_its_post_edit(tmp_path):
+    """What a translator expects of a 100 % match, with the moment's settings chosen on held-out pairs."""
+    import csv
+
+    from adaptsim import PROJECT_ROOT
+
+    rows = list(csv.DictReader((PROJECT_ROOT / "data" / "demo" / "docs.tsv").open(encoding="utf-8"), delimiter="\t"))
+    a, b = rows[0], rows[1]
+    data = tsv_of(tmp_path / "repeat.tsv", [("d", i + 1, r["source"], r["reference"]) for i, r in enumerate((a, b, a))])
+    out = {}
+    for method in ("none", "tm"):
+        with pytest.raises(SystemExit):
+            main(["run", f"hydra.run.dir={tmp_path / method}", f"method={method}", "dataset=tsv",
+                  f"dataset.path={data}", "progress=false", *(["method.online=false"] if method == "tm" else [])])
+        out[method] = (tmp_path / method / "hyps.txt").read_text().splitlines()
+    assert out["none"][2] != a["reference"] and out["tm"][2] == a["reference"]

@@ -20,8 +20,9 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
                                     steps does it here (memory stores the pair's decoder states) and returns
                                     True, so the update rule measures the pair's perplexity again
     method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs to
-                                    fine-tune on for a moment (tm's retrieval; default none); the session adapts,
-                                    translates and restores θ (adaptsim/session.py `adapted_for`)
+                                    fine-tune on for a moment (tm's retrieval; default none) with the rate and
+                                    stopping rule `method.moment`; the session adapts, translates and restores θ
+                                    (adaptsim/session.py `adapted_for`)
     method.revealed(source, reference) -> once per pair, after its update: the post-edit is revealed (tm keeps it)
     method.state_bytes(offset_bytes) -> bytes to store one document's adapted state; `offset_bytes` is the size
                                     of the trainable tensors' offsets θ − θ0 that changed (adaptsim/offsets.py),
@@ -70,6 +71,9 @@ class Method:
 
     def after_pair(self, batch: dict[str, torch.Tensor]) -> bool:
         return False
+
+    # the moment of adaptation on `matches`: its learning rate at a score of 100, and (ppl_threshold, max_updates)
+    moment: tuple[float, tuple[float, int]] | None = None
 
     def matches(self, source: str) -> list[tuple[str, str, float]]:
         return []
