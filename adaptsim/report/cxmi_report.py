@@ -77,23 +77,13 @@ def analyse(runs, cfg: sig.Settings) -> dict:
             "missing": max(cxmi.missing(v) for v in values), "doc_ids": base.doc_ids}
 
 
-def _interval(est) -> str:
-    return f"[{est.ci[0]:.3f}, {est.ci[1]:.3f}]"
-
-
 def render(block, labels: list[str], a: dict) -> str:
     result = a["result"]
     out = [f"**{block.dataset} · {block.segments} segments · model {block.model}**", "",
            "| method | CXMI (nats/token) | CXMI/seg (nats) | tokens < 0 | flips− /100 words | flips+ /100 words |",
            "|:--|--:|--:|--:|--:|--:|"]
     for i, label in enumerate(labels):
-        cells = []
-        for m in (*cxmi.METRICS, *FLIPS):
-            est = result.scores[i][m]
-            mark = sig.MARK if i and sig.significant(result.differences[i][m].p) else ""
-            digits = 3 if m in cxmi.METRICS else 1
-            cells.append(f"{est.score:.{digits}f}{mark} " + (_interval(est) if digits == 3
-                                                             else f"[{est.ci[0]:.1f}, {est.ci[1]:.1f}]"))
+        cells = [sig.cell(result, i, m, 3 if m in cxmi.METRICS else 1) for m in (*cxmi.METRICS, *FLIPS)]
         negative = a["negative"][i]
         cells.insert(2, "–" if negative is None else f"{100 * negative:.1f}%")
         out.append(f"| {label} | " + " | ".join(cells) + " |")

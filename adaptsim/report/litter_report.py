@@ -185,11 +185,6 @@ def render(block, labels: list[str], a: dict, scorer: Litter, where: str) -> str
            f"idioms, {a['occurrences']} occurrences, {a['judged']} with a verdict (a content word in the span)", "",
            "| method | " + " | ".join(names) + " |", "|:--" + "|--:" * len(names) + "|"]
     for i, label in enumerate(labels):
-        cells = []
-        for m in names:
-            est = result.scores[i][m]
-            mark = sig.MARK if i and sig.significant(result.differences[i][m].p) else ""
-            cells.append("–" if np.isnan(est.score) else f"{est.score:.1f}{mark} [{est.ci[0]:.1f}, {est.ci[1]:.1f}]")
-        out.append(f"| {label} | " + " | ".join(cells) + " |")
+        out.append(f"| {label} | " + " | ".join(sig.cell(result, i, m) for m in names) + " |")
     return "\n".join(out + ["", f"_percent of idiom occurrences with a verdict, lower is better; {sig.footer(result)}; "
                                 f"signature {result.signature}; {scorer.signature()}._", ""])

@@ -63,11 +63,6 @@ def render(block, labels: list[str], analysis) -> str:
            "the word was last seen**", "",
            "| method | " + " | ".join(f"{m} ({words[m]})" for m in names) + " |", "|:--" + "|--:" * len(names) + "|"]
     for i, label in enumerate(labels):
-        cells = []
-        for m in names:
-            est = result.scores[i][m]
-            mark = sig.MARK if i and sig.significant(result.differences[i][m].p) else ""
-            cells.append("–" if np.isnan(est.score) else f"{est.score:.1f}{mark} [{est.ci[0]:.1f}, {est.ci[1]:.1f}]")
-        out.append(f"| {label} | " + " | ".join(cells) + " |")
+        out.append(f"| {label} | " + " | ".join(sig.cell(result, i, m) for m in names) + " |")
     return "\n".join(out + ["", f"_R1: second occurrences, R1+: all later ones; in brackets the words in each band; "
                                 f"{sig.footer(result)}._", ""])

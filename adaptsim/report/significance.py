@@ -153,6 +153,15 @@ def significant(p: float | None) -> bool:
     return p is not None and not np.isnan(p) and p < ALPHA
 
 
+def cell(result: Result, run: int, metric: str, digits: int = 1) -> str:
+    """One score as the reports print it: the value, † if it differs from run 0's, the 95% interval ("–": none)."""
+    est = result.scores[run][metric]
+    if np.isnan(est.score):
+        return "–"
+    mark = MARK if run and significant(result.differences[run][metric].p) else ""
+    return f"{est.score:.{digits}f}{mark} [{est.ci[0]:.{digits}f}, {est.ci[1]:.{digits}f}]"
+
+
 def footer(result: Result) -> str:
     return (f"{MARK}: differs from the baseline at p < {ALPHA} ({TESTS[result.settings.test]}, "
             f"{result.settings.resamples} resamples of {result.units} {result.settings.unit}s)")
