@@ -35,6 +35,7 @@ class Run:
     config: dict = field(default_factory=dict)  # flattened composed config {"method.lr": 0.01, …}; {} without .hydra
     overrides: list[str] = field(default_factory=list)
     derived: dict = field(default_factory=dict)  # scores computed from steps.jsonl by a report (CXMI)
+    steps: object = field(default=None, repr=False)  # its steps.jsonl once read (adaptsim.report.significance.Steps)
 
     # a run that diverged (update.on_divergence=rollback) is never shown as a normal row of its method
     method = property(lambda self: self.summary.get("method", "?") + (

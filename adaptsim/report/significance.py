@@ -59,6 +59,14 @@ class Steps:
         self.doc_ids = [str(r.get("doc_id")) for r in self.rows]
         self.identity = [(str(r.get("doc_id")), str(r.get("seg_id")), r.get("reference")) for r in self.rows]
 
+    @classmethod
+    def of(cls, run: Run) -> Steps:
+        """The run's steps, read once per run however many reports of one command need them (a table with CXMI
+        columns and --bands-by-match pairs the same runs three times)."""
+        if run.steps is None:
+            run.steps = cls(run)
+        return run.steps
+
     def statistics(self, metric: str, baseline: Steps | None = None) -> np.ndarray:
         """Per-segment sufficient statistics of one metric (segments × columns); CXMI's are this run's joined with
         the `baseline` run's (adaptsim.report.cxmi)."""
@@ -112,7 +120,7 @@ def paired(runs: list[Run]) -> list[Steps]:
         if run.fingerprint != first.fingerprint:
             raise UserError(f"{run.dir} is on different data from {first.dir} (data_fingerprint {run.fingerprint} "
                             f"vs {first.fingerprint}); paired tests need runs on the same data")
-    steps = [Steps(run) for run in runs]
+    steps = [Steps.of(run) for run in runs]
     for s in steps[1:]:
         if s.identity != steps[0].identity:
             raise UserError(f"{s.run.dir}/steps.jsonl lists other segments or references than "
