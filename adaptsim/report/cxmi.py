@@ -147,6 +147,14 @@ class Roles:
         self.levels = occurrence_levels(self.sets, groups, 1)
         self.previous = _previous_occurrence(self.sets, groups)
 
+    @classmethod
+    def of_run(cls, steps) -> Roles:
+        """The roles in a run's stream (its steps.jsonl, adaptsim.report.significance.Steps), counted as its
+        summary says: its metric settings and scope."""
+        summary = steps.run.summary
+        return cls(summary.get("config") or {}, [r["reference"] for r in steps.rows], steps.doc_ids,
+                   summary.get("metrics_scope", "document"))
+
     def of(self, i: int, text: str, hypothesis_words: frozenset[str]) -> tuple[str, int | None]:
         if not text:
             return "end", None

@@ -62,9 +62,7 @@ def analyse(runs, cfg: sig.Settings) -> dict:
     steps = sig.paired(runs)
     base = steps[0]
     values = [s.cxmi_values(base) for s in steps]
-    summary = base.run.summary
-    roles = cxmi.Roles(summary.get("config") or {}, [r["reference"] for r in base.rows], base.doc_ids,
-                       summary.get("metrics_scope", "document"))
+    roles = cxmi.Roles.of_run(base)
     index, n_units = units_of(base.doc_ids, cfg.unit)
     sig.warn_few(n_units, cfg, "cxmi")
     flips = [cxmi.flips(roles, base.rows, s.rows) for s in steps]

@@ -46,9 +46,7 @@ def statistics(roles: Roles, rows: list[dict]) -> dict[str, np.ndarray]:
 def analyse(runs, cfg: sig.Settings):
     steps = sig.paired(runs)
     base = steps[0]
-    summary = base.run.summary
-    roles = Roles(summary.get("config") or {}, [r["reference"] for r in base.rows], base.doc_ids,
-                  summary.get("metrics_scope", "document"))
+    roles = Roles.of_run(base)
     per_run = [statistics(roles, s.rows) for s in steps]
     names = list(per_run[0])
     index, n_units = units_of(base.doc_ids, cfg.unit)
