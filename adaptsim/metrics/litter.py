@@ -224,6 +224,7 @@ class Litter:
                                  if stopwords else frozenset())
         self.vocabulary = frozenset(map(self._normal, dictionary.vocabulary)) - self.target_stopwords
         self._candidates_of: dict[str, frozenset[str]] = {}
+        self._bags: dict[str, frozenset[str]] = {}  # text -> bag: a stream's references are scored once per run
 
     def _normal(self, word: str) -> str:
         return unaccented(word.lower()) if self.strip_accents else word.lower()
@@ -233,7 +234,9 @@ class Litter:
 
     def bag(self, text: str) -> frozenset[str]:
         """The normalised target words of `text` and their lemmas."""
-        return frozenset().union(*(self._forms(t) for t in words(text, self.target_lang)))
+        if text not in self._bags:
+            self._bags[text] = frozenset().union(*(self._forms(t) for t in words(text, self.target_lang)))
+        return self._bags[text]
 
     def candidates(self, word: str) -> frozenset[str]:
         """Normalised translations of a source word, of its lower-cased form and of its lemma."""
