@@ -20,7 +20,6 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from adaptsim.errors import UserError
-from adaptsim.methods.fixed import heldout_overlap
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.outputs import JobSummary, RunWriter
@@ -116,8 +115,7 @@ class Simulation:
         if not self.segments:
             raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
         model = session.model
-        heldout_overlap(getattr(session.method, "heldout", frozenset()), self.segments,
-                        f"method.list={cfg.method.get('list')}")
+        session.method.check_stream(self.segments)
         scope = resolve_scope(cfg.metrics.scope, cfg.reset)
         self.evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in self.segments],
                                                [s.doc_id for s in self.segments], subword_tokenize=model.pieces,

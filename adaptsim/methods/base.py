@@ -24,6 +24,8 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
                                     stopping rule `method.moment`; the session adapts, translates and restores θ
                                     (adaptsim/session.py `adapted_for`)
     method.revealed(source, reference) -> once per pair, after its update: the post-edit is revealed (tm keeps it)
+    method.check_stream(segments) -> before the run: refuse (UserError) a stream the method must not be tested on
+                                    (fixed: the held-out data its list was chosen on)
     method.state_bytes(offset_bytes) -> bytes to store one document's adapted state; `offset_bytes` is the size
                                     of the trainable tensors' offsets θ − θ0 that changed (adaptsim/offsets.py),
                                     the default; a method with state outside its parameters adds it
@@ -79,6 +81,9 @@ class Method:
         return []
 
     def revealed(self, source: str, reference: str) -> None:
+        pass
+
+    def check_stream(self, segments) -> None:
         pass
 
     def state_bytes(self, offset_bytes: int) -> int:

@@ -124,6 +124,9 @@ class Fixed(Method):
     def parameters(self):
         return dict(self._params)
 
+    def check_stream(self, segments):
+        heldout_overlap(self.heldout, segments, f"method.list={self.list}")
+
     def start_pair(self, batch):
         ids = batch["input_ids"]
         if self.rows_of == "pair":
