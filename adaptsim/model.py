@@ -16,6 +16,7 @@ from torch import nn
 
 from adaptsim import config_defaults, decode
 from adaptsim.arch import Architecture, describe
+from adaptsim.decode.prefix import WORD_START, PieceIndex, PrefixSearch, Spelling
 from adaptsim.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class Seq2SeqModel:
             if name in self.arch.constants:
                 param.requires_grad_(False)
         self._output_bias_hook = None
+        self._pieces_index: PieceIndex | None = None  # the target vocabulary for prefix searches (`completions`)
 
     def _set_language_ids(self) -> None:
         lang = self.languages
@@ -219,13 +221,7 @@ class Seq2SeqModel:
                            search: str = _DECODE["search"]) -> list[Translation]:
         """`translate` for several clones of this model at once (lockstep runs, adaptsim/lockstep.py): one lean
         beam search over all of them, each model's hypothesis the one it gives alone."""
-        forced = None
-        if self.languages.tokens or self.languages.source_prefix:
-            ids = torch.tensor([self._source_ids(source)], device=self.device)
-            inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-            forced = self.target_token_id
-        else:
-            inputs = self.tokenizer(source, return_tensors="pt").to(self.device)
+        inputs, forced = self._encoder_inputs(source)
         # the decoder start token (and a forced language token) take positions too
         max_length = min(max_length, self.max_tokens - 1 - (forced is not None))
         outs = decode.best_ids([m.net for m in models], inputs["input_ids"], inputs["attention_mask"],
@@ -243,6 +239,30 @@ class Seq2SeqModel:
             hyps.append(Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
                                     self.tokenizer.convert_ids_to_tokens(ids), end is None or end >= max_length))
         return hyps
+
+    def _encoder_inputs(self, source: str) -> tuple[dict[str, torch.Tensor], int | None]:
+        """The encoder's inputs for a source, and the target-language token the decoder must begin with (or None)."""
+        if self.languages.tokens or self.languages.source_prefix:
+            ids = torch.tensor([self._source_ids(source)], device=self.device)
+            return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, self.target_token_id
+        return dict(self.tokenizer(source, return_tensors="pt").to(self.device)), None
+
+    def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
+                    length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"]) -> Completions:
+        """What the system proposes for `source` while a simulated translator corrects its hypothesis
+        (`metrics.interactive`, adaptsim/interactive.py): one prefix search kept over all the corrections."""
+        if self._pieces_index is None:
+            self._pieces_index = PieceIndex.sentencepiece(self.tokenizer, self.net.config.vocab_size,
+                                                          self.tokenizer.eos_token_id)
+            if self._pieces_index is None:
+                raise UserError(f"metrics.interactive needs a sentencepiece target vocabulary (word starts marked "
+                                f"with ▁); the {self.net.config.model_type} model's has none")
+        inputs, forced = self._encoder_inputs(source)
+        head = [decode.start_token(self.net)] + ([forced] if forced is not None else [])
+        prefixes = PrefixSearch(self.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
+                                max_new_tokens=max_length, max_length=self.max_tokens, length_penalty=length_penalty,
+                                search=search)
+        return Completions(self, head, prefixes)
 
     def token_nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Each reference token's negative log-probability (nats; </s> included), teacher-forced: their mean is
@@ -297,6 +317,30 @@ class Seq2SeqModel:
         bias = nn.Parameter(torch.zeros(vocab, device=self.device))
         self._output_bias_hook = self.arch.output_layer.register_forward_hook(lambda _m, _i, out: out + bias)
         return bias
+
+
+class Completions:
+    """The system's side of an interactive session on one source: `propose(validated)` is the hypothesis it shows once
+    the user has validated the reference's first characters `validated` — whole words, then maybe the beginning of
+    the next (everything after the last space). The whole words are forced as pieces; the word begun must be spelt
+    by the first generated pieces (adaptsim/decode/prefix.py `Spelling`); the user's text is kept verbatim and the
+    continuation appended (nothing, where no pieces spell the word begun)."""
+
+    def __init__(self, model: Seq2SeqModel, head: list[int], prefixes: PrefixSearch):
+        self.model, self.head, self.prefixes = model, head, prefixes
+        self.special = set(model.tokenizer.all_special_ids) | {model.target_token_id}
+
+    def propose(self, validated: str) -> str:
+        whole, _, begun = validated.rpartition(" ")
+        forced = self.head + (self.model._target_body(whole) if whole else [])
+        ids = self.prefixes(forced, Spelling(self.model._pieces_index, len(forced), WORD_START + begun))
+        generated = [i for i in ids[len(forced):] if i not in self.special]
+        text = self.model.tokenizer.decode(generated, skip_special_tokens=True)
+        return validated + text[len(begun):] if text.startswith(begun) else validated
+
+    @property
+    def calls(self) -> int:
+        return self.prefixes.calls
 
 
 def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

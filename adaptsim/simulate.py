@@ -19,8 +19,10 @@ import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from adaptsim import interactive
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
+from adaptsim.metrics.effort import Effort
 from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.outputs import JobSummary, RunWriter
 from adaptsim.session import Session, load
@@ -57,7 +59,8 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
 def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> None:
     """The simulated post-editing loop (docs/design.md §1) for K runs on one stream, K ≥ 1: at every segment,
     translate the source with each run's θ_{i−1} (one joint search over the runs' models, clones of `base`;
-    adaptsim/lockstep.py), then let each run adapt on the revealed pair and record the step.
+    adaptsim/lockstep.py), let a simulated translator correct each run's hypothesis where `metrics.interactive`
+    asks for it (on the same θ), then let each run adapt on the revealed pair and record the step.
 
     With `resume: true` the steps an interrupted run wrote are not translated again: their updates are
     replayed (the same computation, checked against the recorded perplexities), which restores the adapted
@@ -72,7 +75,7 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
             runs[k].session.start_document(d)
         for seg in doc.segments:
             fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
-            hyps, seconds = {}, 0.0
+            hyps, efforts, seconds = {}, {}, 0.0
             if fresh:  # before the references are seen; a method may adapt for this segment alone first (tm)
                 with ExitStack() as moment:
                     for k in fresh:
@@ -81,13 +84,14 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
                     models = [runs[k].session.model for k in fresh]
                     hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
                     seconds = (time.perf_counter() - t) / len(fresh)
+                    efforts = {k: runs[k].interact(seg, hyps[k]) for k in fresh}
             for k in list(active):
                 run = runs[k]
                 try:
                     adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg),
                                                 (seg.source, seg.reference))
                     if k in hyps:
-                        run.step(seg, hyps[k], seconds, *adapted)
+                        run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k])
                     else:
                         run.replay(seg, done[k][run.index], *adapted)
                 except UserError as e:
@@ -128,6 +132,8 @@ class Simulation:
                  len(self.segments), job.data["trainable_parameters"])
         self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
         self.cut = 0  # hypotheses cut at decode.max_length
+        self.interactive = interactive.mode_of(cfg.metrics.interactive)
+        self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
         self.rss: dict[int, float | None] = {}
         self.unwritten_curves: list[dict] = []  # curves.csv rows since its last write (`step`)
         self.curves_started = False  # whether this process has written curves.csv (then it appends)
@@ -162,9 +168,19 @@ class Simulation:
         self.resumed_after = len(done)
         return done
 
+    def interact(self, seg, translation: Translation) -> Effort | None:
+        """The simulated translator's corrections of this hypothesis (`metrics.interactive`; None when off), with
+        the model as it translated it."""
+        if self.interactive == "off":
+            return None
+        system = self.session.model.completions(seg.source, **self.cfg.decode)
+        return interactive.simulate(self.interactive, seg.reference, translation.text, system.propose,
+                                    self.cfg.metrics.max_corrections, lambda: system.calls)
+
     def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
-             write: bool = True) -> None:
-        """Record segment `seg`: its hypothesis (translated in `seconds`) and the adaptation on its pair."""
+             write: bool = True, effort: Effort | None = None) -> None:
+        """Record segment `seg`: its hypothesis (translated in `seconds`), what correcting it cost the simulated
+        translator (`effort`, if one works), and the adaptation on its pair."""
         i = self.index
         hyp, hyp_pieces = translation.text, translation.pieces
         self.translate_s.append(seconds)
@@ -174,7 +190,9 @@ class Simulation:
         self.pieces.append(hyp_pieces)
         self.divergences += diverged
         self.cut += translation.cut
-        scores = self.evaluator.segment(i, hyp, hyp_pieces)
+        if effort is not None:
+            self.efforts.append(effort)
+        scores = self.evaluator.segment(i, hyp, hyp_pieces, effort)
         running = self.evaluator.running()  # the curve's next row (what `finish` writes whole), and the bar's
         if write:
             self.writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
@@ -207,8 +225,14 @@ class Simulation:
                     else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
             raise UserError(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
                             "resume with the interrupted run's settings, threads and software")
+        effort = None
+        if self.interactive != "off":
+            if "effort" not in record:
+                raise UserError(f"{self.writer.dir}: cannot resume with metrics.interactive={self.interactive}: its "
+                                "steps were written without a simulated translator")
+            effort = Effort.of_record(record["effort"])
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
-                  record["translate_s"], result, diverged, write=False)
+                  record["translate_s"], result, diverged, write=False, effort=effort)
 
     def end_document(self, doc) -> None:
         session = self.session
@@ -221,8 +245,9 @@ class Simulation:
         """Curves and corpus scores written; the summary filled in and returned."""
         self.bar.close()
         total = time.perf_counter() - self.start
-        self.writer.curves(self.evaluator.curves(self.hyps, self.pieces))
-        corpus = self.evaluator.corpus(self.hyps, self.pieces)
+        efforts = self.efforts or None
+        self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, efforts))
+        corpus = self.evaluator.corpus(self.hyps, self.pieces, efforts)
         per_doc, step_s = self.per_doc, self.step_s
         self.job.update(
             status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
@@ -232,7 +257,8 @@ class Simulation:
             cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
                   "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
                   "state_bytes_max": max(p["state_bytes"] for p in per_doc),
-                  **({"temporary": self.session.temporary} if self.session.temporary["retrievals"] else {})},
+                  **({"temporary": self.session.temporary} if self.session.temporary["retrievals"] else {}),
+                  **({"interactive": interactive_cost(self.efforts, self.interactive)} if self.efforts else {})},
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,
                     "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
@@ -241,6 +267,16 @@ class Simulation:
         log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, total,
                  {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None}, self.writer.dir)
         return self.job.data
+
+
+def interactive_cost(efforts: list[Effort], mode: str) -> dict:
+    """What the simulated translator's sessions cost the system: prefix searches and seconds per segment."""
+    n = len(efforts)
+    calls, seconds = [e.decoder_calls for e in efforts], [e.seconds for e in efforts]
+    return {"mode": mode, "decoder_calls_total": sum(calls), "decoder_calls_per_segment": sum(calls) / n,
+            "seconds_total": sum(seconds), "seconds_per_segment": sum(seconds) / n,
+            "ms_per_decoder_call": 1000 * sum(seconds) / sum(calls) if sum(calls) else None,
+            "capped_segments": sum(e.capped for e in efforts)}
 
 
 def resident_mb() -> float | None:

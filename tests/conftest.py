@@ -125,3 +125,20 @@ def run_adaptsim(tmp_path):
         return out, json.loads((out / "summary.json").read_text())
     return run
 
+
+
+FIXED_TENSORS = ["model.decoder.layers.1.fc2.weight", "model.encoder.layers.0.fc1.weight"]
+
+
+@pytest.fixture
+def tiny_sweep(tmp_path, tiny_model_dir, tiny_tsv) -> list[str]:
+    """Overrides for a sweep over every method on the tiny model and data: `fixed` reads its tensor list from the
+    file that model.name names (a sweep over methods cannot give `method.params` to fixed alone)."""
+    from omegaconf import OmegaConf
+
+    from adaptsim.model import Seq2SeqModel
+
+    chosen = tmp_path / "tiny.yaml"
+    signature = Seq2SeqModel.load(str(tiny_model_dir)).signature()
+    OmegaConf.save({"model": {"name": "tiny", "signature": signature}, "params": FIXED_TENSORS}, chosen)
+    return [f"model.path={tiny_model_dir}", f"model.name={chosen}", "dataset=tsv", f"dataset.path={tiny_tsv}"]

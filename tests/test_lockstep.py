@@ -12,8 +12,8 @@ import torch
 from adaptsim.cli import main
 from adaptsim.hydra_app import compose
 from adaptsim.model import Seq2SeqModel
+from conftest import FIXED_TENSORS
 
-FIXED_TENSORS = ["model.decoder.layers.1.fc2.weight", "model.encoder.layers.0.fc1.weight"]
 
 
 def run(tmp_path, name: str, *overrides: str, launcher: str = "basic") -> int:
@@ -29,15 +29,8 @@ def steps(run_dir) -> list[dict]:
 
 
 @pytest.fixture
-def data(tmp_path, tiny_model_dir, tiny_tsv):
-    """The tiny model and data; `fixed` reads its tensor list from the file that model.name names (a sweep over
-    methods cannot give `method.params` to fixed alone)."""
-    from omegaconf import OmegaConf
-
-    chosen = tmp_path / "tiny.yaml"
-    signature = Seq2SeqModel.load(str(tiny_model_dir)).signature()
-    OmegaConf.save({"model": {"name": "tiny", "signature": signature}, "params": FIXED_TENSORS}, chosen)
-    return [f"model.path={tiny_model_dir}", f"model.name={chosen}", "dataset=tsv", f"dataset.path={tiny_tsv}"]
+def data(tiny_sweep):
+    return tiny_sweep
 
 
 @pytest.mark.slow

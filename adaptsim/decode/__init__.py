@@ -63,11 +63,25 @@ def _lean(nets: list, input_ids, attention_mask, *, beam_size: int, max_new_toke
           forced_bos_token_id: int | None) -> list[list[int]]:
     """The lean search over `nets` together (clones of one checkpoint: its generation settings are theirs)."""
     first = nets[0]
-    config, device = first.generation_config, input_ids.device
+    starts = torch.full((len(nets), 1), start_token(first), dtype=torch.long, device=input_ids.device)
+    search, processors = lean_search(first, beam_size, 1 + max_new_tokens, length_penalty, forced_bos_token_id,
+                                     input_ids.device)
+    step = marian.MarianStep(nets, input_ids, attention_mask, beam_size)
+    return beam_search(step, starts, search, processors).tolist()
+
+
+def start_token(net) -> int:
+    """The decoder's first token (what generate starts every hypothesis with)."""
+    config = net.generation_config
+    return config.decoder_start_token_id if config.decoder_start_token_id is not None else net.config.decoder_start_token_id
+
+
+def lean_search(net, beam_size: int, max_length: int, length_penalty: float, forced_bos_token_id: int | None,
+                device) -> tuple[Search, list]:
+    """The lean search's settings for `net` and the logits processors generate builds from its generation config,
+    in generate's order; `max_length` counts the whole decoder sequence (start token and any forced prefix)."""
+    config = net.generation_config
     eos = torch.tensor([config.eos_token_id], device=device).flatten()
-    start = config.decoder_start_token_id if config.decoder_start_token_id is not None else first.config.decoder_start_token_id
-    max_length = 1 + max_new_tokens
-    # the processors generate builds from these settings, in its order
     processors = []
     if config.bad_words_ids is not None:
         processors.append(NoBadWordsLogitsProcessor(config.bad_words_ids, eos))
@@ -76,7 +90,4 @@ def _lean(nets: list, input_ids, attention_mask, *, beam_size: int, max_new_toke
     if config.forced_eos_token_id is not None:
         processors.append(ForcedEOSTokenLogitsProcessor(max_length, config.forced_eos_token_id, device=device))
     fill = config.pad_token_id or int(eos[0])  # what generate fills unused positions with (pad; eos if none or 0)
-    step = marian.MarianStep(nets, input_ids, attention_mask, beam_size)
-    starts = torch.full((len(nets), 1), start, dtype=torch.long, device=device)
-    sequences = beam_search(step, starts, Search(beam_size, max_length, eos, fill, length_penalty), processors)
-    return sequences.tolist()
+    return Search(beam_size, max_length, eos, fill, length_penalty), processors

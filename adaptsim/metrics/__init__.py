@@ -20,6 +20,9 @@ score, None when "M_den" is 0: no score, not 0), plus the sentence scores "SBLEU
 "stats": sacrebleu's per-segment sufficient statistics of the chosen metrics, {"bleu": [hyp length,
 ref length, matches n=1..4, totals n=1..4], "ter": [edits, ref length], "chrf": [hyp, ref, match
 counts per order]}, which adaptsim.report.stats resamples.
+`segment(i, hyp, pieces, effort)` also takes what a simulated translator spent on the segment
+(`metrics.interactive`, adaptsim/metrics/effort.py): then the record holds "effort" (the counts) and the
+segment's "KSMR", "KSR", "WSR", "MAR", and the running, corpus and curve scores hold them too (ratios of sums).
 `running()` returns {M…, "BLEU", "SBLEU", "TER", "chrF"} over the segments scored so far.
 `corpus(hyps)` returns {"scores": {M…, "BLEU", "SBLEU", "TER", "chrF"}, "counts": {M: {"num",
 "den"}}, "signatures": {"R", "BLEU", "SBLEU", "TER", "chrF"}, "segments": n}; corpus recall is
@@ -42,6 +45,7 @@ from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
 from adaptsim.metrics.curves import write_curves
+from adaptsim.metrics.effort import RATES, Effort, numerators, rates
 from adaptsim.metrics.novel import load_known, novelty
 from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict
 from adaptsim.metrics.sacre import METRICS, Running, SacreMetrics, Stats
@@ -106,6 +110,7 @@ class Evaluator:
         self._records: dict[int, tuple[str, Stats]] = {}  # scored segments: hypothesis, sacrebleu statistics
         self._sums = {key: [0, 0] for key in self.keys}
         self._running = Running(self.sacre)
+        self._effort: dict[str, list[int]] | None = None  # summed (numerator, denominator) of the effort rates
         self._last_stats: tuple[list[str], list[Stats]] | None = None
 
     @classmethod
@@ -133,9 +138,11 @@ class Evaluator:
                 out[prefix + name] = nd
         return out
 
-    def segment(self, i: int, hypothesis: str, pieces: Sequence[str] | None = None) -> dict:
+    def segment(self, i: int, hypothesis: str, pieces: Sequence[str] | None = None,
+                effort: Effort | None = None) -> dict:
         """Score hypothesis i (0-based), once, and remember it for `running`.
-        `pieces`: the subword pieces the model generated (else the subword variant re-encodes the text)."""
+        `pieces`: the subword pieces the model generated (else the subword variant re-encodes the text);
+        `effort`: what a simulated translator spent on it (`metrics.interactive`)."""
         if not 0 <= i < len(self.references):
             raise IndexError(f"segment {i} out of range for {len(self.references)} references")
         nd = self._counts(i, hypothesis, pieces)
@@ -147,6 +154,10 @@ class Evaluator:
         record: dict = {}
         for key, (num, den) in nd.items():
             record.update({f"{key}_num": num, f"{key}_den": den, key: percent(num, den)})
+        if effort is not None:
+            per_segment = numerators(effort)
+            self._effort = _add(self._effort, per_segment)
+            record |= {"effort": effort.record(), **rates({k: list(nd) for k, nd in per_segment.items()})}
         # sacrebleu's sufficient statistics, so that resampling (adaptsim.report.stats) never re-scores text
         return record | self.sacre.sentence(stats) | {"stats": stats}
 
@@ -158,7 +169,8 @@ class Evaluator:
 
     def running(self) -> dict[str, float | None]:
         """Corpus scores over the segments given to `segment` so far."""
-        return {**{key: percent(*self._sums[key]) for key in self.keys}, **self._running.scores()}
+        return {**{key: percent(*self._sums[key]) for key in self.keys}, **self._running.scores(),
+                **(rates(self._effort) if self._effort is not None else {})}
 
     # -- whole corpus ------------------------------------------------------------------------------
 
@@ -183,9 +195,10 @@ class Evaluator:
         self._last_stats = (hypotheses, stats)
         return stats
 
-    def corpus(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None) -> dict:
+    def corpus(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None,
+               efforts: Sequence[Effort] | None = None) -> dict:
         """Corpus scores (percent), recall counts and signatures for a full set of hypotheses (and the pieces
-        the model generated for each, if known)."""
+        the model generated for each, and what a simulated translator spent on each, if known)."""
         hypotheses = self._check(hypotheses)
         sums = {key: [0, 0] for key in self.keys}
         for i, hyp in enumerate(hypotheses):
@@ -194,15 +207,24 @@ class Evaluator:
                 sums[key][1] += den
         scores = {key: percent(*sums[key]) for key in self.keys}
         scores.update(self.sacre.corpus(self._stats(hypotheses)))
+        effort = None
+        for e in efforts or ():
+            effort = _add(effort, numerators(e))
+        if effort is not None:
+            scores.update(rates(effort))
+            sums.update({rate: nd for rate, nd in effort.items()})
         return {"scores": scores,
                 "counts": {key: {"num": num, "den": den} for key, (num, den) in sums.items()},
                 "signatures": {"R": self._signature, **self.sacre.signatures()},
                 "segments": len(hypotheses)}
 
-    def curves(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None) -> list[dict]:
-        """Learning curves (paper Appendix B): every metric's corpus score after each segment."""
+    def curves(self, hypotheses: Sequence[str], pieces: Sequence[Sequence[str]] | None = None,
+               efforts: Sequence[Effort] | None = None) -> list[dict]:
+        """Learning curves (paper Appendix B): every metric's corpus score after each segment (the effort rates
+        too, given the efforts: cumulative KSMR over the stream)."""
         hypotheses = self._check(hypotheses)
         sums = {key: [0, 0] for key in self.keys}
+        effort = None
         rows = []
         for i, (hyp, sacre) in enumerate(zip(hypotheses, self.sacre.cumulative(self._stats(hypotheses)))):
             row = {"segment": i + 1, "doc_id": self.doc_ids[i]}
@@ -210,8 +232,20 @@ class Evaluator:
                 sums[key][0] += num
                 sums[key][1] += den
                 row[key] = percent(*sums[key])
+            if efforts:
+                effort = _add(effort, numerators(efforts[i]))
+                row |= rates(effort)
             rows.append(row | sacre)
         return rows
+
+
+def _add(sums: dict[str, list[int]] | None, segment: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
+    """Summed (numerator, denominator) pairs of the effort rates, with one segment's added."""
+    sums = sums or {rate: [0, 0] for rate in RATES}
+    for rate, (num, den) in segment.items():
+        sums[rate][0] += num
+        sums[rate][1] += den
+    return sums
 
 
 class _Pieces:

@@ -16,10 +16,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from adaptsim.errors import UserError
+from adaptsim.metrics.effort import RATES
 from adaptsim.report.runs import Run
 
 BASELINE = "none"
-LOWER_IS_BETTER = {"TER"}
+LOWER_IS_BETTER = {"TER", *RATES}  # TER and the translator's effort (KSMR, KSR, WSR, MAR)
 PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
 ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper
 # Config keys that do not change results: left out when telling two runs of one method apart.

@@ -18,7 +18,7 @@ from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, _labels
 from adaptsim.report.runs import Run, discover
 
-DEFAULT_METRICS = "BLEU,SBLEU,TER,chrF,R0,R1,R0+1"
+DEFAULT_METRICS = "BLEU,SBLEU,TER,chrF,R0,R1,R0+1,KSMR,WSR,MAR"
 
 
 def parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ from functools import partial
 import numpy as np
 
 from adaptsim.errors import UserError
+from adaptsim.metrics.effort import RATES, Effort, numerators
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
 from adaptsim.report import cxmi
 from adaptsim.report.runs import Run
@@ -79,6 +80,8 @@ class Steps:
                 return np.array([r["stats"][_SACRE_KIND[metric]] for r in self.rows], dtype=float)
             if metric == "SBLEU":
                 return np.array([[r["SBLEU"], 1] for r in self.rows], dtype=float)
+            if metric in RATES:
+                return np.array([numerators(Effort.of_record(r["effort"]))[metric] for r in self.rows], dtype=float)
             return np.array([[r[f"{metric}_num"], r[f"{metric}_den"]] for r in self.rows], dtype=float)
         except (KeyError, TypeError):
             raise UserError(f"{self.run.dir}/steps.jsonl has no per-segment statistics for {metric} (written "

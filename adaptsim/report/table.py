@@ -3,7 +3,8 @@
 Rows are methods, columns metrics, one block per data set. With --relative the baseline row keeps its
 absolute scores and every other row shows its difference to the baseline in percent of the baseline.
 The best value per column is marked (bold; in CSV a `best` column) and is judged on absolute scores
-with the baseline competing, so both modes mark the same cells; TER is best when lowest. Failed and
+with the baseline competing, so both modes mark the same cells; TER and the translator's effort (KSMR, KSR, WSR, MAR: `metrics.interactive`)
+are best when lowest. Failed and
 missing runs are listed on stderr, so stdout stays a clean table.
 
 --significance marks (†) the cells of adapted runs that differ from the baseline at p < 0.05 and --ci
@@ -30,8 +31,9 @@ from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
 from adaptsim.report.runs import finished_runs
 
-ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1"]  # Table 1 then Table 2
-RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"]  # Table 5's order
+EFFORT = ["KSMR", "WSR", "MAR"]  # the simulated translator's effort, where the runs have it (metrics.interactive)
+ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1", *EFFORT]  # Table 1 then Table 2
+RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1", *EFFORT]  # Table 5's order
 FORMATS = ("md", "csv", "latex")
 CXMI_PLACES = 3  # digits of the CXMI columns (nats) unless --decimals says otherwise
 COST = [("ms/step", "step_ms_median"), ("state", "state_bytes_median")]  # --cost: column, summary.json cost key
@@ -163,7 +165,7 @@ def _legend(rel: bool, metrics: list[str]) -> str:
             if rel else "scores in percent")
     if any(m in cxmi.METRICS for m in metrics):
         what += "; CXMI: nats per token, CXMI/seg: nats per segment, gained over the baseline (absolute)"
-    return f"{what}; best per column marked (TER: lowest)"
+    return f"{what}; best per column marked (TER, KSMR, KSR, WSR, MAR: lowest)"
 
 
 def _nan(v: float | None) -> float | None:

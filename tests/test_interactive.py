@@ -1,0 +1,196 @@
+"""The simulated translator of `metrics.interactive` (adaptsim/interactive.py) and the prefix-constrained search it
+drives (adaptsim/decode/prefix.py): hand-computed counts of both modes, the search against the lean search and
+against `generate` with the same prefix forced, and the simulation inside the loop (every method's record, lockstep,
+resume, reports)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+from transformers import LogitsProcessorList
+
+from adaptsim import decode, interactive
+from adaptsim.cli import main
+from adaptsim.decode.prefix import WORD_START, PieceIndex, PrefixSearch, Spelling
+from adaptsim.metrics.effort import Effort
+from adaptsim.model import Seq2SeqModel
+from test_decode import random_model
+from test_tm import run, summary
+
+
+def scripted(answers: dict[str, str]):
+    """A system that proposes what the test says it does once the user has validated a given text."""
+    return lambda validated: answers[validated]
+
+
+def counts(effort: Effort) -> tuple:
+    return effort.KS, effort.WS, effort.MA, effort.chars, effort.words, effort.capped
+
+
+def test_word_level_counts_by_hand():
+    """"the small dog": "big" typed (3 keys, a mouse action: the cursor is at the start); the system then offers
+    "the big dog runs": "red" typed right at the cursor (3 keys, no mouse action); "the big red dog runs" is cut
+    (1 key, a word stroke); the validation is a mouse action."""
+    system = scripted({"the big ": "the big dog runs", "the big red ": "the big red dog runs"})
+    effort = interactive.simulate("word", "the big red dog", "the small dog", system, 100)
+    assert counts(effort) == (7, 3, 2, 15, 4, False)
+
+
+def test_character_level_counts_by_hand():
+    """"ax cd" against "ab cd": "b" typed at 1 (a mouse action), the system offers "ab ce"; "d" typed at 4 (the
+    cursor is at 2: a mouse action); "ab cdz" is cut (1 key); the validation: a mouse action. Both words were
+    typed into."""
+    system = scripted({"ab": "ab ce", "ab cd": "ab cdz"})
+    effort = interactive.simulate("char", "ab cd", "ax cd", system, 100)
+    assert counts(effort) == (3, 2, 3, 5, 2, False)
+
+
+def test_a_correct_hypothesis_costs_only_its_validation():
+    for mode in ("word", "char"):
+        effort = interactive.simulate(mode, "Das ist  gut.", "Das ist gut.", scripted({}), 100)
+        assert counts(effort) == (0, 0, 1, 12, 3, False)
+
+
+def test_the_cap_makes_the_user_type_the_rest():
+    """One correction allowed: "b" typed, then "c d" typed whole after deleting the system's "x y" (1 key)."""
+    system = scripted({"a b ": "a b x y"})
+    effort = interactive.simulate("word", "a b c d", "a", system, 1)
+    assert counts(effort) == (1 + 1 + 3, 3, 2, 7, 4, True)
+    system = scripted({"a b": "a bx"})
+    effort = interactive.simulate("char", "a b c", "a x", system, 1)
+    assert counts(effort) == (1 + 1 + 2, 2, 2, 5, 3, True)
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    return Seq2SeqModel.load(str(tiny_model_dir))
+
+
+def searches(model: Seq2SeqModel, source: str, beam_size: int, max_new_tokens: int, length_penalty: float = 1.0):
+    inputs, _ = model._encoder_inputs(source)
+    return inputs, PrefixSearch(model.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
+                                max_new_tokens=max_new_tokens, max_length=model.max_tokens,
+                                length_penalty=length_penalty)
+
+
+def generated(model, inputs, forced, beam_size, max_new_tokens, length_penalty=1.0, processor=None):
+    return model.net.generate(**inputs, decoder_input_ids=torch.tensor([forced]), num_beams=beam_size,
+                              max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
+                              early_stopping=True,
+                              logits_processor=LogitsProcessorList([processor] if processor else []))[0].tolist()
+
+
+@pytest.mark.parametrize("beam_size,length_penalty", [(1, 1.0), (4, 1.0), (5, 0.6)])
+def test_an_empty_prefix_gives_the_lean_search_and_a_prefix_what_generate_gives(tiny, tiny_model_dir, tiny_corpus,
+                                                                              beam_size, length_penalty):
+    """On a trained and an untrained model: the forced prefixes of the reference, longer and longer (the kept
+    cache extended), then a shorter one again (the cache started over)."""
+    for model in (tiny, random_model(tiny_model_dir, True, 3, 3.0)):
+        for source, reference in tiny_corpus[:5]:
+            inputs, search = searches(model, source, beam_size, 20, length_penalty)
+            start = decode.start_token(model.net)
+            plain = decode.best_ids([model.net], inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
+                                    max_new_tokens=20, length_penalty=length_penalty)[0]
+            assert search([start]) == plain[:len(search([start]))] and set(plain[len(search([start])):]) <= {
+                model.net.generation_config.eos_token_id}  # the same, less the padding after </s>
+            body = model._target_body(reference)
+            for n in (1, 2, len(body), 1):
+                forced = [start] + body[:n]
+                assert search(forced) == generated(model, inputs, forced, beam_size, 20, length_penalty), (source, n)
+
+
+def test_the_spelling_constraint_acts_as_in_generate(tiny, tiny_corpus):
+    """The next piece must start a word ("▁"), or spell a word begun: the hypothesis continues as required, and
+    the lean search with the constraint gives what generate gives with it."""
+    index = PieceIndex.sentencepiece(tiny.tokenizer, tiny.net.config.vocab_size, tiny.tokenizer.eos_token_id)
+    for source, reference in tiny_corpus[:6]:
+        inputs, search = searches(tiny, source, 3, 20)
+        first, second = reference.split()[:2]
+        forced = [decode.start_token(tiny.net)] + tiny._target_body(first)
+        for begun in ("", second[:1], second[:3]):
+            spell = Spelling(index, len(forced), WORD_START + begun)
+            ids = search(forced, spell)
+            assert ids == generated(tiny, inputs, forced, 3, 20, processor=Spelling(index, len(forced),
+                                                                                  WORD_START + begun))
+            pieces = tiny.tokenizer.convert_ids_to_tokens(ids[len(forced):])
+            assert "".join(pieces).startswith(WORD_START + begun) or pieces[0] == "</s>" and not begun
+
+
+def test_proposals_keep_what_the_user_validated(tiny, tiny_corpus):
+    for source, reference in tiny_corpus[:6]:
+        system = tiny.completions(source, beam_size=3, max_length=20)
+        for validated in (reference[:1], reference.split()[0] + " ", reference[:len(reference) // 2]):
+            assert system.propose(validated).startswith(validated)
+        assert system.calls == 3
+
+
+def steps_of(out):
+    rows = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    return [{k: ({**v, "seconds": None} if k == "effort" else v) for k, v in r.items() if not k.endswith("_s")}
+            for r in rows]
+
+
+@pytest.mark.parametrize("mode", ["word", "char"])
+def test_in_the_loop_for_every_method_in_lockstep_and_resumed(tmp_path, tiny_model_dir, tiny_tsv, tiny_sweep, mode):
+    """Each run records its translator's effort per step and KSMR/KSR/WSR/MAR in its summary; lockstep runs
+    record what they record alone; an interrupted run resumes to the uninterrupted one."""
+    common = [f"metrics.interactive={mode}", "metrics.max_corrections=30"]
+    alone = run(tmp_path / "alone", tiny_model_dir, tiny_tsv, "method=lasso", *common)
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=${method.name}",
+              "hydra/launcher=lockstep", *tiny_sweep, "decode.beam_size=2", "decode.max_length=20", "progress=false",
+              "threads=1", *common, "method=none,full,bias,fixed,top,lasso,memory"])
+    assert exit_.value.code == 0
+    assert steps_of(tmp_path / "sweep" / "lasso") == steps_of(alone)
+    for method in ("none", "full", "bias", "fixed", "top", "lasso", "memory"):
+        done = summary(tmp_path / "sweep" / method)
+        rows = steps_of(tmp_path / "sweep" / method)
+        ks = sum(r["effort"]["KS"] for r in rows) + sum(r["effort"]["MA"] for r in rows)
+        chars = sum(r["effort"]["chars"] for r in rows)
+        assert done["scores"]["KSMR"] == pytest.approx(100 * ks / chars), method
+        assert done["cost"]["interactive"]["decoder_calls_total"] == sum(r["effort"]["decoder_calls"] for r in rows)
+        # a hypothesis equal to its reference cost no keystroke; every other one at least one
+        assert all((r["effort"]["KS"] == 0) == (" ".join(r["hypothesis"].split()) == " ".join(r["reference"].split()))
+                   for r in rows), method
+    cut = tmp_path / "cut"
+    shutil.copytree(alone, cut)
+    for name in ("steps.jsonl", "hyps.txt"):
+        (cut / name).write_text("".join((cut / name).read_text().splitlines(keepends=True)[:4]))
+    (cut / "summary.json").write_text(json.dumps({**summary(alone), "status": "interrupted"}))
+    run(cut, tiny_model_dir, tiny_tsv, "method=lasso", "resume=true", *common)
+    assert steps_of(cut) == steps_of(alone)
+    assert summary(cut)["scores"] == summary(alone)["scores"]
+
+
+def test_reports_show_the_effort_with_significance(tmp_path, tiny_model_dir, tiny_tsv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=${method.name}",
+              "hydra/launcher=lockstep", f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}",
+              "decode.beam_size=2", "decode.max_length=20", "progress=false", "threads=1",
+              "metrics.interactive=word", "method=none,full"])
+    assert exit_.value.code == 0
+    capsys.readouterr()
+    cli("table", str(tmp_path / "sweep"), "--significance", "--ci")
+    table = capsys.readouterr().out
+    header = next(line for line in table.splitlines() if line.startswith("| method"))
+    assert header.endswith("| KSMR | WSR | MAR |")
+    full = summary(tmp_path / "sweep" / "full")["scores"]
+    assert f"| {full['KSMR']:.1f}" in next(line for line in table.splitlines() if line.startswith("| full"))
+    cli("plot", str(tmp_path / "sweep"), "--metrics", "KSMR", "--out", str(tmp_path / "ksmr.png"))
+    assert (tmp_path / "ksmr.png").stat().st_size > 0
+
+
+def cli(*args):
+    with pytest.raises(SystemExit) as exit_:
+        main(list(args))
+    assert exit_.value.code == 0
+
+
+def test_bad_settings_are_refused_in_one_line(tmp_path, tiny_model_dir, tiny_tsv, capsys):
+    run(tmp_path / "a", tiny_model_dir, tiny_tsv, "metrics.interactive=keys", code=1)
+    assert "metrics.interactive" in capsys.readouterr().err
+    run(tmp_path / "b", tiny_model_dir, tiny_tsv, "metrics.interactive=word", "metrics.max_corrections=0", code=1)
+    assert "metrics.max_corrections" in capsys.readouterr().err
