@@ -220,22 +220,24 @@ class Litter:
         self.dictionary, self.source_lang, self.target_lang = dictionary, source_lang, target_lang
         self.stopwords, self.strip_accents, self.compounds, self.partial = stopwords, strip_accents, compounds, partial
         self.source_stopwords = ENGLISH_FUNCTION_WORDS if stopwords else frozenset()
-        self.target_stopwords = (frozenset(map(self._normal, stopwordsiso.stopwords(target_lang)))
+        self.target_stopwords = (frozenset(map(self.normal, stopwordsiso.stopwords(target_lang)))
                                  if stopwords else frozenset())
-        self.vocabulary = frozenset(map(self._normal, dictionary.vocabulary)) - self.target_stopwords
+        self.vocabulary = frozenset(map(self.normal, dictionary.vocabulary)) - self.target_stopwords
         self._candidates_of: dict[str, frozenset[str]] = {}
         self._bags: dict[str, frozenset[str]] = {}  # text -> bag: a stream's references are scored once per run
 
-    def _normal(self, word: str) -> str:
+    def normal(self, word: str) -> str:
+        """A target word lower-cased, and without accents unless `strip_accents` is off."""
         return unaccented(word.lower()) if self.strip_accents else word.lower()
 
-    def _forms(self, word: str) -> set[str]:
-        return {self._normal(word), self._normal(lemma(word, self.target_lang))}
+    def forms(self, word: str) -> set[str]:
+        """`word` normalised (lower case, accents as the switch says) and its simplemma lemma normalised."""
+        return {self.normal(word), self.normal(lemma(word, self.target_lang))}
 
     def bag(self, text: str) -> frozenset[str]:
         """The normalised target words of `text` and their lemmas."""
         if text not in self._bags:
-            self._bags[text] = frozenset().union(*(self._forms(t) for t in words(text, self.target_lang)))
+            self._bags[text] = frozenset().union(*(self.forms(t) for t in words(text, self.target_lang)))
         return self._bags[text]
 
     def candidates(self, word: str) -> frozenset[str]:
@@ -244,7 +246,7 @@ class Litter:
             low = word.lower()
             found = set().union(*(self.dictionary.translations.get(k, ()) for k in
                                   {word, low, lemma(low, self.source_lang)}))
-            self._candidates_of[word] = frozenset().union(*map(self._forms, found))
+            self._candidates_of[word] = frozenset().union(*map(self.forms, found))
         return self._candidates_of[word]
 
     def _span_candidates(self, span: Iterable[str]) -> list[frozenset[str]]:

@@ -29,16 +29,16 @@ from omegaconf import OmegaConf
 from adaptsim import CONFIG_DIR
 from adaptsim.data import load_documents
 from adaptsim.errors import UserError
-from adaptsim.metrics.litter import Dictionary, IdiomList, Litter, span_words
+from adaptsim.metrics.litter import IdiomList, Litter, span_words
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
+from adaptsim.report.resources import DEFAULT as RESOURCES
+from adaptsim.report.resources import load as load_resources
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.stats import Series, compare, ratio, units_of
 
-RESOURCES = CONFIG_DIR / "litter" / "muse_en-de.yaml"
 SPANS = "spans"  # the data column naming a segment's idioms
 SEPARATOR = " | "
-KEYS = ("idioms", "dictionaries", "stopwords", "strip_accents", "compounds", "partial")  # of a resources file
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,25 +65,9 @@ def main(argv: list[str]) -> int:
 
 
 def resources(path: Path, run) -> tuple[Litter, IdiomList | None]:
-    if not path.is_file():
-        raise UserError(f"--resources {path}: no such file")
-    try:
-        res = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    except Exception as e:  # YAML syntax, an interpolation that does not resolve: one line, not a traceback
-        raise UserError(f"--resources {path}: unreadable ({str(e).splitlines()[0]})") from None
-    if not isinstance(res, dict):
-        raise UserError(f"--resources {path}: expected a mapping of {', '.join(KEYS)}")
-    unknown = sorted(set(res) - set(KEYS))
-    if unknown:  # a misspelt switch would silently keep its default
-        raise UserError(f"--resources {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
-    model = (run.summary.get("config") or {}).get("model") or {}
-    source, target = model.get("source_lang") or "en", model.get("target_lang") or "de"
-    if not res.get("dictionaries"):
-        raise UserError(f"{path}: `dictionaries` lists no dictionary")
-    dictionary = Dictionary.load(res["dictionaries"], source, target)
-    scorer = Litter(dictionary, source, target, **{k: res[k] for k in ("stopwords", "strip_accents", "compounds",
-                                                                      "partial") if k in res})
-    return scorer, IdiomList.load(res["idioms"]) if res.get("idioms") else None
+    """LitTER's scorer and idiom list from a resources file (adaptsim.report.resources, shared with `terms`)."""
+    res = load_resources(path, run)
+    return res.scorer, IdiomList.load(res.idioms) if res.idioms else None
 
 
 def spans_of(run, rows: list[dict], idioms: IdiomList | None) -> tuple[list[list[str]], str]:
