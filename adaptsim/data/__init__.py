@@ -29,11 +29,12 @@ from adaptsim.errors import UserError
 __all__ = ["Segment", "Document", "Dataset", "FORMATS", "load_documents", "check_lengths"]
 
 
-def load_documents(cfg) -> Dataset:
-    """Read, validate, group and select the documents of the `dataset` config node (or a dict)."""
+def load_documents(cfg, *, allow_empty: bool = False) -> Dataset:
+    """Read, validate, group and select the documents of the `dataset` config node (or a dict); none left is an
+    error unless `allow_empty` (tm's external translation memory says so in its own words)."""
     opts = resolve(cfg)
     docs = detokenize(prepare(readers.read(opts), opts), opts)
-    if not docs:
+    if not docs and not allow_empty:
         raise UserError(f"dataset {opts.get('name') or opts.get('path')!r}: no documents left to simulate "
                         "(check the file and dataset.documents / min_segments)")
     return docs

@@ -19,10 +19,10 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.after_pair(batch)     -> once per pair, after its updates: a method that adapts without gradient
                                     steps does it here (memory stores the pair's decoder states) and returns
                                     True, so the update rule measures the pair's perplexity again
-    method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs to
-                                    fine-tune on for a moment (tm's retrieval; default none) with the rate and
-                                    stopping rule `method.moment`; the session adapts, translates and restores θ
-                                    (adaptsim/session.py `adapted_for`)
+    method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs, or
+                                    an external TM's, to fine-tune on for a moment (tm's retrieval; default none)
+                                    with the rate and stopping rule `method.moment`; the session adapts, translates
+                                    and restores θ (adaptsim/session.py `adapted_for`)
     method.revealed(source, reference) -> once per pair, after its update: the post-edit is revealed (tm keeps it)
     method.check_stream(segments) -> before the run: refuse (UserError) a stream the method must not be tested on
                                     (fixed: the held-out data its list was chosen on)

@@ -1,0 +1,222 @@
+"""`tm`'s external translation memory (`method.external`, adaptsim/methods/tm.py): a file in any dataset format, read
+as a dataset is, always in the memory and ranked with the stream's pairs."""
+
+import csv
+import json
+from xml.sax.saxutils import escape
+
+import pytest
+from omegaconf import OmegaConf
+from rapidfuzz import fuzz
+
+from adaptsim import CONFIG_DIR, PROJECT_ROOT
+from adaptsim.cli import main
+from adaptsim.errors import UserError
+from adaptsim.methods import check_method
+from adaptsim.methods.tm import Tm, read_external
+
+
+def demo_rows(name):
+    return list(csv.DictReader((PROJECT_ROOT / "data" / "demo" / name).open(encoding="utf-8"), delimiter="\t"))
+
+
+DEMO = demo_rows("docs.tsv")
+A, B = DEMO[0], DEMO[1]  # A: the demo model does not translate it as its post-edit (test_tm.py's exact repeat)
+OTHERS = [(r["source"], r["reference"]) for r in demo_rows("general-test.tsv")[:3]]
+TM_PAIRS = [*OTHERS, (A["source"], A["reference"])]  # A's exact match last: found by score, not by position
+
+
+def write_tsv(path, pairs, header=("source", "reference")):
+    path.write_text("\t".join(header) + "\n" + "".join(f"{s}\t{r}\n" for s, r in pairs), encoding="utf-8")
+    return path
+
+
+def write_tmx(path, pairs):
+    """The target <tuv> first and regional codes: the reader picks the sides by the model's languages (en → de)."""
+    tus = "".join(f'<tu tuid="{i}"><tuv xml:lang="de-DE"><seg>{escape(r)}</seg></tuv>'
+                  f'<tuv xml:lang="EN-US"><seg>{escape(s)}</seg></tuv></tu>\n' for i, (s, r) in enumerate(pairs, 1))
+    path.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4"><header srclang="en-US"/>\n'
+                    f"<body>\n{tus}</body></tmx>\n", encoding="utf-8")
+    return path
+
+
+def write_stream(path, docs):
+    rows = [f"{d}\t{i}\t{r['source']}\t{r['reference']}\n" for d, segs in docs for i, r in enumerate(segs, 1)]
+    path.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(rows), encoding="utf-8")
+    return path
+
+
+def run(out, stream, *overrides, code=0):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={out}", "dataset=tsv", f"dataset.path={stream}", "progress=false", "threads=1",
+              *overrides])
+    assert exit_.value.code == code
+    return out
+
+
+def hyps(out):
+    return (out / "hyps.txt").read_text(encoding="utf-8").splitlines()
+
+
+def summary(out):
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_the_fillers_do_not_match_the_stream():
+    assert all(fuzz.ratio(s, r["source"]) < 75 for s, _ in OTHERS for r in (A, B))
+
+
+def test_an_external_exact_match_is_used_for_the_first_segment_in_tsv_and_tmx(tmp_path):
+    """Before any stream pair exists, the TM's 100 % match is trained on for a moment and A is translated as the
+    TM's target (θ0 does not: the `none` run)."""
+    stream = write_stream(tmp_path / "stream.tsv", [("d", [A, B])])
+    none = hyps(run(tmp_path / "none", stream, "method=none"))
+    assert none[0] != A["reference"]
+    fingerprints = []
+    for fmt, tm in (("tsv", write_tsv(tmp_path / "tm.tsv", TM_PAIRS)), ("tmx", write_tmx(tmp_path / "tm.tmx", TM_PAIRS))):
+        out = run(tmp_path / fmt, stream, "method=tm", "method.online=false", f"method.external.format={fmt}",
+                  f"method.external.path={tm}")
+        assert hyps(out)[0] == A["reference"], fmt
+        s = summary(out)
+        assert s["cost"]["temporary"]["retrievals"] == 1  # A, from the TM; B matches nothing
+        external = s["method_info"]["external"]
+        assert external["format"] == fmt and external["path"] == str(tm) and external["entries"] == len(TM_PAIRS)
+        fingerprints.append(external["fingerprint"])
+    assert fingerprints[0] == fingerprints[1]  # the same pairs, whatever the format
+
+
+def test_the_external_entries_survive_a_document_restart(tmp_path):
+    """reset=document empties the stream's pairs at each document, never the TM's."""
+    stream = write_stream(tmp_path / "stream.tsv", [("d1", [A]), ("d2", [B, A])])
+    tm = write_tsv(tmp_path / "tm.tsv", TM_PAIRS)
+    alone = run(tmp_path / "alone", stream, "method=tm", "method.online=false", "reset=document")
+    with_tm = run(tmp_path / "tm", stream, "method=tm", "method.online=false", "reset=document",
+                  "method.external.format=tsv", f"method.external.path={tm}")
+    # without the TM, d1's A is forgotten at d2: no match, A translated by θ0
+    assert "temporary" not in summary(alone)["cost"] and hyps(alone)[2] != A["reference"]
+    assert summary(with_tm)["cost"]["temporary"]["retrievals"] == 2
+    assert hyps(with_tm)[0] == hyps(with_tm)[2] == A["reference"]
+
+
+class Tokens:
+    """What read_external needs of a model: its length limit in tokens (here words + </s>)."""
+    max_tokens = 8
+
+    @staticmethod
+    def count_tokens(text):
+        return len(text.split()) + 1
+
+
+def external(**settings):
+    """tm.yaml's `external` block with the demo model's languages and `settings`."""
+    block = OmegaConf.to_container(OmegaConf.load(CONFIG_DIR / "method" / "tm.yaml").external, resolve=False)
+    return {**block, "source_lang": "en", "target_lang": "de", **settings}
+
+
+def tm(k, spec):
+    return Tm(Tokens(), name="tm", lr=0.01, k=k, threshold=75.0, online=False, moment_lr=0.1,
+              moment_ppl_threshold=1.05, moment_max_updates=30, external=spec)
+
+
+PAIRS = [("Open the file.", "Öffnen Sie die Datei."), ("Close the window now.", "Schließen Sie jetzt das Fenster."),
+         ("Open the files.", "Öffnen Sie die Dateien.")]
+
+
+def test_stream_and_external_pairs_are_ranked_together_stream_first_on_ties(tmp_path):
+    spec = external(format="tsv", path=str(write_tsv(tmp_path / "tm.tsv", PAIRS)))
+    method = tm(2, spec)
+    assert method.matches("Open the file.")[0] == ("Open the file.", "Öffnen Sie die Datei.", 100.0)
+    assert [m[0] for m in method.matches("Open the file.")] == ["Open the file.", "Open the files."]
+    method.revealed("Open the file.", "Öffne die Datei.")  # the translator's own post-edit of the same source
+    assert [m[1] for m in method.matches("Open the file.")] == ["Öffne die Datei.", "Öffnen Sie die Datei."]
+    method.revealed("Open the files!", "Öffne die Dateien!")  # scores below the TM's exact match
+    assert [m[1] for m in method.matches("Open the file.")] == ["Öffne die Datei.", "Öffnen Sie die Datei."]
+    method.start_document({})
+    assert method.sources == [] and [m[1] for m in method.matches("Open the file.")] == [
+        "Öffnen Sie die Datei.", "Öffnen Sie die Dateien."]
+    assert method.matches("Something else entirely.") == []
+    one = tm(1, spec)
+    one.revealed("Open the file.", "Öffne die Datei.")
+    assert one.matches("Open the file.") == [("Open the file.", "Öffne die Datei.", 100.0)]
+
+
+@pytest.mark.parametrize("fmt", ["tsv", "csv", "jsonl", "plain", "tmx", "xml"])
+def test_any_dataset_format_is_a_tm(tmp_path, fmt):
+    if fmt == "tsv":
+        spec = external(format=fmt, path=str(write_tsv(tmp_path / "tm.tsv", PAIRS)))
+    elif fmt == "csv":
+        with (tmp_path / "tm.csv").open("w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([("reference", "source"), *[(r, s) for s, r in PAIRS]])
+        spec = external(format=fmt, path=str(tmp_path / "tm.csv"))
+    elif fmt == "jsonl":
+        (tmp_path / "tm.jsonl").write_text("".join(json.dumps({"en": s, "de": r}) + "\n" for s, r in PAIRS))
+        spec = external(format=fmt, path=str(tmp_path / "tm.jsonl"), columns={"doc_id": None, "seg_id": None, "source": "en", "reference": "de"})
+    elif fmt == "plain":
+        for lang, side in (("en", 0), ("de", 1)):
+            (tmp_path / f"tm.{lang}").write_text("".join(p[side] + "\n" for p in PAIRS), encoding="utf-8")
+        spec = external(format=fmt, path=str(tmp_path / "tm"))
+    elif fmt == "tmx":
+        spec = external(format=fmt, path=str(write_tmx(tmp_path / "tm.tmx", PAIRS)))
+    else:
+        for lang, side in (("en", 0), ("de", 1)):
+            segs = "".join(f'<seg id="{i}">{escape(p[side])}</seg>' for i, p in enumerate(PAIRS, 1))
+            (tmp_path / f"tm.{lang}.xml").write_text(f'<mteval><doc docid="a">{segs}</doc></mteval>', encoding="utf-8")
+        spec = external(format=fmt, path=str(tmp_path / "tm"))
+    sources, targets, info = read_external(spec, Tokens())
+    assert list(zip(sources, targets)) == PAIRS
+    assert info["entries"] == 3 and info["fingerprint"] == read_external(
+        external(format="tsv", path=str(write_tsv(tmp_path / "same.tsv", PAIRS))), Tokens())[2]["fingerprint"]
+
+
+def test_no_external_tm_reads_nothing():
+    assert read_external(None, Tokens()) == read_external(external(), Tokens()) == ([], [], None)
+    assert tm(3, external()).info()["external"] is None
+
+
+def bad(spec, *expected):
+    with pytest.raises(UserError) as e:
+        read_external(spec, Tokens())
+    message = str(e.value)
+    assert message.startswith("method.external") and "\n" not in message
+    for part in expected:
+        assert part in message, message
+    return message
+
+
+def test_bad_external_tms_are_one_line_naming_the_setting_and_the_file(tmp_path):
+    bad(external(format="tsv", path=str(tmp_path / "missing.tsv")), "missing.tsv", "file not found")
+    bad(external(format="tsv", path=str(write_tsv(tmp_path / "empty.tsv", []))), "empty.tsv", "no (source, target)")
+    bad(external(format="tmx", path=str(write_tmx(tmp_path / "empty.tmx", []))), "empty.tmx", "no (source, target)")
+    bad(external(format="tsv", path=str(write_tsv(tmp_path / "cols.tsv", PAIRS, header=("en", "de")))),
+        "cols.tsv", "no 'reference', 'source' in the header", "set method.external.columns.<role>=NAME")
+    bad(external(format="tmx", path=str(write_tsv(tmp_path / "tm.tsv", PAIRS))), "tm.tsv", "invalid XML")
+    bad(external(format="tmx", path=str(write_tmx(tmp_path / "fr.tmx", PAIRS)), target_lang="fr"), "fr.tmx",
+        "no <tuv> for language 'fr'", "set method.external.target_lang")
+    bad(external(format="tsv", path=str(write_tsv(tmp_path / "e.tsv", [("Open it.", " ")]))), "e.tsv:2",
+        "empty reference", "set method.external.on_empty=skip")
+    bad(external(format="tsv", path=str(tmp_path / "cols.tsv"), on_empty="maybe"), "method.external.on_empty='maybe'",
+        "cols.tsv")
+    bad(external(format="weird", path=str(tmp_path / "tm.tsv")), "method.external.format='weird'", "tm.tsv")
+    with pytest.raises(UserError, match=r"^method.external.format='weird': choose null \| plain .*\(the TM x.tsv\)$"):
+        check_method(OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / "tm.yaml"),
+                                     {"external": {"format": "weird", "path": "x.tsv"}}))
+
+
+def test_too_long_entries_are_refused_or_skipped_as_the_streams_are(tmp_path):
+    long = ("Open " + "the very long file " * 3 + ".", "Öffnen Sie die Datei.")
+    path = str(write_tsv(tmp_path / "long.tsv", [*PAIRS, long]))
+    bad(external(format="tsv", path=path), "long.tsv:5", "more than the model accepts (8)",
+        "set method.external.on_too_long=skip")
+    sources, _, info = read_external(external(format="tsv", path=path, on_too_long="skip"), Tokens())
+    assert sources == [s for s, _ in PAIRS] and info["entries"] == 3 and info["skipped"] == {"too_long": 1}
+
+
+def test_a_bad_external_tm_stops_the_run_with_one_line(tmp_path, capsys):
+    stream = write_stream(tmp_path / "stream.tsv", [("d", [A])])
+    out = run(tmp_path / "missing", stream, "method=tm", "method.external.format=tsv",
+              f"method.external.path={tmp_path / 'missing.tsv'}", code=1)
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(f"error: method.external: {tmp_path / 'missing.tsv'}: file not found")
+    assert summary(out)["status"] == "failed" and summary(out)["error"] in error
+    run(tmp_path / "unknown", stream, "method=tm", "method.external.format=xlsx", "method.external.path=tm.xlsx", code=1)
+    assert "method.external.format='xlsx': choose null | plain" in capsys.readouterr().err
