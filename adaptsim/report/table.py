@@ -14,7 +14,9 @@ its signature.
 
 --cost adds what each method costs (summary.json `cost`): the median milliseconds per adaptation step (an SGD
 step, or memory's store of a pair) and the median bytes to store one document's adapted state (the changed
-offsets θ − θ0; lora's adapters; memory's keys and values), each document's measured at its end.
+offsets θ − θ0; lora's adapters; memory's keys and values), each document's measured at its end; and, where a run
+of the block has them, tm's moments of adaptation (their updates and seconds in all) and the simulated translator's
+prefix searches (`metrics.interactive`: searches and seconds per segment).
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1", *EFFORT]  # Tabl
 RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1", *EFFORT]  # Table 5's order
 FORMATS = ("md", "csv", "latex")
 CXMI_PLACES = 3  # digits of the CXMI columns (nats) unless --decimals says otherwise
-COST = [("ms/step", "step_ms_median"), ("state", "state_bytes_median")]  # --cost: column, summary.json cost key
+# --cost: column, summary.json `cost` key (dotted: nested), digits (None: a size); the first two always, the others where
+# a run of the block has them (tm's moments of adaptation; the simulated translator's searches)
+COST = [("ms/step", "step_ms_median", 1), ("state", "state_bytes_median", None),
+        ("tm updates", "temporary.updates", 0), ("tm s", "temporary.seconds", 1),
+        ("IMT calls/seg", "interactive.decoder_calls_per_segment", 1), ("IMT s/seg", "interactive.seconds_per_segment", 2)]
+ALWAYS_COST = 2
 
 
 @dataclass
@@ -48,7 +55,7 @@ class Row:
     best: list[bool]
     p: list[float | None] | None = None  # p-value of the difference to the baseline (--significance)
     ci: list[tuple[float, float] | None] | None = None  # 95% interval of what the cell shows (--ci)
-    cost: list[float | None] | None = None  # --cost: the summary's COST figures
+    cost: dict[str, float | None] | None = None  # --cost: the summary's COST figures, by key (the block's columns)
     relative: list[bool] = field(default_factory=list)  # per cell: shows a relative difference (--relative)
     places: list[int | None] = field(default_factory=list)  # per cell: digits unless --decimals says (CXMI: 3)
 
@@ -70,7 +77,8 @@ def parser() -> argparse.ArgumentParser:
                    help="also R1 and R1+ split by the fuzzy match (100, 95–99, 75–94, <75) between the sentence and "
                    "the one where the word was last seen, with intervals (needs a baseline run)")
     p.add_argument("--cost", action="store_true", help="add columns: median ms per adaptation step, median bytes "
-                   "to store one document's adapted state")
+                   "to store one document's adapted state; tm's moments and the simulated translator's searches "
+                   "where runs have them")
     sig.add_arguments(p)
     return p
 
@@ -92,8 +100,10 @@ def main(argv: list[str]) -> int:
             result = sig.analyse([run for _, run in b.rows], metrics, cfg, "table")
         rs = rows(b, metrics, args.relative, result, args.significance, args.ci)
         if args.cost:
-            for r, (_, run) in zip(rs, b.rows):
-                r.cost = [(run.summary.get("cost") or {}).get(key) for _, key in COST]
+            costs = [{key: _lookup(run.summary.get("cost") or {}, key) for _, key, _ in COST} for _, run in b.rows]
+            keys = [key for i, (_, key, _) in enumerate(COST) if i < ALWAYS_COST or any(c[key] is not None for c in costs)]
+            for r, cost in zip(rs, costs):
+                r.cost = {key: cost[key] for key in keys}
         tables.append((b, rs, result))
     render = {"md": markdown, "csv": to_csv, "latex": latex}[args.format]
     print(render(tables, metrics, args.relative, args.decimals), end="")
@@ -194,12 +204,25 @@ def _size(n: float) -> str:
     raise AssertionError
 
 
+def _lookup(cost: dict, key: str):
+    for part in key.split("."):
+        cost = cost.get(part) if isinstance(cost, dict) else None
+    return cost
+
+
+def _cost_columns(rs: list[Row]) -> list[str]:
+    """The block's --cost column labels (none without --cost)."""
+    keys = next((r.cost for r in rs if r.cost is not None), {})
+    return [label for label, key, _ in COST if key in keys]
+
+
 def _cost_cells(r: Row, empty: str) -> list[str]:
-    """--cost's cells: milliseconds with one decimal, sizes in B/kB/MB/GB (powers of 1000)."""
+    """--cost's cells: COST's digits, sizes in B/kB/MB/GB (powers of 1000)."""
     if r.cost is None:
         return []
-    ms, size = r.cost
-    return [empty if ms is None else f"{ms:.1f}", empty if size is None else _size(size)]
+    digits = {key: d for _, key, d in COST}
+    return [empty if v is None else _size(v) if digits[key] is None else f"{v:.{digits[key]}f}"
+            for key, v in r.cost.items()]
 
 
 def _footer(result) -> str:
@@ -209,7 +232,7 @@ def _footer(result) -> str:
 def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     out = []
     for block, rs, result in tables:
-        extra = [c for c, _ in COST] if any(r.cost is not None for r in rs) else []
+        extra = _cost_columns(rs)
         out += [f"**{_caption(block)}**", "", "| method | " + " | ".join(metrics + extra) + " |",
                 "|:--" + "|--:" * len(metrics + extra) + "|"]
         for r in rs:
@@ -232,7 +255,7 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     extra = ([f"p {m}" for m in metrics] if with_p else []) + \
         ([f"{m} {end}" for m in metrics for end in ("low", "high")] if with_ci else [])
     with_cost = any(r.cost is not None for _, rs, _ in tables for r in rs)
-    cost = [key for _, key in COST] if with_cost else []
+    cost = [key for _, key, _ in COST if any(key in (r.cost or {}) for _, rs, _ in tables for r in rs)]
     w.writerow(["dataset", "data_fingerprint", "model", "method", "values", *metrics, *cost, "best", "run_dir",
                 *extra, *(["significance"] if extra else [])])
     for block, rs, result in tables:
@@ -247,7 +270,7 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
                          for j, ci in enumerate(r.ci or [(None, None)] * len(metrics)) for v in ci]
             w.writerow([block.dataset, block.fingerprint, block.model, r.label,
                         "relative %" if rel_row else "absolute", *cells,
-                        *(["" if v is None else repr(v) for v in (r.cost or [None] * len(cost))] if with_cost else []),
+                        *(["" if (r.cost or {}).get(k) is None else repr(r.cost[k]) for k in cost] if with_cost else []),
                         ";".join(m for m, b in zip(metrics, r.best) if b), r.run_dir, *more,
                         *([result.signature if result else ""] if extra else [])])
     return buf.getvalue()
@@ -273,7 +296,7 @@ def _tex_extras(text: str) -> str:
 def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
     out = [f"% {_legend(rel, metrics)} (booktabs)", r"\begin{tabular}{l" + "r" * len(metrics) + "}", r"\toprule"]
     for i, (block, rs, result) in enumerate(tables):
-        extra = [c for c, _ in COST] if any(r.cost is not None for r in rs) else []
+        extra = _cost_columns(rs)
         if i:
             out.append(r"\midrule")
         if result is not None:
