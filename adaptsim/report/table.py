@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 
 from adaptsim.errors import UserError
-from adaptsim.report.blocks import Block, best, blocks, relative
+from adaptsim.report.blocks import LOWER_IS_BETTER, Block, best, blocks, relative
 from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
 from adaptsim.report.runs import finished_runs
@@ -175,7 +175,8 @@ def _legend(rel: bool, metrics: list[str]) -> str:
             if rel else "scores in percent")
     if any(m in cxmi.METRICS for m in metrics):
         what += "; CXMI: nats per token, CXMI/seg: nats per segment, gained over the baseline (absolute)"
-    return f"{what}; best per column marked (TER, KSMR, KSR, WSR, MAR: lowest)"
+    lowest = [m for m in metrics if m.split(".")[-1] in LOWER_IS_BETTER]
+    return f"{what}; best per column marked" + (f" ({', '.join(lowest)}: lowest)" if lowest else "")
 
 
 def _nan(v: float | None) -> float | None:
