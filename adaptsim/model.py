@@ -251,18 +251,23 @@ class Seq2SeqModel:
                     length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"]) -> Completions:
         """What the system proposes for `source` while a simulated translator corrects its hypothesis
         (`metrics.interactive`, adaptsim/interactive.py): one prefix search kept over all the corrections."""
-        if self._pieces_index is None:
-            self._pieces_index = PieceIndex.sentencepiece(self.tokenizer, self.net.config.vocab_size,
-                                                          self.tokenizer.eos_token_id)
-            if self._pieces_index is None:
-                raise UserError(f"metrics.interactive needs a sentencepiece target vocabulary (word starts marked "
-                                f"with ▁); the {self.net.config.model_type} model's has none")
         inputs, forced = self._encoder_inputs(source)
         head = [decode.start_token(self.net)] + ([forced] if forced is not None else [])
         prefixes = PrefixSearch(self.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
                                 max_new_tokens=max_length, max_length=self.max_tokens, length_penalty=length_penalty,
                                 search=search)
         return Completions(self, head, prefixes)
+
+    def piece_index(self) -> PieceIndex:
+        """The target vocabulary indexed for spelling a word begun (built once), or a one-line error where it does not
+        mark word starts the sentencepiece way."""
+        if self._pieces_index is None:
+            self._pieces_index = PieceIndex.sentencepiece(self.tokenizer, self.net.config.vocab_size,
+                                                          self.tokenizer.eos_token_id)
+            if self._pieces_index is None:
+                raise UserError(f"metrics.interactive needs a sentencepiece target vocabulary (word starts marked "
+                                f"with ▁); the {self.net.config.model_type} model's has none")
+        return self._pieces_index
 
     def token_nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Each reference token's negative log-probability (nats; </s> included), teacher-forced: their mean is
@@ -333,7 +338,7 @@ class Completions:
     def propose(self, validated: str) -> str:
         whole, _, begun = validated.rpartition(" ")
         forced = self.head + (self.model._target_body(whole) if whole else [])
-        ids = self.prefixes(forced, Spelling(self.model._pieces_index, len(forced), WORD_START + begun))
+        ids = self.prefixes(forced, Spelling(self.model.piece_index(), len(forced), WORD_START + begun))
         generated = [i for i in ids[len(forced):] if i not in self.special]
         text = self.model.tokenizer.decode(generated, skip_special_tokens=True)
         return validated + text[len(begun):] if text.startswith(begun) else validated

@@ -133,6 +133,8 @@ class Simulation:
         self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
         self.cut = 0  # hypotheses cut at decode.max_length
         self.interactive = interactive.mode_of(cfg.metrics.interactive)
+        if self.interactive != "off":
+            model.piece_index()  # a vocabulary the simulated translator cannot spell with fails before the first segment
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
         self.rss: dict[int, float | None] = {}
         self.unwritten_curves: list[dict] = []  # curves.csv rows since its last write (`step`)

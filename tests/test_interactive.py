@@ -194,3 +194,24 @@ def test_bad_settings_are_refused_in_one_line(tmp_path, tiny_model_dir, tiny_tsv
     assert "metrics.interactive" in capsys.readouterr().err
     run(tmp_path / "b", tiny_model_dir, tiny_tsv, "metrics.interactive=word", "metrics.max_corrections=0", code=1)
     assert "metrics.max_corrections" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["m2m100", "t5"])
+def test_other_architectures_decode_the_prefix_with_generate(tmp_path, tiny_corpus, kind):
+    """M2M100 (a forced target-language token before the prefix) and T5 (a task prefix on the source): the
+    corrections go through `generate` with the prefix forced, keep what the user validated, and end at the
+    reference."""
+    from tiny_multilingual import KINDS, build
+
+    model = Seq2SeqModel.load(str(build(kind, tiny_corpus, tmp_path / "model")), languages=KINDS[kind][0])
+    source, reference = tiny_corpus[0]
+    system = model.completions(source, beam_size=2, max_length=20)
+    assert not system.prefixes.lean
+    for validated in (reference[:2], reference.split()[0] + " "):
+        assert system.propose(validated).startswith(validated)
+    hypothesis = model.translate(source, beam_size=2, max_length=20).text
+    other = tiny_corpus[3][1]  # a post-edit far from the hypothesis: every word needs work
+    for mode in ("word", "char"):
+        system = model.completions(source, beam_size=2, max_length=20)
+        effort = interactive.simulate(mode, other, hypothesis, system.propose, 100, lambda: system.calls)
+        assert effort.decoder_calls == system.calls > 0 and not effort.capped

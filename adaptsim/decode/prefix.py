@@ -60,7 +60,7 @@ class PieceIndex:
             if p:
                 self.ids.setdefault(p, []).append(i)
         self.sorted = sorted(self.ids)
-        self._allowed: dict[str, torch.Tensor | None] = {}
+        self._allowed: dict[tuple[str, str], torch.Tensor | None] = {}  # (rest, device) -> mask
 
     @classmethod
     def sentencepiece(cls, tokenizer, size: int, eos: int) -> PieceIndex | None:
@@ -73,7 +73,8 @@ class PieceIndex:
 
     def allowed(self, rest: str, device) -> torch.Tensor | None:
         """Which tokens can come next when `rest` is left to spell (None: none can)."""
-        if rest not in self._allowed:
+        key = (rest, str(device))
+        if key not in self._allowed:
             ids = [i for j in range(1, len(rest) + 1) for i in self.ids.get(rest[:j], ())]
             lo = bisect.bisect_left(self.sorted, rest)
             hi = bisect.bisect_left(self.sorted, rest + "\U0010ffff")
@@ -84,9 +85,9 @@ class PieceIndex:
             if ids:
                 mask = torch.zeros(self.size, dtype=torch.bool)
                 mask[ids] = True
-            self._allowed[rest] = mask
-        mask = self._allowed[rest]
-        return None if mask is None else mask.to(device)
+                mask = mask.to(device)
+            self._allowed[key] = mask
+        return self._allowed[key]
 
 
 class PrefixSearch:
