@@ -17,7 +17,7 @@ from adaptsim.cli import main
 from adaptsim.decode.prefix import WORD_START, PieceIndex, PrefixSearch, Spelling
 from adaptsim.metrics.effort import Effort
 from adaptsim.model import Seq2SeqModel
-from test_decode import random_model
+from test_decode import PROBE, TED, random_model
 from test_tm import run, summary
 
 
@@ -215,3 +215,24 @@ def test_other_architectures_decode_the_prefix_with_generate(tmp_path, tiny_corp
         system = model.completions(source, beam_size=2, max_length=20)
         effort = interactive.simulate(mode, other, hypothesis, system.propose, 100, lambda: system.calls)
         assert effort.decoder_calls == system.calls > 0 and not effort.capped
+
+
+@pytest.mark.skipif(not (PROBE.is_dir() and TED.is_file()), reason="../shared is absent")
+def test_real_model_the_kept_search_corrects_as_generate_does():
+    """small-ende-probe on the first TED segments: every correction's hypothesis, hence every count, is the same
+    with the kept prefix search as with `generate` and the prefix forced."""
+    import csv
+
+    model = Seq2SeqModel.load(str(PROBE))
+    with open(TED, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[:2]
+    for row in rows:
+        hypothesis = model.translate(row["source"]).text
+        for mode in ("word", "char"):
+            efforts = []
+            for search in ("lean", "generate"):
+                system = model.completions(row["source"], search=search)
+                effort = interactive.simulate(mode, row["reference"], hypothesis, system.propose, 100,
+                                              lambda: system.calls)
+                efforts.append(counts(effort) + (effort.decoder_calls,))
+            assert efforts[0] == efforts[1], (row["source"], mode)
