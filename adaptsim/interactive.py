@@ -8,14 +8,17 @@ The procedure is NMT-Keras' prefix-based simulation (Peris & Casacuberta 2019; `
 and `interactive_char_nmt_simulation.py`, branch interactive_NMT). What we follow and what not:
 
 - Word level: the first reference word the hypothesis gets wrong (or lacks) is typed whole, and the system
-  continues after it with a piece that begins a word. It costs a word stroke and its characters in keystrokes
-  (NMT-Keras counts word strokes only). Character level: the first wrong character (longest common character
-  prefix) is typed, one keystroke, and the system completes the word begun with pieces that spell it
-  (NMT-Keras restricts the last word to vocabulary words that begin with it; with sentencepiece we restrict
-  the pieces); a word stroke there counts each word the user types into.
-- A mouse action when the correction is not where the cursor is, i.e. right after the last typed text (at the
-  start before the first correction); NMT-Keras' character level does the same, its word level counts one per
-  correction. One more per segment for the final validation, as NMT-Keras.
+  continues after it with a piece that begins a word. It costs a word stroke and its characters in keystrokes,
+  no space (NMT-Keras counts word strokes only; its character count for the rates leaves spaces out, ours keeps
+  them: a space is typed too). Character level: the first wrong character (longest common character prefix) is
+  typed, one keystroke, and the system completes the word begun with pieces that spell it (NMT-Keras restricts
+  the last word to vocabulary words that begin with it; with sentencepiece we restrict the pieces). A word stroke
+  there counts each word the user types into (NMT-Keras reports no word strokes at the character level).
+- A mouse action when the correction, or the cut, is not where the cursor is: right after the last typed text, at
+  the very start before the first correction. NMT-Keras' character level counts one when a correction is more
+  than one character past the last one, starting from 0 (so a first correction at character 1 is free there, not
+  here) and none for the cut; its word level counts one for every correction. One more per segment for the final
+  validation, as NMT-Keras.
 - A hypothesis longer than the reference, once the reference is validated, is cut with one keystroke (NMT-Keras:
   one stroke); a word-level cut is also a word stroke.
 - Texts are compared with whitespace collapsed; the reference is the user's text (NMT-Keras: the tokenised
@@ -38,7 +41,11 @@ MODES = ("off", "word", "char")
 
 def mode_of(setting) -> str:
     """`metrics.interactive` as a mode name (YAML reads a bare `off` as false)."""
-    return "off" if setting is False else str(setting)
+    if setting is False:
+        return "off"
+    if not isinstance(setting, str) or setting not in MODES:
+        raise ValueError(f"metrics.interactive={setting!r}: choose {' | '.join(MODES)}")
+    return setting
 
 
 def simulate(mode: str, reference: str, hypothesis: str, propose: Callable[[str], str], max_corrections: int,
@@ -47,9 +54,9 @@ def simulate(mode: str, reference: str, hypothesis: str, propose: Callable[[str]
     hypothesis once the user has validated the reference's first characters `validated`; `calls()` how many
     searches the system has run (summary cost)."""
     start = time.perf_counter()
-    effort = (_words if mode == "word" else _characters)(" ".join(reference.split()), " ".join(hypothesis.split()),
-                                                        propose, max_corrections)
-    effort.decoder_calls, effort.seconds = calls(), time.perf_counter() - start
+    level = {"word": _words, "char": _characters}[mode]
+    effort = level(" ".join(reference.split()), " ".join(hypothesis.split()), propose, max_corrections)
+    effort.level, effort.decoder_calls, effort.seconds = mode, calls(), time.perf_counter() - start
     return effort
 
 
@@ -59,8 +66,8 @@ def _words(reference: str, hypothesis: str, propose, max_corrections: int) -> Ef
     cursor = corrections = 0
     while (p := _first_difference(hyp, ref)) < len(ref):
         effort.MA += p != cursor
-        if corrections == max_corrections:  # the user deletes the rest and types the reference's
-            effort.KS += (p < len(hyp)) + len(" ".join(ref[p:]))
+        if corrections == max_corrections:  # the user deletes the rest and types the reference's words
+            effort.KS += (p < len(hyp)) + sum(len(word) for word in ref[p:])
             effort.WS += len(ref) - p
             effort.capped, hyp = True, ref
             break
@@ -69,6 +76,7 @@ def _words(reference: str, hypothesis: str, propose, max_corrections: int) -> Ef
         cursor, corrections = p + 1, corrections + 1
         hyp = propose(" ".join(ref[:p + 1]) + " ").split()
     if len(hyp) > len(ref):  # the reference is validated; the rest is cut
+        effort.MA += len(ref) != cursor
         effort.KS += 1
         effort.WS += 1
     effort.MA += 1  # validation
@@ -91,6 +99,7 @@ def _characters(reference: str, hypothesis: str, propose, max_corrections: int) 
         cursor, corrections = p + 1, corrections + 1
         hyp = propose(reference[:p + 1])
     if len(hyp) > len(reference):
+        effort.MA += len(reference) != cursor
         effort.KS += 1
     effort.WS = len(touched)
     effort.MA += 1

@@ -7,6 +7,7 @@ in eval mode with gradients enabled.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -250,13 +251,15 @@ class Seq2SeqModel:
     def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
                     length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"]) -> Completions:
         """What the system proposes for `source` while a simulated translator corrects its hypothesis
-        (`metrics.interactive`, adaptsim/interactive.py): one prefix search kept over all the corrections."""
-        inputs, forced = self._encoder_inputs(source)
-        head = [decode.start_token(self.net)] + ([forced] if forced is not None else [])
-        prefixes = PrefixSearch(self.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
-                                max_new_tokens=max_length, max_length=self.max_tokens, length_penalty=length_penalty,
-                                search=search)
-        return Completions(self, head, prefixes)
+        (`metrics.interactive`, adaptsim/interactive.py): one prefix search kept over all the corrections, started at
+        the first (so a hypothesis needing none costs nothing). Its hypotheses are as long as `translate`'s may be."""
+        def prefixes() -> tuple[list[int], PrefixSearch]:
+            inputs, forced = self._encoder_inputs(source)
+            head = [decode.start_token(self.net)] + ([forced] if forced is not None else [])
+            longest = 1 + min(max_length, self.max_tokens - 1 - (forced is not None))  # translate_together's bound
+            return head, PrefixSearch(self.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
+                                      max_length=longest, length_penalty=length_penalty, search=search)
+        return Completions(self, prefixes)
 
     def piece_index(self) -> PieceIndex:
         """The target vocabulary indexed for spelling a word begun (built once), or a one-line error where it does not
@@ -331,21 +334,28 @@ class Completions:
     by the first generated pieces (adaptsim/decode/prefix.py `Spelling`); the user's text is kept verbatim and the
     continuation appended (nothing, where no pieces spell the word begun)."""
 
-    def __init__(self, model: Seq2SeqModel, head: list[int], prefixes: PrefixSearch):
-        self.model, self.head, self.prefixes = model, head, prefixes
+    def __init__(self, model: Seq2SeqModel, start: Callable[[], tuple[list[int], PrefixSearch]]):
+        self.model, self.start = model, start
+        self.head: list[int] | None = None
+        self.prefixes: PrefixSearch | None = None
         self.special = set(model.tokenizer.all_special_ids) | {model.target_token_id}
 
     def propose(self, validated: str) -> str:
+        if self.prefixes is None:
+            self.head, self.prefixes = self.start()
         whole, _, begun = validated.rpartition(" ")
+        index = self.model.piece_index()
+        if not index.spells(WORD_START + begun):  # no pieces spell the word begun: nothing to offer after it
+            return validated
         forced = self.head + (self.model._target_body(whole) if whole else [])
-        ids = self.prefixes(forced, Spelling(self.model.piece_index(), len(forced), WORD_START + begun))
+        ids = self.prefixes(forced, Spelling(index, len(forced), WORD_START + begun))
         generated = [i for i in ids[len(forced):] if i not in self.special]
         text = self.model.tokenizer.decode(generated, skip_special_tokens=True)
         return validated + text[len(begun):] if text.startswith(begun) else validated
 
     @property
     def calls(self) -> int:
-        return self.prefixes.calls
+        return 0 if self.prefixes is None else self.prefixes.calls
 
 
 def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -85,8 +85,8 @@ class Number(Rule):
 class Choice(Rule):
     values: tuple
 
-    def ok(self, value) -> bool:
-        return value in self.values
+    def ok(self, value) -> bool:  # a bool is no number here: 0 is not false
+        return any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in self.values)
 
     def allowed(self) -> str:
         return "choose " + " | ".join(map(show, self.values))

@@ -229,10 +229,10 @@ class Simulation:
                             "resume with the interrupted run's settings, threads and software")
         effort = None
         if self.interactive != "off":
-            if "effort" not in record:
+            effort = Effort.of_record(record["effort"]) if "effort" in record else None
+            if effort is None or effort.level != self.interactive:
                 raise UserError(f"{self.writer.dir}: cannot resume with metrics.interactive={self.interactive}: its "
-                                "steps were written without a simulated translator")
-            effort = Effort.of_record(record["effort"])
+                                f"steps were written with {effort.level if effort else 'off'}")
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
 
@@ -260,7 +260,8 @@ class Simulation:
                   "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
                   "state_bytes_max": max(p["state_bytes"] for p in per_doc),
                   **({"temporary": self.session.temporary} if self.session.temporary["retrievals"] else {}),
-                  **({"interactive": interactive_cost(self.efforts, self.interactive)} if self.efforts else {})},
+                  **({"interactive": interactive_cost(self.efforts, self.interactive,
+                                                      self.cfg.metrics.max_corrections)} if self.efforts else {})},
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,
                     "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
@@ -271,11 +272,12 @@ class Simulation:
         return self.job.data
 
 
-def interactive_cost(efforts: list[Effort], mode: str) -> dict:
-    """What the simulated translator's sessions cost the system: prefix searches and seconds per segment."""
+def interactive_cost(efforts: list[Effort], mode: str, max_corrections: int) -> dict:
+    """What the simulated translator's sessions cost the system: prefix searches and seconds per segment (with the
+    settings that make runs' efforts comparable)."""
     n = len(efforts)
     calls, seconds = [e.decoder_calls for e in efforts], [e.seconds for e in efforts]
-    return {"mode": mode, "decoder_calls_total": sum(calls), "decoder_calls_per_segment": sum(calls) / n,
+    return {"mode": mode, "max_corrections": max_corrections, "decoder_calls_total": sum(calls), "decoder_calls_per_segment": sum(calls) / n,
             "seconds_total": sum(seconds), "seconds_per_segment": sum(seconds) / n,
             "ms_per_decoder_call": 1000 * sum(seconds) / sum(calls) if sum(calls) else None,
             "capped_segments": sum(e.capped for e in efforts)}

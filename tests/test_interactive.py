@@ -33,16 +33,16 @@ def counts(effort: Effort) -> tuple:
 def test_word_level_counts_by_hand():
     """"the small dog": "big" typed (3 keys, a mouse action: the cursor is at the start); the system then offers
     "the big dog runs": "red" typed right at the cursor (3 keys, no mouse action); "the big red dog runs" is cut
-    (1 key, a word stroke); the validation is a mouse action."""
+    after "dog", past the cursor (1 key, a word stroke, a mouse action); the validation is a mouse action."""
     system = scripted({"the big ": "the big dog runs", "the big red ": "the big red dog runs"})
     effort = interactive.simulate("word", "the big red dog", "the small dog", system, 100)
-    assert counts(effort) == (7, 3, 2, 15, 4, False)
+    assert counts(effort) == (7, 3, 3, 15, 4, False)
 
 
 def test_character_level_counts_by_hand():
     """"ax cd" against "ab cd": "b" typed at 1 (a mouse action), the system offers "ab ce"; "d" typed at 4 (the
-    cursor is at 2: a mouse action); "ab cdz" is cut (1 key); the validation: a mouse action. Both words were
-    typed into."""
+    cursor is at 2: a mouse action); "ab cdz" is cut where the cursor is (1 key); the validation: a mouse action.
+    Both words were typed into."""
     system = scripted({"ab": "ab ce", "ab cd": "ab cdz"})
     effort = interactive.simulate("char", "ab cd", "ax cd", system, 100)
     assert counts(effort) == (3, 2, 3, 5, 2, False)
@@ -54,11 +54,18 @@ def test_a_correct_hypothesis_costs_only_its_validation():
         assert counts(effort) == (0, 0, 1, 12, 3, False)
 
 
+def test_only_a_cut():
+    """The hypothesis runs on past the reference: one key to cut, and a mouse action to get there."""
+    for mode in ("word", "char"):
+        effort = interactive.simulate(mode, "Das ist gut.", "Das ist gut. Danke", scripted({}), 100)
+        assert counts(effort) == (1, int(mode == "word"), 2, 12, 3, False)
+
+
 def test_the_cap_makes_the_user_type_the_rest():
-    """One correction allowed: "b" typed, then "c d" typed whole after deleting the system's "x y" (1 key)."""
+    """One correction allowed: "b" typed, then the words "c" and "d" typed after deleting the system's "x y" (1 key)."""
     system = scripted({"a b ": "a b x y"})
     effort = interactive.simulate("word", "a b c d", "a", system, 1)
-    assert counts(effort) == (1 + 1 + 3, 3, 2, 7, 4, True)
+    assert counts(effort) == (1 + 1 + 2, 3, 2, 7, 4, True)
     system = scripted({"a b": "a bx"})
     effort = interactive.simulate("char", "a b c", "a x", system, 1)
     assert counts(effort) == (1 + 1 + 2, 2, 2, 5, 3, True)
@@ -69,16 +76,19 @@ def tiny(tiny_model_dir):
     return Seq2SeqModel.load(str(tiny_model_dir))
 
 
-def searches(model: Seq2SeqModel, source: str, beam_size: int, max_new_tokens: int, length_penalty: float = 1.0):
+LONGEST = 21  # decoder sequences of at most 21 tokens, the start token included (translate's max_length=20)
+
+
+def searches(model: Seq2SeqModel, source: str, beam_size: int, length_penalty: float = 1.0):
     inputs, _ = model._encoder_inputs(source)
     return inputs, PrefixSearch(model.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
-                                max_new_tokens=max_new_tokens, max_length=model.max_tokens,
-                                length_penalty=length_penalty)
+                                max_length=LONGEST, length_penalty=length_penalty)
 
 
-def generated(model, inputs, forced, beam_size, max_new_tokens, length_penalty=1.0, processor=None):
+def generated(model, inputs, forced, beam_size, length_penalty=1.0, processor=None):
+    """generate with `forced` as the decoder's prompt, up to the same whole length as the prefix search."""
     return model.net.generate(**inputs, decoder_input_ids=torch.tensor([forced]), num_beams=beam_size,
-                              max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
+                              max_new_tokens=LONGEST - len(forced), length_penalty=length_penalty, do_sample=False,
                               early_stopping=True,
                               logits_processor=LogitsProcessorList([processor] if processor else []))[0].tolist()
 
@@ -90,16 +100,16 @@ def test_an_empty_prefix_gives_the_lean_search_and_a_prefix_what_generate_gives(
     cache extended), then a shorter one again (the cache started over)."""
     for model in (tiny, random_model(tiny_model_dir, True, 3, 3.0)):
         for source, reference in tiny_corpus[:5]:
-            inputs, search = searches(model, source, beam_size, 20, length_penalty)
+            inputs, search = searches(model, source, beam_size, length_penalty)
             start = decode.start_token(model.net)
             plain = decode.best_ids([model.net], inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
-                                    max_new_tokens=20, length_penalty=length_penalty)[0]
+                                    max_new_tokens=LONGEST - 1, length_penalty=length_penalty)[0]
             assert search([start]) == plain[:len(search([start]))] and set(plain[len(search([start])):]) <= {
                 model.net.generation_config.eos_token_id}  # the same, less the padding after </s>
             body = model._target_body(reference)
             for n in (1, 2, len(body), 1):
                 forced = [start] + body[:n]
-                assert search(forced) == generated(model, inputs, forced, beam_size, 20, length_penalty), (source, n)
+                assert search(forced) == generated(model, inputs, forced, beam_size, length_penalty), (source, n)
 
 
 def test_the_spelling_constraint_acts_as_in_generate(tiny, tiny_corpus):
@@ -107,24 +117,39 @@ def test_the_spelling_constraint_acts_as_in_generate(tiny, tiny_corpus):
     the lean search with the constraint gives what generate gives with it."""
     index = PieceIndex.sentencepiece(tiny.tokenizer, tiny.net.config.vocab_size, tiny.tokenizer.eos_token_id)
     for source, reference in tiny_corpus[:6]:
-        inputs, search = searches(tiny, source, 3, 20)
+        inputs, search = searches(tiny, source, 3)
         first, second = reference.split()[:2]
         forced = [decode.start_token(tiny.net)] + tiny._target_body(first)
         for begun in ("", second[:1], second[:3]):
             spell = Spelling(index, len(forced), WORD_START + begun)
             ids = search(forced, spell)
-            assert ids == generated(tiny, inputs, forced, 3, 20, processor=Spelling(index, len(forced),
-                                                                                  WORD_START + begun))
+            assert ids == generated(tiny, inputs, forced, 3, processor=Spelling(index, len(forced), WORD_START + begun))
             pieces = tiny.tokenizer.convert_ids_to_tokens(ids[len(forced):])
             assert "".join(pieces).startswith(WORD_START + begun) or pieces[0] == "</s>" and not begun
 
 
-def test_proposals_keep_what_the_user_validated(tiny, tiny_corpus):
+def test_proposals_go_on_from_what_the_user_validated(tiny, tiny_corpus):
+    """The user's text stays as typed and the system continues it: after a whole word with more words, after a
+    word begun with the rest of that word."""
     for source, reference in tiny_corpus[:6]:
         system = tiny.completions(source, beam_size=3, max_length=20)
-        for validated in (reference[:1], reference.split()[0] + " ", reference[:len(reference) // 2]):
-            assert system.propose(validated).startswith(validated)
-        assert system.calls == 3
+        first, second = reference.split()[:2]
+        after_word, in_word = system.propose(first + " "), system.propose(f"{first} {second[:2]}")
+        assert after_word.startswith(first + " ") and len(after_word.split()) > 1
+        assert in_word.startswith(f"{first} {second[:2]}") and len(in_word.split()[1]) > 2
+        assert system.calls == 2
+
+
+def test_what_cannot_be_spelt_or_has_no_room_is_not_searched(tiny, tiny_corpus):
+    """A word begun with a character no piece holds: the system offers nothing after it and runs no search; a prefix
+    as long as a hypothesis may be is the hypothesis."""
+    source, reference = tiny_corpus[0]
+    system = tiny.completions(source, beam_size=2, max_length=20)
+    assert system.propose(reference.split()[0] + " \u2603") == reference.split()[0] + " \u2603"
+    assert system.calls == 0
+    inputs, search = searches(tiny, source, 2)
+    full = [decode.start_token(tiny.net)] + [tiny._target_body(reference)[0]] * LONGEST
+    assert search(full) == full and search.calls == 0
 
 
 def steps_of(out):
@@ -190,8 +215,11 @@ def cli(*args):
 
 
 def test_bad_settings_are_refused_in_one_line(tmp_path, tiny_model_dir, tiny_tsv, capsys):
-    run(tmp_path / "a", tiny_model_dir, tiny_tsv, "metrics.interactive=keys", code=1)
-    assert "metrics.interactive" in capsys.readouterr().err
+    for value in ("keys", "0"):  # 0 is not false (YAML's off)
+        run(tmp_path / f"a{value}", tiny_model_dir, tiny_tsv, f"metrics.interactive={value}", code=1)
+        assert "metrics.interactive" in capsys.readouterr().err
+    run(tmp_path / "off", tiny_model_dir, tiny_tsv, "metrics.interactive=false")  # what YAML makes of a bare off
+    assert "KSMR" not in summary(tmp_path / "off")["scores"]
     run(tmp_path / "b", tiny_model_dir, tiny_tsv, "metrics.interactive=word", "metrics.max_corrections=0", code=1)
     assert "metrics.max_corrections" in capsys.readouterr().err
 
@@ -206,9 +234,9 @@ def test_other_architectures_decode_the_prefix_with_generate(tmp_path, tiny_corp
     model = Seq2SeqModel.load(str(build(kind, tiny_corpus, tmp_path / "model")), languages=KINDS[kind][0])
     source, reference = tiny_corpus[0]
     system = model.completions(source, beam_size=2, max_length=20)
-    assert not system.prefixes.lean
     for validated in (reference[:2], reference.split()[0] + " "):
         assert system.propose(validated).startswith(validated)
+    assert not system.prefixes.lean
     hypothesis = model.translate(source, beam_size=2, max_length=20).text
     other = tiny_corpus[3][1]  # a post-edit far from the hypothesis: every word needs work
     for mode in ("word", "char"):
@@ -236,3 +264,18 @@ def test_real_model_the_kept_search_corrects_as_generate_does():
                                               lambda: system.calls)
                 efforts.append(counts(effort) + (effort.decoder_calls,))
             assert efforts[0] == efforts[1], (row["source"], mode)
+
+
+def test_efforts_of_unlike_translators_are_not_compared_and_unlike_resumes_are_refused(tmp_path, tiny_model_dir,
+                                                                                       tiny_tsv, capsys):
+    word = run(tmp_path / "word", tiny_model_dir, tiny_tsv, "method=none", "metrics.interactive=word")
+    char = run(tmp_path / "char", tiny_model_dir, tiny_tsv, "method=full", "metrics.interactive=char")
+    with pytest.raises(SystemExit) as exit_:
+        main(["table", str(word), str(char)])
+    assert exit_.value.code == 1 and "simulated translators differ" in capsys.readouterr().err
+    plain = run(tmp_path / "plain", tiny_model_dir, tiny_tsv, "method=full")  # no effort: no effort columns
+    cli("table", str(word), str(plain))
+    assert "KSMR" not in capsys.readouterr().out
+    (word / "summary.json").write_text(json.dumps({**summary(word), "status": "interrupted"}))
+    run(word, tiny_model_dir, tiny_tsv, "method=none", "metrics.interactive=char", "resume=true", code=1)
+    assert "written with word" in capsys.readouterr().err

@@ -23,6 +23,8 @@ smaller beams each model's modules are called on its own rows (tests/test_lockst
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 from torch.nn.functional import scaled_dot_product_attention as sdpa
@@ -130,6 +132,13 @@ class MarianStep:
             x = layer.final_norm(x + layer.fc2(layer.activation(layer.fc1(x))))
         self.cache, self.position = cache, self.position + 1
         return (self.lm_head(x) + self.final_bias)[:, -1, :].to(dtype=torch.float32)
+
+    def truncated(self, length: int) -> MarianStep:
+        """A copy whose cache holds only the first `length` positions (a shorter prefix of the same tokens)."""
+        step = copy.copy(self)
+        step.cache = None if length == 0 else [(k[:, :, :length], v[:, :, :length]) for k, v in self.cache]
+        step.position = length
+        return step
 
     def reorder(self, beams: torch.Tensor) -> None:
         self.cache = [(k.index_select(0, beams), v.index_select(0, beams)) for k, v in self.cache]

@@ -4,22 +4,25 @@ spell out some characters (the word the user has begun to type).
 
 One `PrefixSearch` serves one source and one model for all the corrections of one segment, so that what the
 corrections share is computed once: the source is encoded once, and the decoder's key/value cache of the forced
-prefix is kept and extended, so a longer prefix decodes only its new tokens (what the corrections cost beyond
-that is the searches themselves). It decodes with the lean beam search (adaptsim/decode/beam.py) where that
-applies, with the semantics of `generate(decoder_input_ids=prefix)`: the forced tokens are the prompt, the length
-penalty counts generated tokens only, and `max_length` is the prompt plus `max_new_tokens`; elsewhere (other
-architectures, `memory`) it calls `generate` with the prefix as `decoder_input_ids`, re-encoding each time.
+prefix is kept and extended, so a longer prefix decodes only its new tokens (another prefix reuses what it shares
+with the last one). It decodes with the lean beam search (adaptsim/decode/beam.py) where that applies, with the
+semantics of `generate(decoder_input_ids=prefix)`: the forced tokens are the prompt (fed to every beam's row, as
+generate's prompt is) and the length penalty counts generated tokens only; elsewhere (other architectures, `memory`)
+it calls `generate` with the prefix as `decoder_input_ids`, re-encoding each time. `max_length` bounds the whole
+decoder sequence, prefix included: a hypothesis is never longer than the first translation may be, and a prefix that
+fills it is returned as it is.
 
 `Spelling` is the constraint, a logits processor usable by both: the first generated pieces must spell `text`
 (sentencepiece pieces, whose "▁" marks a word's start): a piece is allowed while it is a prefix of what is left to
-spell, or the rest of it is a prefix of the piece. "▁" alone means "the next piece starts a word" (word-level
-corrections: the user typed a whole word), and then the end of the sentence is allowed too.
+spell, or what is left is a prefix of the piece; a beam that cannot go on spelling is dropped (-inf). "▁" alone means
+"the next piece starts a word" (word-level corrections: the user typed a whole word), and then the end of the
+sentence is allowed too. Whether any pieces spell a text at all is checked before searching (`PieceIndex.spells`).
 """
 
 from __future__ import annotations
 
 import bisect
-import copy
+from collections import OrderedDict
 
 import torch
 
@@ -27,6 +30,7 @@ from adaptsim.decode import lean_applies, lean_search, marian
 from adaptsim.decode.beam import beam_search
 
 WORD_START = "▁"  # sentencepiece's mark of a piece that begins a word
+MASKS_KEPT = 64   # spelling masks (one bool per vocabulary entry) kept for reuse, the most recently used
 
 
 class Spelling:
@@ -39,10 +43,9 @@ class Spelling:
         for row, ids in enumerate(input_ids.tolist()):
             spelt = "".join(self.vocabulary.piece(t) for t in ids[self.prompt:])
             if len(spelt) >= len(self.text):
-                continue
+                continue  # spelt out (the mask let only pieces through that agree with the text)
             allowed = self.vocabulary.allowed(self.text[len(spelt):], scores.device)
-            if allowed is not None:  # nothing can spell it: left free (the caller sees the word is not completed)
-                scores[row] = scores[row].masked_fill(~allowed, -float("inf"))
+            scores[row] = -float("inf") if allowed is None else scores[row].masked_fill(~allowed, -float("inf"))
         return scores
 
 
@@ -55,12 +58,12 @@ class PieceIndex:
                        enumerate(tokenizer.convert_ids_to_tokens(list(range(min(size, len(tokenizer))))))]
         self.pieces += [""] * (size - len(self.pieces))  # output rows beyond the tokenizer (padding): never allowed
         self.size, self.eos = size, eos
-        self.ids = {}
+        self.ids: dict[str, list[int]] = {}
         for i, p in enumerate(self.pieces):
             if p:
                 self.ids.setdefault(p, []).append(i)
         self.sorted = sorted(self.ids)
-        self._allowed: dict[tuple[str, str], torch.Tensor | None] = {}  # (rest, device) -> mask
+        self._masks: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
 
     @classmethod
     def sentencepiece(cls, tokenizer, size: int, eos: int) -> PieceIndex | None:
@@ -71,63 +74,90 @@ class PieceIndex:
     def piece(self, token: int) -> str:
         return self.pieces[token] if 0 <= token < self.size else ""
 
+    def _longer(self, rest: str) -> list[str]:
+        """The pieces that begin with `rest`."""
+        return self.sorted[bisect.bisect_left(self.sorted, rest):bisect.bisect_left(self.sorted, rest + "\U0010ffff")]
+
+    def spells(self, text: str) -> bool:
+        """Whether some sequence of pieces spells `text` (the last one may run on past it)."""
+        reachable = [True] + [False] * len(text)
+        for at in range(len(text)):
+            if reachable[at]:
+                if self._longer(text[at:]):
+                    return True
+                for end in range(at + 1, len(text) + 1):
+                    reachable[end] |= text[at:end] in self.ids
+        return reachable[-1]
+
     def allowed(self, rest: str, device) -> torch.Tensor | None:
         """Which tokens can come next when `rest` is left to spell (None: none can)."""
         key = (rest, str(device))
-        if key not in self._allowed:
-            ids = [i for j in range(1, len(rest) + 1) for i in self.ids.get(rest[:j], ())]
-            lo = bisect.bisect_left(self.sorted, rest)
-            hi = bisect.bisect_left(self.sorted, rest + "\U0010ffff")
-            ids += [i for p in self.sorted[lo:hi] for i in self.ids[p]]
-            if rest == WORD_START:
-                ids.append(self.eos)
-            mask = None
-            if ids:
-                mask = torch.zeros(self.size, dtype=torch.bool)
-                mask[ids] = True
-                mask = mask.to(device)
-            self._allowed[key] = mask
-        return self._allowed[key]
+        if key in self._masks:
+            self._masks.move_to_end(key)
+            return self._masks[key]
+        ids = [i for j in range(1, len(rest) + 1) for i in self.ids.get(rest[:j], ())]
+        ids += [i for p in self._longer(rest) for i in self.ids[p]]
+        if rest == WORD_START:
+            ids.append(self.eos)
+        if not ids:
+            return None
+        mask = torch.zeros(self.size, dtype=torch.bool)
+        mask[ids] = True
+        self._masks[key] = mask = mask.to(device)
+        if len(self._masks) > MASKS_KEPT:
+            self._masks.popitem(last=False)
+        return mask
 
 
 class PrefixSearch:
     """The best hypothesis of one source under one model that begins with a forced prefix, for many prefixes in a
-    row (see the module docstring). `max_length` bounds the whole decoder sequence (the model's position table)."""
+    row (see the module docstring). `max_length` bounds the whole decoder sequence, the prefix included."""
 
     def __init__(self, net, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, beam_size: int,
-                 max_new_tokens: int, max_length: int, length_penalty: float, search: str = "lean"):
+                 max_length: int, length_penalty: float, search: str = "lean"):
         self.net, self.input_ids, self.attention_mask = net, input_ids, attention_mask
-        self.beam_size, self.max_new_tokens, self.max_length = beam_size, max_new_tokens, max_length
-        self.length_penalty = length_penalty
+        self.beam_size, self.max_length, self.length_penalty = beam_size, max_length, length_penalty
         self.lean = search == "lean" and lean_applies(net)
         self.calls = 0
         if self.lean:
             self._fed: list[int] = []  # the tokens whose keys and values `self._step`'s cache holds
-            self._empty = marian.MarianStep([net], input_ids, attention_mask, beam_size)
-            self._step = self._empty
+            self._step = marian.MarianStep([net], input_ids, attention_mask, beam_size)
 
     @torch.inference_mode()
     def __call__(self, forced: list[int], constraint=None) -> list[int]:
         """The best hypothesis' token ids (the forced ones first, the start token among them; through its end token);
         `constraint`: a logits processor (`Spelling`) applied after generate's own."""
-        self.calls += 1
         prompt = len(forced)
-        max_length = min(prompt + self.max_new_tokens, self.max_length)
+        if prompt >= self.max_length:  # no room left: the prefix is the hypothesis
+            return list(forced)
+        self.calls += 1
         if not self.lean:
             from transformers import LogitsProcessorList
 
             out = self.net.generate(input_ids=self.input_ids, attention_mask=self.attention_mask,
                                     decoder_input_ids=torch.tensor([forced], device=self.input_ids.device),
-                                    num_beams=self.beam_size, max_new_tokens=max(max_length - prompt, 1),
+                                    num_beams=self.beam_size, max_new_tokens=self.max_length - prompt,
                                     length_penalty=self.length_penalty, do_sample=False, early_stopping=True,
                                     logits_processor=LogitsProcessorList([constraint] if constraint else []))
             return self._through_end(out[0].tolist(), prompt)
-        search, processors = lean_search(self.net, self.beam_size, max_length, self.length_penalty, None,
+        search, processors = lean_search(self.net, self.beam_size, self.max_length, self.length_penalty, None,
                                          self.input_ids.device)
         step = self._prefilled(forced[:-1])
         start = torch.tensor([forced], dtype=torch.long, device=self.input_ids.device)
         ids = beam_search(step, start, search, processors + ([constraint] if constraint else [])).tolist()[0]
         return self._through_end(ids, prompt)
+
+    def _prefilled(self, tokens: list[int]) -> marian.MarianStep:
+        """A decoder step whose cache holds `tokens`, from the kept one: cut back to what it shares with them, then
+        extended; the search works on a copy, so the kept cache stays the prefix's."""
+        shared = next((j for j, (a, b) in enumerate(zip(self._fed, tokens)) if a != b), min(len(self._fed), len(tokens)))
+        if shared < len(self._fed):
+            self._step, self._fed = self._step.truncated(shared), self._fed[:shared]
+        for token in tokens[shared:]:
+            self._step = self._step.truncated(len(self._fed))  # a copy: `logits` replaces its cache, not the kept one's
+            self._step.logits(torch.full((self.beam_size,), token, dtype=torch.long, device=self.input_ids.device))
+            self._fed = self._fed + [token]
+        return self._step.truncated(len(self._fed))
 
     def _through_end(self, ids: list[int], prompt: int) -> list[int]:
         """The hypothesis up to its first end-of-sentence token after the prompt (what follows is padding)."""
@@ -135,14 +165,3 @@ class PrefixSearch:
         eos = set(eos) if isinstance(eos, list) else {eos}
         end = next((j for j in range(prompt, len(ids)) if ids[j] in eos), len(ids) - 1)
         return ids[:end + 1]
-
-    def _prefilled(self, tokens: list[int]):
-        """A decoder step whose cache holds `tokens` (each fed to all beams' rows, as the search would), extending the
-        kept one when it holds a prefix of them; the search works on a copy, so the kept cache stays the prefix's."""
-        if self._fed != tokens[:len(self._fed)]:
-            self._fed, self._step = [], self._empty
-        for token in tokens[len(self._fed):]:
-            self._step = copy.copy(self._step)  # `logits` replaces the cache list, never changes its tensors
-            self._step.logits(torch.full((self.beam_size,), token, dtype=torch.long, device=self.input_ids.device))
-            self._fed = self._fed + [token]
-        return copy.copy(self._step)

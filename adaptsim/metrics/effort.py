@@ -31,6 +31,7 @@ class Effort:
     words: int = 0            # reference words
     decoder_calls: int = 0    # prefix-constrained searches after corrections (the first translation not counted)
     capped: bool = False      # the correction cap was reached: the user typed the rest
+    level: str = ""           # word | char (metrics.interactive)
     seconds: float = 0.0      # the simulation's time (its searches included)
 
     def record(self) -> dict:

@@ -50,6 +50,7 @@ def main(argv: list[str]) -> int:
     if missing or not metrics:
         known = ", ".join(k for k in base if k != "doc_id")
         raise UserError(f"unknown metric {', '.join(missing) or '(none given)'}; curves.csv has: {known}")
+    sig.check_effort([run for _, run in block.rows], metrics)
     lines = []
     for label, run in block.adapted:
         curves = run.curves()

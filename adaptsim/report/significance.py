@@ -131,9 +131,24 @@ def paired(runs: list[Run]) -> list[Steps]:
     return steps
 
 
+def check_effort(runs: list[Run], metrics: list[str]) -> None:
+    """The translator's effort compares only between runs whose simulated translator worked alike: the same level
+    and correction cap (summary.json cost.interactive); one line naming two runs that differ."""
+    if not any(m in RATES for m in metrics):
+        return
+    def how(run):
+        cost = (run.summary.get("cost") or {}).get("interactive") or {}
+        return cost.get("mode", "off"), cost.get("max_corrections")
+    for run in runs[1:]:
+        if how(run) != how(runs[0]):
+            raise UserError(f"{run.dir} and {runs[0].dir}: the simulated translators differ (metrics.interactive, "
+                            f"max_corrections: {how(run)} vs {how(runs[0])}); their effort does not compare")
+
+
 def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str, warn: bool = True) -> Result:
     """Scores, intervals, and differences to runs[0] (the baseline) with p-values, for every metric (`warn`: say
     when there are few units to resample)."""
+    check_effort(runs, metrics)
     steps = paired(runs)
     index, n_units = units_of(steps[0].doc_ids, cfg.unit)
     if warn:

@@ -91,6 +91,7 @@ def main(argv: list[str]) -> int:
     cfg = sig.settings(args) if args.significance or args.ci else None
     tables = []
     for b in groups:
+        sig.check_effort([run for _, run in b.rows], metrics)
         if any(m in cxmi.METRICS for m in metrics):
             b.need_baseline("CXMI")
             sig.scores([run for _, run in b.rows], metrics)
@@ -122,8 +123,9 @@ def main(argv: list[str]) -> int:
 
 def choose_metrics(option: str | None, default: list[str], groups: list[Block]) -> list[str]:
     known = {k for b in groups for _, run in b.rows for k in run.scores} | set(cxmi.METRICS)
-    if option is None:
-        return [m for m in default if m in known]
+    if option is None:  # the effort columns by default only where every run has them (metrics.interactive)
+        runs = [run for b in groups for _, run in b.rows]
+        return [m for m in default if m in known and (m not in EFFORT or all(m in run.scores for run in runs))]
     metrics = [m.strip() for m in option.split(",") if m.strip()]
     unknown = [m for m in metrics if m not in known]
     if unknown or not metrics:
