@@ -101,9 +101,9 @@ class PieceIndex:
             ids.append(self.eos)
         if not ids:
             return None
-        mask = torch.zeros(self.size, dtype=torch.bool)
+        mask = torch.zeros(self.size, dtype=torch.bool, device=device)
         mask[ids] = True
-        self._masks[key] = mask = mask.to(device)
+        self._masks[key] = mask
         if len(self._masks) > MASKS_KEPT:
             self._masks.popitem(last=False)
         return mask
