@@ -206,6 +206,10 @@ def test_reports_show_the_effort_with_significance(tmp_path, tiny_model_dir, tin
     assert f"| {full['KSMR']:.1f}" in next(line for line in table.splitlines() if line.startswith("| full"))
     cli("plot", str(tmp_path / "sweep"), "--metrics", "KSMR", "--out", str(tmp_path / "ksmr.png"))
     assert (tmp_path / "ksmr.png").stat().st_size > 0
+    capsys.readouterr()
+    cli("compare", str(tmp_path / "sweep" / "none"), str(tmp_path / "sweep" / "full"), "--json")
+    compared = json.loads(capsys.readouterr().out)["metrics"]
+    assert compared["KSMR"][1]["score"] == pytest.approx(full["KSMR"]) and {"WSR", "MAR"} <= set(compared)
 
 
 def cli(*args):
