@@ -277,8 +277,9 @@ def interactive_cost(efforts: list[Effort], mode: str, max_corrections: int) -> 
     settings that make runs' efforts comparable)."""
     n = len(efforts)
     calls, seconds = [e.decoder_calls for e in efforts], [e.seconds for e in efforts]
-    return {"mode": mode, "max_corrections": max_corrections, "decoder_calls_total": sum(calls), "decoder_calls_per_segment": sum(calls) / n,
-            "seconds_total": sum(seconds), "seconds_per_segment": sum(seconds) / n,
+    return {"mode": mode, "max_corrections": max_corrections, "decoder_calls_total": sum(calls),
+            "decoder_calls_per_segment": sum(calls) / n, "seconds_total": sum(seconds),
+            "seconds_per_segment": sum(seconds) / n,
             "ms_per_decoder_call": 1000 * sum(seconds) / sum(calls) if sum(calls) else None,
             "capped_segments": sum(e.capped for e in efforts)}
 

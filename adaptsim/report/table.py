@@ -3,8 +3,8 @@
 Rows are methods, columns metrics, one block per data set. With --relative the baseline row keeps its
 absolute scores and every other row shows its difference to the baseline in percent of the baseline.
 The best value per column is marked (bold; in CSV a `best` column) and is judged on absolute scores
-with the baseline competing, so both modes mark the same cells; TER and the translator's effort (KSMR, KSR, WSR, MAR: `metrics.interactive`)
-are best when lowest. Failed and
+with the baseline competing, so both modes mark the same cells; TER and the translator's effort (KSMR, KSR,
+WSR, MAR: `metrics.interactive`) are best when lowest. Failed and
 missing runs are listed on stderr, so stdout stays a clean table.
 
 --significance marks (†) the cells of adapted runs that differ from the baseline at p < 0.05 and --ci
