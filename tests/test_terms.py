@@ -209,3 +209,13 @@ def test_terms_command_refuses_runs_without_their_sources_in_one_line(tmp_path, 
     res.write_text(f"dictionaries: [{{path: {dictionary}, format: tsv, from: en, to: de}}]\n")
     with pytest.raises(UserError, match="full/steps.jsonl has no source texts"):
         main([str(tmp_path / "runs"), "--resources", str(res), "--resamples", "10"])
+
+
+def test_a_text_holding_two_renderings_of_a_term_counts_both(terms):
+    """Hypotheses are bags of words: three that each hold Datei and Akte use two renderings of "file" in the
+    document (one of them may translate another source word; the figure cannot tell)."""
+    sources = ["Open the file.", "Save the file.", "Close the file."]
+    references = ["Öffnen Sie die Datei.", "Speichern Sie die Datei.", "Schließen Sie die Datei."]
+    hypotheses = ["Öffnen Sie die Datei Akte.", "Speichern Sie die Datei Akte.", "Schließen Sie die Datei Akte."]
+    hyp = measure(terms, sources, references, hypotheses, ["a"] * 3)[2]
+    assert hyp["renderings"] == [2, 1]

@@ -26,7 +26,9 @@ Definitions, with the choices the issue leaves open and why:
   neither otherwise (s left untranslated, translated outside the dictionary, or as part of a compound).
 - consistency = consistent / (consistent + different); consistency.all = consistent / judged occurrences.
 - Distinct renderings: per (document, term of the document's scope) that at least two of the document's texts
-  render (hypotheses; references for the post-edits' own figure), the number of distinct renderings among them;
+  render (hypotheses; references for the post-edits' own figure), the number of distinct renderings among them
+  (words: a text holding two dictionary renderings of the term counts both, since a bag of words cannot tell
+  whether the second renders another source word; texts with more content words, the post-edits', can hold more);
   `renderings` is their mean (lower: more consistent). Per document even when the
   scope is the stream (the translators' complaint is about one document). A pair's (distinct, 1) is attributed to
   the segment of its last rendering, so documents' sums are right and a resampled corpus is a resample of pairs.
