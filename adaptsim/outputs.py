@@ -146,6 +146,7 @@ class JobSummary:
         if pid is not None and pid != os.getpid() and alive(pid):
             raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")
         self.finished = previous.get("status") == "finished"
+        self.previous = previous  # the interrupted run's summary ({} if none): what resuming checks against
         self.data = previous if self.finished else {**fields, "status": "running"}
         if not self.finished:
             if not resume:  # the claim: exclusive, so a second job started into this directory is refused

@@ -127,7 +127,8 @@ class Simulation:
         job.update(reset=cfg.reset, metrics_scope=scope, data_fingerprint=fingerprint(documents),
                    documents=len(documents), segments=len(self.segments), skipped=skipped,
                    model_parameters=sum(p.numel() for p in model.net.parameters()),
-                   trainable_parameters=sum(p.numel() for p in session.updater.params))
+                   trainable_parameters=sum(p.numel() for p in session.updater.params),
+                   method_info=session.method.info())  # at once: a resume checks what the run was given (tm's TM)
         log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
                  len(self.segments), job.data["trainable_parameters"])
         self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
@@ -164,6 +165,12 @@ class Simulation:
         if any("pieces" not in record for record in done):
             raise UserError(f"{self.writer.dir}: cannot resume: its steps were written by an adaptsim that did not "
                             "record the generated pieces; run it again in a new directory")
+        tms = [((info or {}).get("external") or {}) for info in (self.job.previous.get("method_info"),
+                                                                  self.session.method.info())]
+        if done and tms[0].get("fingerprint") != tms[1].get("fingerprint"):  # tm's retrievals are not replayed
+            raise UserError(f"{self.writer.dir}: cannot resume: the interrupted run's external TM "
+                            f"({tms[0].get('path', 'none')}, fingerprint {tms[0].get('fingerprint')}) is not this "
+                            f"one ({tms[1].get('path', 'none')}, {tms[1].get('fingerprint')})")
         if done and self.cfg.save_offsets:
             self.writer.clear_offsets()
         log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))

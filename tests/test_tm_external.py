@@ -220,3 +220,34 @@ def test_a_bad_external_tm_stops_the_run_with_one_line(tmp_path, capsys):
     assert summary(out)["status"] == "failed" and summary(out)["error"] in error
     run(tmp_path / "unknown", stream, "method=tm", "method.external.format=xlsx", "method.external.path=tm.xlsx", code=1)
     assert "method.external.format='xlsx': choose null | plain" in capsys.readouterr().err
+
+
+def test_a_tm_gets_its_formats_own_defaults_and_ids_do_not_matter(tmp_path):
+    """triplet.yaml's `detokenize: true` applies to a triplet TM as to a triplet dataset (WMT APE files are
+    Moses-tokenised); a TMX with a repeated tuid is read (a TM's ids do not matter)."""
+    for ext, side in (("src", 0), ("mt", 1), ("pe", 1)):
+        (tmp_path / f"tm.{ext}").write_text("Open the file .\n" if side == 0 else "Öffnen Sie die Datei .\n",
+                                            encoding="utf-8")
+    sources, targets, _ = read_external(external(format="triplet", path=str(tmp_path / "tm")), Tokens())
+    assert (sources, targets) == (["Open the file."], ["Öffnen Sie die Datei."])
+    twice = write_tmx(tmp_path / "twice.tmx", PAIRS[:2]).read_text(encoding="utf-8").replace('tuid="2"', 'tuid="1"')
+    (tmp_path / "twice.tmx").write_text(twice, encoding="utf-8")
+    assert read_external(external(format="tmx", path=str(tmp_path / "twice.tmx")), Tokens())[2]["entries"] == 2
+
+
+def test_settings_a_tm_cannot_mean_are_refused(tmp_path):
+    block = OmegaConf.load(CONFIG_DIR / "method" / "tm.yaml")
+    for wrong, expected in (({"path": "x.tsv"}, "method.external.format is null but the TM x.tsv is named"),
+                            ({"format": "tsv", "path": "x.tsv", "on_emtpy": "skip"}, "method.external.on_emtpy"),
+                            ({"format": "tsv", "path": "x.tsv", "columns": "oops"}, "method.external.columns='oops'")):
+        with pytest.raises(UserError, match="^" + expected.replace(".", r"\.")):
+            check_method(OmegaConf.merge(block, {"external": wrong}))
+
+
+def test_a_resume_with_another_tm_is_refused(tmp_path, capsys):
+    stream = write_stream(tmp_path / "stream.tsv", [("d", [A, B])])
+    one, other = write_tsv(tmp_path / "one.tsv", TM_PAIRS), write_tsv(tmp_path / "other.tsv", OTHERS)
+    out = run(tmp_path / "run", stream, "method=tm", "method.external.format=tsv", f"method.external.path={one}")
+    (out / "summary.json").write_text(json.dumps({**summary(out), "status": "interrupted"}))
+    run(out, stream, "method=tm", "method.external.format=tsv", f"method.external.path={other}", "resume=true", code=1)
+    assert "cannot resume: the interrupted run's external TM" in capsys.readouterr().err

@@ -24,8 +24,9 @@ order of score, each once. What it costs (retrievals, temporary updates and thei
 
 An external translation memory (`external`, off by default): a file in any format adaptsim reads as a dataset, set
 the way a `dataset` config sets it (`format`, `path`, `columns`, `source_lang`/`target_lang`, `on_empty`, …, with the
-defaults of configs/dataset/_common.yaml) and read by the same entry point (adaptsim.data `load_documents`), its
-pairs checked against the model's length limit as the stream's are (`on_too_long`). The language direction is the
+defaults of configs/dataset/<format>.yaml and _common.yaml; its ids do not matter: `on_duplicate_id: keep`) and read
+by the same entry point (adaptsim.data `load_documents`), its pairs checked against the model's length limit as the
+stream's are (`on_too_long`). The language direction is the
 model's (`${model.source_lang}` → `${model.target_lang}`, as in the dataset configs: TMX picks its <tuv>s by it,
 plain/xml/sgml name their files by it). Every (source, target) pair the file gives is an entry, whatever its
 document; the entries are in the memory from the first segment on and are never emptied (restoring θ0 empties only
@@ -36,9 +37,10 @@ in either) is used as often as it is retrieved, as a pair repeated in the stream
 `process.extract` over the file's sources (a median 3.6 ms per segment for 50,000 entries, one CPU core); reading
 checks every entry's length with the model's tokenizer once (about 5 s for 50,000 entries, TSV or TMX, with the
 demo model's, most of it tokenizing). summary.json `method_info.external` records its format, file(s), number of
-entries and a fingerprint (the first 16 hex digits of a sha256 of its pairs). A missing or unreadable file, an
-unknown format, wrong columns, a pair too long or empty, or a file without a pair is one line naming
-`method.external` and the file, before the first segment is translated.
+entries and a fingerprint (the first 16 hex digits of a sha256 of its pairs), written when the run starts: a resume
+with another TM is refused (tm's retrievals are not replayed). A missing or unreadable file, an unknown format or
+setting, a file named without a format, wrong columns, a pair too long or empty, or a file without a pair is one
+line naming `method.external` and the file, before the first segment is translated.
 """
 
 from __future__ import annotations
@@ -73,10 +75,22 @@ class DatasetBlock(Rule):
 
     def check(self, key: str, value):
         super().check(key, value)
-        if value is not None and value.get("format") not in (None, *FORMATS):
-            where = files(value)
+        if value is None:
+            return value
+        where = files(value)
+        if value.get("format") not in (None, *FORMATS):
             raise UserError(f"{key}.format={show(value.get('format'))}: choose null | {' | '.join(FORMATS)}"
                             + (f" (the TM {where})" if where else ""))
+        if value.get("format") is None and where:
+            raise UserError(f"{key}.format is null but the TM {where} is named: set {key}.format (one of "
+                            f"{' | '.join(FORMATS)})")
+        unknown = sorted(set(value) - _dataset_keys()[1])
+        if unknown:
+            raise UserError(f"{key}.{unknown[0]}: unknown setting; a TM takes the dataset configs' settings "
+                            "(configs/dataset/*.yaml)")
+        if value.get("columns") is not None and not (OmegaConf.is_dict(value["columns"])
+                                                     or isinstance(value["columns"], dict)):
+            raise UserError(f"{key}.columns={show(value['columns'])}: must be a mapping of roles to column names")
         return value
 
 
@@ -129,7 +143,7 @@ def read_external(spec, model) -> tuple[list[str], list[str], dict | None]:
     the file."""
     if spec is None or spec.get("format") is None:
         return [], [], None
-    opts = dict(spec)
+    opts = with_format_defaults(spec)
     try:
         docs = load_documents(opts, allow_empty=True)
         docs, _ = check_lengths(docs, opts, model.count_tokens, model.max_tokens)
@@ -153,6 +167,21 @@ def read_external(spec, model) -> tuple[list[str], list[str], dict | None]:
     return [src for src, _ in pairs], [ref for _, ref in pairs], info
 
 
+def with_format_defaults(spec) -> dict:
+    """The TM's settings over its format's own defaults (configs/dataset/<format>.yaml, e.g. triplet's
+    `detokenize: true`; columns merged key by key), as a dataset config composes them; _common.yaml's are applied
+    where the file is read."""
+    opts = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
+    own = CONFIG_DIR / "dataset" / f"{opts['format']}.yaml"
+    if not own.is_file():
+        return opts
+    base = {k: v for k, v in OmegaConf.to_container(OmegaConf.load(own), resolve=False).items()
+            if k not in ("defaults", "name", "format", "path") and "${" not in str(v) and v != "???"}
+    if isinstance(base.get("columns"), dict) and isinstance(opts.get("columns"), dict):
+        opts["columns"] = {**base["columns"], **opts["columns"]}
+    return {**base, **opts}
+
+
 def files(spec, absolute: bool = False) -> str:
     """The file(s) a TM's settings name, as given (messages) or absolute (the summary)."""
     named = [str(spec.get(role)) for role in ("path", "source", "reference", "mt") if spec.get(role) not in (None, "")]
@@ -162,13 +191,15 @@ def files(spec, absolute: bool = False) -> str:
 
 
 @lru_cache(maxsize=1)
-def _dataset_keys() -> re.Pattern:
-    """`dataset.KEY` for the keys the dataset configs have (not a file name such as /data/dataset.tsv)."""
+def _dataset_keys() -> tuple[re.Pattern, frozenset[str]]:
+    """`dataset.KEY` for the keys the dataset configs have (not a file name such as /data/dataset.tsv), and the
+    keys."""
     keys = {key for path in (CONFIG_DIR / "dataset").glob("*.yaml") for key in OmegaConf.load(path)}
     keys.discard("defaults")
-    return re.compile(r"(?<![\w/.\\-])dataset\.(?=(?:" + "|".join(sorted(keys, key=len, reverse=True)) + r")\b)")
+    pattern = re.compile(r"(?<![\w/.\\-])dataset\.(?=(?:" + "|".join(sorted(keys, key=len, reverse=True)) + r")\b)")
+    return pattern, frozenset(keys)
 
 
 def renamed(message: str) -> str:
     """A reader's message about the setting `dataset.KEY` about `method.external.KEY` instead."""
-    return _dataset_keys().sub(KEY + ".", message)
+    return _dataset_keys()[0].sub(KEY + ".", message)

@@ -92,8 +92,9 @@ def _plain(result, run: int, metric: str) -> str:
 def render(block, labels: list[str], a: dict, terms: Terms, res: Resources) -> str:
     result, scope = a["result"], a["scope"]
     within = "document" if scope == "document" else "stream"
+    per = " (counted per document)" if within == "document" else ""
     out = [f"**{block.dataset} · {block.segments} segments · model {block.model}** · resources {res.path} "
-           f"(dictionaries {' + '.join(terms.scorer.dictionary.names)}): {a['terms']} terms (source words whose "
+           f"(dictionaries {' + '.join(terms.scorer.dictionary.names)}): {a['terms']} terms{per} (source words whose "
            f"post-edited rendering recurs in the {within}), {a['judged']} judged occurrences (after a post-edit of "
            f"the {within} rendered the term)", "",
            "| method | " + " | ".join(METRICS) + " | c / d / n | pairs |", "|:--" + "|--:" * (len(METRICS) + 2) + "|"]
