@@ -260,12 +260,12 @@ def test_litter_command_reads_the_spans_column_and_marks_the_baseline(run_adapts
 
 
 def test_litter_resources_with_a_misspelt_switch_are_refused_in_one_line(tmp_path):
-    from adaptsim.report.litter_report import resources
+    from adaptsim.report.resources import load
 
     res = tmp_path / "res.yaml"
     res.write_text("dictionaries: []\ncompound: false\n")
     with pytest.raises(UserError, match="unknown key.*compound"):
-        resources(res, None)
+        load(res, None)
     res.write_text("- a list\n")
     with pytest.raises(UserError, match="expected a mapping"):
-        resources(res, None)
+        load(res, None)

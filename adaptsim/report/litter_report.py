@@ -33,7 +33,7 @@ from adaptsim.metrics.litter import IdiomList, Litter, span_words
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
 from adaptsim.report.resources import DEFAULT as RESOURCES
-from adaptsim.report.resources import load as load_resources
+from adaptsim.report.resources import Resources, loader
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.stats import Series, compare, ratio, units_of
 
@@ -54,19 +54,20 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     found = finished_runs(args.dirs, "litter")
     cfg = sig.settings(args)
-    scorer, idioms = resources(args.resources, found.runs[0])
+    get = loader(args.resources)
+    get(found.runs[0])  # a bad resources file fails before any block is scored
     for block in blocks(found.runs):
         block.need_baseline("LitTER")
         runs = [run for _, run in block.rows]
+        scorer, idioms = resources(get(runs[0]))
         steps = sig.paired(runs)
         spans, where = spans_of(runs[0], steps[0].rows, idioms)
         print(render(block, [label for label, _ in block.rows], analyse(steps, spans, scorer, cfg), scorer, where))
     return 0
 
 
-def resources(path: Path, run) -> tuple[Litter, IdiomList | None]:
+def resources(res: Resources) -> tuple[Litter, IdiomList | None]:
     """LitTER's scorer and idiom list from a resources file (adaptsim.report.resources, shared with `terms`)."""
-    res = load_resources(path, run)
     return res.scorer, IdiomList.load(res.idioms) if res.idioms else None
 
 

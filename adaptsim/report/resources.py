@@ -43,10 +43,28 @@ def load(path: Path, run) -> Resources:
     unknown = sorted(set(res) - set(KEYS))
     if unknown:  # a misspelt switch would silently keep its default
         raise UserError(f"--resources {path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
-    model = ((run.summary.get("config") or {}).get("model") or {}) if run is not None else {}
-    source, target = model.get("source_lang") or "en", model.get("target_lang") or "de"
+    source, target = languages(run)
     if not res.get("dictionaries"):
         raise UserError(f"{path}: `dictionaries` lists no dictionary")
     dictionary = Dictionary.load(res["dictionaries"], source, target)
     scorer = Litter(dictionary, source, target, **{k: res[k] for k in SWITCHES if k in res})
     return Resources(Path(path), scorer, res.get("idioms") or None)
+
+
+def languages(run) -> tuple[str, str]:
+    """The run's (source, target) languages (en→de for no run)."""
+    model = ((run.summary.get("config") or {}).get("model") or {}) if run is not None else {}
+    return model.get("source_lang") or "en", model.get("target_lang") or "de"
+
+
+def loader(path: Path):
+    """`load(path, run)` once per language pair: a report over blocks in several directions scores each block with
+    its own pair's dictionaries."""
+    cache: dict[tuple[str, str], Resources] = {}
+
+    def get(run) -> Resources:
+        pair = languages(run)
+        if pair not in cache:
+            cache[pair] = load(path, run)
+        return cache[pair]
+    return get

@@ -30,8 +30,7 @@ from adaptsim.metrics.terms import METRICS, Terms, statistics, stream
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
 from adaptsim.report.cxmi import Roles
-from adaptsim.report.resources import DEFAULT, Resources
-from adaptsim.report.resources import load as load_resources
+from adaptsim.report.resources import DEFAULT, Resources, loader
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.stats import Series, compare, ratio, units_of
 
@@ -51,10 +50,12 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     found = finished_runs(args.dirs, "terms")
     cfg = sig.settings(args)
-    res = load_resources(args.resources, found.runs[0])
-    terms = Terms(res.scorer)
+    resources = loader(args.resources)
+    resources(found.runs[0])  # a bad resources file fails before any block is scored
     for block in blocks(found.runs):
         block.need_baseline("terminology consistency")
+        res = resources(block.rows[0][1])
+        terms = Terms(res.scorer)
         steps = sig.paired([run for _, run in block.rows])
         print(render(block, [label for label, _ in block.rows], analyse(steps, terms, cfg), terms, res))
     return 0
