@@ -223,14 +223,11 @@ class Seq2SeqModel:
         """`translate` for several clones of this model at once (lockstep runs, adaptsim/lockstep.py): one lean
         beam search over all of them, each model's hypothesis the one it gives alone."""
         inputs, forced = self._encoder_inputs(source)
-        # the decoder start token (and a forced language token) take positions too
-        max_length = min(max_length, self.max_tokens - 1 - (forced is not None))
+        max_length = self._new_tokens(max_length, forced)
         outs = decode.best_ids([m.net for m in models], inputs["input_ids"], inputs["attention_mask"],
                                beam_size=beam_size, max_new_tokens=max_length, length_penalty=length_penalty,
                                forced_bos_token_id=forced, search=search)
-        special = set(self.tokenizer.all_special_ids) | {self.target_token_id}
-        eos = self.net.generation_config.eos_token_id
-        eos = set(eos) if isinstance(eos, list) else {eos}
+        special, eos = self._special_ids(), decode.end_tokens(self.net)
         hyps = []
         for out in outs:
             ids = [i for i in out if i not in special]
@@ -240,6 +237,15 @@ class Seq2SeqModel:
             hyps.append(Translation(self.tokenizer.decode(ids, skip_special_tokens=True),
                                     self.tokenizer.convert_ids_to_tokens(ids), end is None or end >= max_length))
         return hyps
+
+    def _new_tokens(self, max_length: int, forced: int | None) -> int:
+        """`decode.max_length` within the position table: the decoder start token (and a forced language token) take
+        positions too."""
+        return min(max_length, self.max_tokens - 1 - (forced is not None))
+
+    def _special_ids(self) -> set[int]:
+        """The ids that are no text of a hypothesis (a forced language token among them)."""
+        return set(self.tokenizer.all_special_ids) | {self.target_token_id}
 
     def _encoder_inputs(self, source: str) -> tuple[dict[str, torch.Tensor], int | None]:
         """The encoder's inputs for a source, and the target-language token the decoder must begin with (or None)."""
@@ -256,7 +262,7 @@ class Seq2SeqModel:
         def prefixes() -> tuple[list[int], PrefixSearch]:
             inputs, forced = self._encoder_inputs(source)
             head = [decode.start_token(self.net)] + ([forced] if forced is not None else [])
-            longest = 1 + min(max_length, self.max_tokens - 1 - (forced is not None))  # translate_together's bound
+            longest = 1 + self._new_tokens(max_length, forced)  # translate_together's bound
             return head, PrefixSearch(self.net, inputs["input_ids"], inputs["attention_mask"], beam_size=beam_size,
                                       max_length=longest, length_penalty=length_penalty, search=search)
         return Completions(self, prefixes)
@@ -338,7 +344,7 @@ class Completions:
         self.model, self.start = model, start
         self.head: list[int] | None = None
         self.prefixes: PrefixSearch | None = None
-        self.special = set(model.tokenizer.all_special_ids) | {model.target_token_id}
+        self.special = model._special_ids()
 
     def propose(self, validated: str) -> str:
         if self.prefixes is None:

@@ -116,7 +116,7 @@ class Session:
             yield
             return
         start = time.perf_counter()
-        saved = [p.detach().clone() for p in self.updater.params]
+        saved = Snapshot(dict(zip(self.updater.names, self.updater.params)))  # θ as the moment finds it
         try:
             lr, until = self.method.moment  # the moment's rate at a score of 100, and its stopping rule
             for src, ref, score in matches:
@@ -126,19 +126,14 @@ class Session:
         except Diverged as e:
             log.warning("the moment's adaptation for %r diverged (%s); translated without it", source[:40], e.what)
             self.temporary["divergences"] += 1
-            self._restore(saved)
+            saved.restore()
         self.temporary["retrievals"] += 1
         self.temporary["matches"] += len(matches)
         self.temporary["seconds"] += time.perf_counter() - start
         try:
             yield
         finally:
-            self._restore(saved)
-
-    @torch.no_grad()
-    def _restore(self, saved: list[torch.Tensor]) -> None:
-        for p, value in zip(self.updater.params, saved):
-            p.copy_(value)
+            saved.restore()
 
     def adapt(self, batch: dict[str, torch.Tensor], where: str,
               revealed: tuple[str, str] | None = None) -> tuple[UpdateResult, bool]:

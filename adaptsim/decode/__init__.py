@@ -76,6 +76,12 @@ def start_token(net) -> int:
     return config.decoder_start_token_id if config.decoder_start_token_id is not None else net.config.decoder_start_token_id
 
 
+def end_tokens(net) -> set[int]:
+    """The ids that end a hypothesis (the generation config's eos, one or several)."""
+    eos = net.generation_config.eos_token_id
+    return set(eos) if isinstance(eos, list) else {eos}
+
+
 def lean_search(net, beam_size: int, max_length: int, length_penalty: float, forced_bos_token_id: int | None,
                 device) -> tuple[Search, list]:
     """The lean search's settings for `net` and the logits processors generate builds from its generation config,

@@ -26,7 +26,7 @@ from collections import OrderedDict
 
 import torch
 
-from adaptsim.decode import lean_applies, lean_search, marian
+from adaptsim.decode import end_tokens, lean_applies, lean_search, marian
 from adaptsim.decode.beam import beam_search
 
 WORD_START = "▁"  # sentencepiece's mark of a piece that begins a word
@@ -161,7 +161,6 @@ class PrefixSearch:
 
     def _through_end(self, ids: list[int], prompt: int) -> list[int]:
         """The hypothesis up to its first end-of-sentence token after the prompt (what follows is padding)."""
-        eos = self.net.generation_config.eos_token_id
-        eos = set(eos) if isinstance(eos, list) else {eos}
+        eos = end_tokens(self.net)
         end = next((j for j in range(prompt, len(ids)) if ids[j] in eos), len(ids) - 1)
         return ids[:end + 1]

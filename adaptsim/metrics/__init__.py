@@ -45,7 +45,7 @@ from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
 from adaptsim.metrics.curves import write_curves
-from adaptsim.metrics.effort import RATES, Effort, numerators, rates
+from adaptsim.metrics.effort import RATES, Effort, numerators
 from adaptsim.metrics.novel import load_known, novelty
 from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict
 from adaptsim.metrics.sacre import METRICS, Running, SacreMetrics, Stats
@@ -110,7 +110,6 @@ class Evaluator:
         self._records: dict[int, tuple[str, Stats]] = {}  # scored segments: hypothesis, sacrebleu statistics
         self._sums = {key: [0, 0] for key in self.keys}
         self._running = Running(self.sacre)
-        self._effort: dict[str, list[int]] | None = None  # summed (numerator, denominator) of the effort rates
         self._last_stats: tuple[list[str], list[Stats]] | None = None
 
     @classmethod
@@ -146,31 +145,25 @@ class Evaluator:
         if not 0 <= i < len(self.references):
             raise IndexError(f"segment {i} out of range for {len(self.references)} references")
         nd = self._counts(i, hypothesis, pieces)
+        effort_nd = numerators(effort) if effort is not None else {}
         stats = self.sacre.stats([hypothesis], [self.references[i]])[0]
         if i in self._records:
             raise ValueError(f"segment {i} was scored already")
         self._records[i] = (hypothesis, stats)
-        self._remember(nd, stats)
+        _accumulate(self._sums, nd | effort_nd)
+        self._running.add(stats)
         record: dict = {}
         for key, (num, den) in nd.items():
             record.update({f"{key}_num": num, f"{key}_den": den, key: percent(num, den)})
-        if effort is not None:
-            per_segment = numerators(effort)
-            self._effort = _add(self._effort, per_segment)
-            record |= {"effort": effort.record(), **rates({k: list(nd) for k, nd in per_segment.items()})}
+        if effort is not None:  # its counts as they are (the rates' numerators and denominators derive from them)
+            record |= {"effort": effort.record(), **{rate: percent(*n) for rate, n in effort_nd.items()}}
         # sacrebleu's sufficient statistics, so that resampling (adaptsim.report.stats) never re-scores text
         return record | self.sacre.sentence(stats) | {"stats": stats}
-
-    def _remember(self, nd: dict[str, tuple[int, int]], stats: Stats) -> None:
-        for key, (num, den) in nd.items():
-            self._sums[key][0] += num
-            self._sums[key][1] += den
-        self._running.add(stats)
 
     def running(self) -> dict[str, float | None]:
         """Corpus scores over the segments given to `segment` so far."""
         return {**{key: percent(*self._sums[key]) for key in self.keys}, **self._running.scores(),
-                **(rates(self._effort) if self._effort is not None else {})}
+                **{rate: percent(*self._sums[rate]) for rate in RATES if rate in self._sums}}
 
     # -- whole corpus ------------------------------------------------------------------------------
 
@@ -202,17 +195,11 @@ class Evaluator:
         hypotheses = self._check(hypotheses)
         sums = {key: [0, 0] for key in self.keys}
         for i, hyp in enumerate(hypotheses):
-            for key, (num, den) in self._counts(i, hyp, None if pieces is None else pieces[i]).items():
-                sums[key][0] += num
-                sums[key][1] += den
+            _accumulate(sums, self._counts(i, hyp, None if pieces is None else pieces[i])
+                        | (numerators(efforts[i]) if efforts else {}))
         scores = {key: percent(*sums[key]) for key in self.keys}
         scores.update(self.sacre.corpus(self._stats(hypotheses)))
-        effort = None
-        for e in efforts or ():
-            effort = _add(effort, numerators(e))
-        if effort is not None:
-            scores.update(rates(effort))
-            sums.update({rate: nd for rate, nd in effort.items()})
+        scores.update({rate: percent(*sums[rate]) for rate in RATES if rate in sums})
         return {"scores": scores,
                 "counts": {key: {"num": num, "den": den} for key, (num, den) in sums.items()},
                 "signatures": {"R": self._signature, **self.sacre.signatures()},
@@ -223,29 +210,23 @@ class Evaluator:
         """Learning curves (paper Appendix B): every metric's corpus score after each segment (the effort rates
         too, given the efforts: cumulative KSMR over the stream)."""
         hypotheses = self._check(hypotheses)
-        sums = {key: [0, 0] for key in self.keys}
-        effort = None
+        sums: dict[str, list[int]] = {}
         rows = []
         for i, (hyp, sacre) in enumerate(zip(hypotheses, self.sacre.cumulative(self._stats(hypotheses)))):
-            row = {"segment": i + 1, "doc_id": self.doc_ids[i]}
-            for key, (num, den) in self._counts(i, hyp, None if pieces is None else pieces[i]).items():
-                sums[key][0] += num
-                sums[key][1] += den
-                row[key] = percent(*sums[key])
-            if efforts:
-                effort = _add(effort, numerators(efforts[i]))
-                row |= rates(effort)
-            rows.append(row | sacre)
+            counted = self._counts(i, hyp, None if pieces is None else pieces[i]) | (
+                numerators(efforts[i]) if efforts else {})
+            _accumulate(sums, counted)
+            rows.append({"segment": i + 1, "doc_id": self.doc_ids[i],
+                         **{key: percent(*sums[key]) for key in counted}} | sacre)
         return rows
 
 
-def _add(sums: dict[str, list[int]] | None, segment: dict[str, tuple[int, int]]) -> dict[str, list[int]]:
-    """Summed (numerator, denominator) pairs of the effort rates, with one segment's added."""
-    sums = sums or {rate: [0, 0] for rate in RATES}
-    for rate, (num, den) in segment.items():
-        sums[rate][0] += num
-        sums[rate][1] += den
-    return sums
+def _accumulate(sums: dict[str, list[int]], counted: dict[str, tuple[int, int]]) -> None:
+    """Add one segment's (numerator, denominator) pairs (recall, the effort rates) to running sums."""
+    for key, (num, den) in counted.items():
+        total = sums.setdefault(key, [0, 0])
+        total[0] += num
+        total[1] += den
 
 
 class _Pieces:

@@ -49,7 +49,3 @@ def numerators(effort: Effort) -> dict[str, tuple[int, int]]:
     return {rate: (sum(getattr(effort, c) for c in counts), getattr(effort, den))
             for rate, (counts, den) in RATES.items()}
 
-
-def rates(sums: dict[str, list[int]]) -> dict[str, float | None]:
-    """Rates in percent from summed (numerator, denominator) pairs; None with nothing to divide by."""
-    return {rate: (100.0 * num / den if den else None) for rate, (num, den) in sums.items()}

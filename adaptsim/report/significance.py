@@ -179,12 +179,13 @@ def significant(p: float | None) -> bool:
     return p is not None and not np.isnan(p) and p < ALPHA
 
 
-def cell(result: Result, run: int, metric: str, digits: int = 1) -> str:
-    """One score as the reports print it: the value, † if it differs from run 0's, the 95% interval ("–": none)."""
+def cell(result: Result, run: int, metric: str, digits: int = 1, tested: bool = True) -> str:
+    """One score as the reports print it: the value, † if it differs from run 0's (`tested`: a row that is compared
+    with the baseline at all), the 95% interval ("–": none)."""
     est = result.scores[run][metric]
     if np.isnan(est.score):
         return "–"
-    mark = MARK if run and significant(result.differences[run][metric].p) else ""
+    mark = MARK if tested and run and significant(result.differences[run][metric].p) else ""
     return f"{est.score:.{digits}f}{mark} [{est.ci[0]:.{digits}f}, {est.ci[1]:.{digits}f}]"
 
 

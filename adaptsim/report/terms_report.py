@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
 from adaptsim.metrics.terms import METRICS, Terms, statistics, stream
@@ -85,11 +83,6 @@ def analyse(steps, terms: Terms, cfg: sig.Settings) -> dict:
             "pairs": [int(p["renderings"][:, 1].sum()) for p in per_text]}
 
 
-def _plain(result, run: int, metric: str) -> str:
-    est, digits = result.scores[run][metric], DIGITS[metric]
-    return "–" if np.isnan(est.score) else f"{est.score:.{digits}f} [{est.ci[0]:.{digits}f}, {est.ci[1]:.{digits}f}]"
-
-
 def render(block, labels: list[str], a: dict, terms: Terms, res: Resources) -> str:
     result, scope = a["result"], a["scope"]
     within = "document" if scope == "document" else "stream"
@@ -101,8 +94,7 @@ def render(block, labels: list[str], a: dict, terms: Terms, res: Resources) -> s
            "| method | " + " | ".join(METRICS) + " | c / d / n | pairs |", "|:--" + "|--:" * (len(METRICS) + 2) + "|"]
     rows = [*labels, "post-edits"]
     for i, label in enumerate(rows):
-        post_edits = i == len(labels)
-        cells = [_plain(result, i, m) if post_edits else sig.cell(result, i, m, DIGITS[m]) for m in METRICS]
+        cells = [sig.cell(result, i, m, DIGITS[m], tested=i < len(labels)) for m in METRICS]  # post-edits: no †
         c, d, n = a["verdicts"][i]
         out.append(f"| {label} | " + " | ".join(cells) + f" | {c} / {d} / {n} | {a['pairs'][i]} |")
     return "\n".join(out + ["", "_consistency: percent of judged occurrences whose hypothesis uses the previous "
