@@ -17,7 +17,6 @@ from contextlib import ExitStack
 
 import torch
 from omegaconf import DictConfig
-from tqdm import tqdm
 
 from adaptsim import interactive
 from adaptsim.errors import UserError
@@ -25,6 +24,7 @@ from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
 from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.outputs import JobSummary, RunWriter
+from adaptsim.progress import progress
 from adaptsim.session import Session, load
 from adaptsim.update import UpdateResult
 
@@ -143,8 +143,7 @@ class Simulation:
         self.divergences = 0
         self.resumed_after = 0  # steps replayed from an interrupted run (resumable_steps)
         self.start = time.perf_counter()
-        self.bar = tqdm(total=len(self.segments), disable=not cfg.progress, desc=cfg.method.name, unit="seg",
-                        dynamic_ncols=True)
+        self.bar = progress(len(self.segments), cfg.method.name, "seg", cfg.progress, cfg.progress_every)
 
     @property
     def index(self) -> int:

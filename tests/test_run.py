@@ -148,3 +148,16 @@ def test_run_help_lists_the_groups_a_run_composes_and_nothing_else(capsys):
     assert not {"fixed_lists", "litter", "hydra"} & set(groups)  # files code reads itself, Hydra's own groups
     assert "_common" not in out and "lasso" in groups["method"]
     assert "name: full" in out  # the composed config, with the command line's overrides
+
+
+def test_progress_in_a_log_file_is_lines_not_a_redrawn_bar(tmp_path):
+    """`nohup python -m adaptsim run … > log 2>&1`: the log holds one readable line per interval (segments
+    done, running scores, rate, time left), not a bar redrawn with carriage returns."""
+    r = subprocess.run([sys.executable, "-m", "adaptsim", "run", "method=none", "dataset.max_documents=1",
+                        "progress_every=1e-6", f"hydra.run.dir={tmp_path / 'out'}"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert "\r" not in r.stdout
+    lines = [line for line in r.stdout.splitlines() if "none: " in line and " segs (" in line]
+    assert "none: 1/15 segs (7%)" in lines[0] and "remaining ~" in lines[0]
+    assert "none: 15/15 segs (100%)" in lines[-1] and "R0 " in lines[-1] and "BLEU " in lines[-1]

@@ -33,13 +33,13 @@ import math
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from adaptsim.errors import UserError
 from adaptsim.methods.budget import fill_budget, resolve_budget
 from adaptsim.methods.fixed import list_path, pair_key
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import JobSummary
+from adaptsim.progress import progress
 from adaptsim.session import Session, load
 from adaptsim.simulate import fingerprint
 
@@ -115,8 +115,7 @@ def select(cfg: DictConfig) -> dict:
     sizes = {n: p.numel() for n, p in model.named_parameters().items() if n not in model.arch.embeddings}
     budget = resolve_budget(cfg.budget, cfg.budget_fraction, sum(sizes.values()))
     candidates = blocks(model)
-    bar = tqdm(total=len(candidates) + 1 + cfg.prefixes, disable=not cfg.progress, desc="select-fixed",
-               unit="sim", dynamic_ncols=True)
+    bar = progress(len(candidates) + 1 + cfg.prefixes, "select-fixed", "sim", cfg.progress, cfg.progress_every)
     base = held.loss([])
     bar.update()
     gains = {}

@@ -22,16 +22,15 @@ import logging
 import math
 import random
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from adaptsim.errors import DataError, UserError
+from adaptsim.progress import progress
 from adaptsim.scratch_model import build_model, count_parameters, train_tokenizer
 
 log = logging.getLogger("adaptsim.commands.train")
@@ -329,11 +328,12 @@ class Trainer:
                                           eps=float(tc.eps), weight_decay=float(tc.weight_decay))
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(int(tc.warmup)))
         self.state = {"step": 0, "epoch": 0, "batch": 0, "best": None, "best_step": None, "bad_validations": 0,
-                      "elapsed": 0.0}
+                      "elapsed": 0.0, "tokens": 0}
         self.max_steps, self.max_epochs = int(tc.max_steps or 0) or None, int(tc.max_epochs or 0) or None
         self.patience = int(tc.patience or 0)
         self.log_path = out / "train_log.jsonl"
         self.window = {"nll": 0.0, "tokens": 0}  # training loss since the last validation
+        self.window_started = time.perf_counter()
         self.last_record: dict | None = None
         self.started = time.perf_counter()
 
@@ -361,9 +361,8 @@ class Trainer:
 
     def fit(self) -> None:
         self.model.train()
-        with logging_redirect_tqdm(), tqdm(total=self.max_steps, initial=self.state["step"],
-                                           disable=not self.cfg.progress, unit="step", dynamic_ncols=True,
-                                           file=sys.stderr, desc="train") as bar:
+        with logging_redirect_tqdm(), progress(self.max_steps, "train", "step", self.cfg.progress,
+                                               self.cfg.progress_every, initial=self.state["step"]) as bar:
             while not self.should_stop():
                 batches = make_batches(self.data.src_lens, self.data.tgt_lens, int(self.tc.batch_tokens),
                                        int(self.tc.bucket_size), random.Random(f"{self.cfg.seed}/{self.state['epoch']}"))
@@ -371,7 +370,8 @@ class Trainer:
                     nll, ntok = self.step(b)
                     bar.update(1)
                     if self.state["step"] % max(1, int(self.tc.log_every)) == 0:
-                        bar.set_postfix(nll=f"{nll / ntok:.3f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
+                        bar.set_postfix(nll=f"{nll / ntok:.3f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}",
+                                        **{"tok/s": f"{self.window['tokens'] / self.window_seconds():.0f}"})
                     if self.state["step"] % int(self.tc.valid_every) == 0 or self.finished():
                         self.last_record = self.checkpoint()
                         if self.should_stop() and not self.finished():
@@ -396,6 +396,7 @@ class Trainer:
         self.scheduler.step()
         self.state["step"] += 1
         self.state["batch"] += 1
+        self.state["tokens"] += ntok
         self.window["nll"] += nll
         self.window["tokens"] += ntok
         return nll, ntok
@@ -404,7 +405,8 @@ class Trainer:
         """Validate, write last/ (and OUT/ when best), log one line; return the record."""
         state, window = self.state, self.window
         record = {"step": state["step"], "epoch": state["epoch"] + 1, "lr": self.scheduler.get_last_lr()[0],
-                  "train_nll": window["nll"] / max(window["tokens"], 1), "elapsed_s": 0.0}
+                  "train_nll": window["nll"] / max(window["tokens"], 1),
+                  "train_tokens_per_s": round(window["tokens"] / self.window_seconds(), 1), "elapsed_s": 0.0}
         window.update(nll=0.0, tokens=0)
         if len(self.held):
             record.update(valid_scores(self.model, self.tokenizer, self.held, self.tc, self.device))
@@ -431,7 +433,12 @@ class Trainer:
                  record["elapsed_s"], " (best)" if improved else "")
         if example:
             log.info("  src: %s\n  ref: %s\n  hyp: %s", example["source"], example["reference"], example["hypothesis"])
+        self.window_started = time.perf_counter()
         return record
+
+    def window_seconds(self) -> float:
+        """Seconds of training since the last validation (the rate excludes validating and saving)."""
+        return max(time.perf_counter() - self.window_started, 1e-9)
 
     def summary(self) -> dict:
         """The figures of the training, written to OUT/training.json and returned."""
@@ -441,7 +448,9 @@ class Trainer:
                    "best_metric": "valid_bleu" if held and self.tc.valid_bleu_sentences else
                                   "-valid_loss" if held else "-train_nll",
                    "last": {k: v for k, v in self.last_record.items() if k != "best"},
-                   "train_seconds": round(state["elapsed"], 1), "parameters": count_parameters(self.model),
+                   "train_seconds": round(state["elapsed"], 1), "target_tokens": state["tokens"],
+                   "tokens_per_s": round(state["tokens"] / max(state["elapsed"], 1e-9), 1),
+                   "parameters": count_parameters(self.model),
                    "training_pairs": len(self.data), "validation_pairs": held,
                    "vocab_size": len(self.tokenizer.encoder),
                    "config": OmegaConf.to_container(self.cfg, resolve=True)}
