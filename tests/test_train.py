@@ -106,6 +106,22 @@ def test_train_loss_falls_and_checkpoint_translates(text_files, tmp_path):
         train(config(text_files, out, "train.max_steps=1"))
 
 
+def test_bfloat16_trains_as_well_with_float32_weights(text_files, tmp_path):
+    """train.dtype=bfloat16 runs the forward under bf16 autocast; the weights, Adam's state and the loss stay
+    float32 (so small updates are not rounded away), and the model learns as the float32 one does."""
+    fp32 = train(config(text_files, tmp_path / "fp32", "train.max_steps=40", "train.valid_every=20"))
+    bf16 = train(config(text_files, tmp_path / "bf16", "train.max_steps=40", "train.valid_every=20",
+                        "train.dtype=bfloat16"))
+    assert bf16["last"]["valid_loss"] == pytest.approx(fp32["last"]["valid_loss"], rel=0.05)
+    assert bf16["last"]["valid_loss"] != fp32["last"]["valid_loss"]  # it did run in another precision
+    model = MarianMTModel.from_pretrained(str(tmp_path / "bf16" / "last"))
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    state = torch.load(tmp_path / "bf16" / "last" / "trainer_state.pt", weights_only=False)["optimizer"]["state"]
+    assert {s["exp_avg"].dtype for s in state.values()} == {torch.float32}
+    with pytest.raises(UserError, match="train.dtype=float16: choose float32 | bfloat16"):
+        train(config(text_files, tmp_path / "x", "train.dtype=float16"))
+
+
 def test_resume_continues_exactly(text_files, tmp_path):
     straight = train(config(text_files, tmp_path / "a", "train.max_steps=16", "train.valid_every=8"))
     train(config(text_files, tmp_path / "b", "train.max_steps=8", "train.valid_every=8"))

@@ -36,6 +36,7 @@ from adaptsim.scratch_model import build_model, count_parameters, train_tokenize
 log = logging.getLogger("adaptsim.commands.train")
 
 STATE = "trainer_state.pt"
+DTYPES = ("float32", "bfloat16")  # train.dtype
 
 
 def main(argv: list[str]) -> int:
@@ -247,6 +248,8 @@ def check_settings(cfg: DictConfig) -> None:
                             "(train.source=FILE train.target=FILE)")
     if not cfg.train.max_steps and not cfg.train.max_epochs:
         raise UserError("set train.max_steps or train.max_epochs")
+    if cfg.train.dtype not in DTYPES:
+        raise UserError(f"train.dtype={cfg.train.dtype}: choose " + " | ".join(DTYPES))
     check_device(cfg.device)
     check_threads(cfg.threads)
     if cfg.threads:
@@ -324,6 +327,7 @@ class Trainer:
         tc = cfg.train
         self.cfg, self.tc, self.model, self.tokenizer, self.data, self.held, self.out = cfg, tc, model, tokenizer, data, held, out
         self.device = torch.device(cfg.device)
+        self.autocast = dict(device_type=self.device.type, dtype=torch.bfloat16, enabled=tc.dtype == "bfloat16")
         self.optimizer = torch.optim.Adam(model.parameters(), lr=float(tc.lr), betas=tuple(tc.betas),
                                           eps=float(tc.eps), weight_decay=float(tc.weight_decay))
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(int(tc.warmup)))
@@ -386,8 +390,9 @@ class Trainer:
 
     def step(self, indices: list[int]) -> tuple[float, int]:
         """One optimizer step on one batch; returns its summed NLL and target tokens."""
-        loss, nll, ntok = batch_loss(self.model, self.data.batch(indices, self.tokenizer.pad_token_id, self.device),
-                                     float(self.tc.label_smoothing))
+        batch = self.data.batch(indices, self.tokenizer.pad_token_id, self.device)
+        with torch.autocast(**self.autocast):  # batch_loss takes the log-softmax and the loss in float32
+            loss, nll, ntok = batch_loss(self.model, batch, float(self.tc.label_smoothing))
         self.optimizer.zero_grad(set_to_none=True)
         (loss / ntok).backward()
         if self.tc.clip_norm:
