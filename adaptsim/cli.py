@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from adaptsim import allocator
 from adaptsim.errors import UserError
 
 # name -> ("module:function", one-line help). Each function takes argv (list[str]) and returns an exit code.
@@ -40,6 +41,8 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    if argv is None:  # the command line, not a call from Python: the allocator is chosen before any work
+        allocator.reexec(sys.argv[1:])
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())

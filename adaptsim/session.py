@@ -14,7 +14,7 @@ from typing import TypeVar
 import torch
 from omegaconf import DictConfig
 
-from adaptsim import methods
+from adaptsim import allocator, methods
 from adaptsim.data import Dataset, check_lengths, load_documents
 from adaptsim.errors import UserError
 from adaptsim.model import Seq2SeqModel
@@ -26,13 +26,14 @@ Doc = TypeVar("Doc")
 
 
 def load(cfg: DictConfig) -> tuple[Seq2SeqModel, Dataset]:
-    """Settings checked, seed, threads, allocator, data, then the model (bad data fails before a model is
+    """Settings checked, seed, threads, allocator (glibc tuned where jemalloc is not in use), data, then the model (bad data fails before a model is
     loaded)."""
     validate(cfg)
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
-    if cfg.malloc_tuning:
+    log.info("%s", allocator.describe(cfg.allocator))
+    if cfg.malloc_tuning and allocator.active() == "system":
         tune_malloc()
     documents = load_documents(cfg.dataset)
     model = Seq2SeqModel.from_config(cfg.model, cfg.device)

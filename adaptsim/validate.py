@@ -43,7 +43,7 @@ SETTINGS: dict[str, Rule] = {
     "threads": Integer(1, null="torch's default"),
     "reset": Choice(("document", "never")),
     "progress": Boolean(), "save_offsets": Boolean(), "resume": Boolean(), "malloc_tuning": Boolean(),
-    "progress_every": Number(above=0),
+    "progress_every": Number(above=0), "allocator": Choice(("jemalloc", "system")),
     "decode.beam_size": Integer(1),
     "decode.max_length": Integer(1),
     "decode.length_penalty": Number(),

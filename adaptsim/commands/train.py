@@ -29,6 +29,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from adaptsim import allocator
 from adaptsim.errors import DataError, UserError
 from adaptsim.progress import progress
 from adaptsim.scratch_model import build_model, count_parameters, train_tokenizer
@@ -250,6 +251,9 @@ def check_settings(cfg: DictConfig) -> None:
         raise UserError("set train.max_steps or train.max_epochs")
     if cfg.train.dtype not in DTYPES:
         raise UserError(f"train.dtype={cfg.train.dtype}: choose " + " | ".join(DTYPES))
+    if cfg.allocator not in allocator.CHOICES:
+        raise UserError(f"allocator={cfg.allocator}: choose " + " | ".join(allocator.CHOICES))
+    log.info("%s", allocator.describe(cfg.allocator))
     check_device(cfg.device)
     check_threads(cfg.threads)
     if cfg.threads:
