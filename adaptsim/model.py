@@ -213,20 +213,24 @@ class Seq2SeqModel:
 
     # -- inference and loss ------------------------------------------------------------------------
     def translate(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
-                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"]) -> Translation:
+                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
+                  dtype: str = _DECODE["dtype"]) -> Translation:
         """Beam search (adaptsim/decode: `search` lean, or transformers' generate) for the best hypothesis."""
-        return self.translate_together([self], source, beam_size, max_length, length_penalty, search)[0]
+        return self.translate_together([self], source, beam_size, max_length, length_penalty, search, dtype)[0]
 
     def translate_together(self, models: list["Seq2SeqModel"], source: str, beam_size: int = _DECODE["beam_size"],
                            max_length: int = _DECODE["max_length"], length_penalty: float = _DECODE["length_penalty"],
-                           search: str = _DECODE["search"]) -> list[Translation]:
+                           search: str = _DECODE["search"], dtype: str = _DECODE["dtype"]) -> list[Translation]:
         """`translate` for several clones of this model at once (lockstep runs, adaptsim/lockstep.py): one lean
-        beam search over all of them, each model's hypothesis the one it gives alone."""
+        beam search over all of them, each model's hypothesis the one it gives alone. `dtype` bfloat16: the
+        network's products under bf16 autocast; the beam's scores stay float32 (docs/performance.md: what it
+        changes)."""
         inputs, forced = self._encoder_inputs(source)
         max_length = self._new_tokens(max_length, forced)
-        outs = decode.best_ids([m.net for m in models], inputs["input_ids"], inputs["attention_mask"],
-                               beam_size=beam_size, max_new_tokens=max_length, length_penalty=length_penalty,
-                               forced_bos_token_id=forced, search=search)
+        with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+            outs = decode.best_ids([m.net for m in models], inputs["input_ids"], inputs["attention_mask"],
+                                   beam_size=beam_size, max_new_tokens=max_length, length_penalty=length_penalty,
+                                   forced_bos_token_id=forced, search=search)
         special, eos = self._special_ids(), decode.end_tokens(self.net)
         hyps = []
         for out in outs:
@@ -255,10 +259,14 @@ class Seq2SeqModel:
         return dict(self.tokenizer(source, return_tensors="pt").to(self.device)), None
 
     def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
-                    length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"]) -> Completions:
+                    length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
+                    dtype: str = "float32") -> Completions:
         """What the system proposes for `source` while a simulated translator corrects its hypothesis
         (`metrics.interactive`, adaptsim/interactive.py): one prefix search kept over all the corrections, started at
-        the first (so a hypothesis needing none costs nothing). Its hypotheses are as long as `translate`'s may be."""
+        the first (so a hypothesis needing none costs nothing). Its hypotheses are as long as `translate`'s may be.
+        It searches in float32 (decode.dtype=bfloat16 is refused with metrics.interactive: adaptsim/validate.py)."""
+        if dtype != "float32":
+            raise ValueError(f"dtype={dtype!r}: the prefix search runs in float32")
         def prefixes() -> tuple[list[int], PrefixSearch]:
             inputs, forced = self._encoder_inputs(source)
             head = [decode.start_token(self.net)] + ([forced] if forced is not None else [])

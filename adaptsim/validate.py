@@ -48,6 +48,7 @@ SETTINGS: dict[str, Rule] = {
     "decode.max_length": Integer(1),
     "decode.length_penalty": Number(),
     "decode.search": Choice(SEARCHES),
+    "decode.dtype": Choice(("float32", "bfloat16")),
     "update.clip_norm": Number(above=0),
     "update.ppl_threshold": Number(at_least=1, why="a perplexity is never below 1"),
     "update.min_updates": Integer(0),
@@ -131,4 +132,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     if decode.max_length < SHORT_MAX_LENGTH:
         log.warning("decode.max_length=%d: hypotheses are cut off after %d tokens (often empty or truncated)",
                     decode.max_length, decode.max_length)
+    if decode.get("dtype") == "bfloat16" and cfg.metrics.get("interactive") not in ("off", False, None):
+        raise UserError("decode.dtype=bfloat16: the simulated translator's prefix search runs in float32; use it "
+                        "with metrics.interactive=off, or decode.dtype=float32")
     check_method(cfg.method)

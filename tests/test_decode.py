@@ -119,3 +119,30 @@ def test_real_model_and_data_the_first_ted_segments():
     with open(TED, encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))[:20]
     assert_same_as_generate(model, [r["source"] for r in rows], beam_size=5)
+
+
+@pytest.mark.parametrize("search", ["lean", "generate"])
+def test_bfloat16_decoding_runs_the_products_in_bf16(search):
+    """decode.dtype=bfloat16: the network's products run in bf16 (seen on a feed-forward layer's output), the
+    weights stay float32, and on the demo model most hypotheses are those of float32 decoding."""
+    model = Seq2SeqModel.load(str(Path(__file__).resolve().parents[1] / "data" / "demo" / "model"))
+    seen = []
+    hook = model.net.model.decoder.layers[0].fc1.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    texts = [row["source"] for row in csv.DictReader(open(Path(__file__).resolve().parents[1] / "data" / "demo" /
+                                                          "docs.tsv", encoding="utf-8"), delimiter="\t")][:15]
+    fp32 = [model.translate(t, search=search).text for t in texts]
+    assert set(seen) == {torch.float32}
+    seen.clear()
+    bf16 = [model.translate(t, search=search, dtype="bfloat16").text for t in texts]
+    hook.remove()
+    assert set(seen) == {torch.bfloat16}
+    assert {p.dtype for p in model.net.parameters()} == {torch.float32}
+    assert sum(a == b for a, b in zip(fp32, bf16)) >= 12, list(zip(fp32, bf16))
+
+
+def test_bfloat16_decoding_is_refused_with_the_simulated_translator():
+    from adaptsim.errors import UserError
+    from adaptsim.validate import validate
+
+    with pytest.raises(UserError, match="decode.dtype=bfloat16: the simulated translator's prefix search"):
+        validate(compose("run", ["decode.dtype=bfloat16", "metrics.interactive=word"]), "run")
