@@ -169,24 +169,33 @@ def test_batches_respect_token_budget():
 
 @pytest.mark.slow  # processes of their own (the quick subset: -m "not slow")
 def test_cli_train(text_files, tmp_path):
-    """Run as `nohup … > log` runs it: stderr is a file, so progress comes as plain lines a person can read and
-    tail (no carriage returns of a redrawn bar), with the rate and the time remaining."""
+    """Run as `nohup … > log 2>&1` runs it: progress comes as plain lines a person can read and tail (no carriage
+    returns of a redrawn bar), with the rate and the time remaining; glibc's allocator trains the same weights
+    as jemalloc (the default where installed: adaptsim/allocator.py)."""
+    def train_cli(name: str, *extra: str) -> str:
+        cmd = [sys.executable, "-m", "adaptsim", "train", *TINY, f"train.source={text_files}/train.en",
+               f"train.target={text_files}/train.de", f"train.out={tmp_path / name}", "train.max_steps=3",
+               "train.batch_tokens=300", "train.log_every=1", "progress_every=1e-6",
+               f"hydra.run.dir={tmp_path}/hydra-{name}", *extra]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=PROJECT_ROOT,
+                              env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:]
+        return done.stdout
+
+    log = train_cli("cli")
     out = tmp_path / "cli"
-    cmd = [sys.executable, "-m", "adaptsim", "train", *TINY, f"train.source={text_files}/train.en",
-           f"train.target={text_files}/train.de", f"train.out={out}", "train.max_steps=3", "train.batch_tokens=300",
-           "train.log_every=1", "progress_every=1e-6", f"hydra.run.dir={tmp_path}/hydra"]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=PROJECT_ROOT,
-                          env=env, timeout=120)  # 2>&1
-    assert done.returncode == 0, done.stdout[-2000:]
     assert (out / "config.json").exists() and (out / "last" / "trainer_state.pt").exists()
-    assert "\r" not in done.stdout
-    lines = [line for line in done.stdout.splitlines() if "train: " in line and " steps (" in line]
-    assert any("train: 1/3 steps (33%)" in line and "remaining ~" in line for line in lines), done.stdout[-2000:]
+    assert "\r" not in log
+    lines = [line for line in log.splitlines() if "train: " in line and " steps (" in line]
+    assert any("train: 1/3 steps (33%)" in line and "remaining ~" in line for line in lines), log[-2000:]
     assert "train: 3/3 steps (100%)" in lines[-1] and "tok/s" in lines[-1] and "steps/s" in lines[-1]
     assert sum("3/3" in line for line in lines) == 1
     summary = json.loads((out / "training.json").read_text())
     assert summary["tokens_per_s"] > 0 and summary["target_tokens"] > 0
+
+    assert "allocator: system (allocator=system)" in train_cli("system", "allocator=system")
+    assert (tmp_path / "system" / "last" / "model.safetensors").read_bytes() == \
+        (out / "last" / "model.safetensors").read_bytes()
 
 
 def test_model_without_arch_is_a_user_error(text_files, tmp_path):
