@@ -189,8 +189,8 @@ def test_table_marks_intervals_and_footer(runs, capsys):
     assert lines["full"].count("†") == len(["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"])
     assert "†" not in lines["bias"] and "†" not in lines["baseline"]
     assert "| bias | 0 [0, 0] |" in lines["bias"]  # identical: difference 0, interval [0, 0]
-    assert "_†: the 95% interval of the difference to the baseline excludes 0 (paired bootstrap, 95% interval of the " \
-           "difference, 300 resamples of 20 documents); signature test:ci|unit:document|units:20|resamples:300|seed:12345" \
+    assert "_†: the 95% interval of the difference to the baseline excludes 0 (paired bootstrap, percentile interval, " \
+           "300 resamples of 20 documents); signature test:ci|unit:document|units:20|resamples:300|seed:12345" \
            in out
     table.main([str(runs["root"]), "--format", "csv", "--significance", "--ci", "--resamples", "300"])
     rows = {r["method"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}

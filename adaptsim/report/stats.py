@@ -73,7 +73,7 @@ import numpy as np
 from adaptsim.errors import UserError
 
 UNITS = ("document", "segment")
-TESTS = {"ci": "paired bootstrap, 95% interval of the difference", "bs": "paired bootstrap, sacrebleu's statistic",
+TESTS = {"ci": "paired bootstrap, percentile interval", "bs": "paired bootstrap, sacrebleu's statistic",
          "ar": "paired approximate randomisation"}
 ALPHA = 0.05  # a difference is significant when p < ALPHA; every interval is the 1 − ALPHA percentile interval
 LEVEL = 1 - ALPHA
