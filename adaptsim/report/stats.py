@@ -17,7 +17,7 @@ Intervals are 95% percentile intervals of the B bootstrap values (of each run's 
 the first run, the baseline, and of that difference in percent of the first run's score): with m the values
 that have a score and k = ⌈m·α/2⌉ (α = 0.05), the k-th smallest and the k-th largest. So the interval
 excludes 0 exactly when fewer than m·α/2 of the resampled differences lie at or beyond 0 on one side.
-sacrebleu's `estimate_ci` (sacrebleu/significance.py, 2.x, lines 38-54: index n // 40 of the sorted scores)
+sacrebleu's `estimate_ci` (sacrebleu/significance.py of 2.6.0, lines 38-54: index n // 40 of the sorted scores)
 takes the same order statistic unless 40 divides m; then (B = 1000) adaptsim's is one further out (the 25th
 smallest and largest, sacrebleu's the 26th), so that "the interval excludes 0" and "p < 0.05" below are one
 condition, not two that differ at a boundary. sacrebleu reports an interval of each system's score only.
