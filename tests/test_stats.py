@@ -345,11 +345,12 @@ def test_the_default_mark_is_exactly_the_95_interval_of_the_difference_excluding
 def test_an_interval_on_its_boundary_holds_zero_and_is_not_marked():
     """1,000 resampled differences of which exactly 25 (2.5 %) are ≤ 0: the interval's lower end is the 25th
     smallest, 0 itself, so it holds 0 and p = 0.05 is not below 0.05; with 24 it excludes 0 and is marked."""
-    from adaptsim.report.stats import Series, _interval, _p_interval
+    from adaptsim.report.stats import _interval, _p_interval
 
     for below, marked in ((25, False), (24, True)):
         deltas = np.r_[-np.arange(below - 1, -1, -1.0), np.arange(1.0, 1001 - below)]
         low, high = _interval(deltas)
+        assert high == 976 - below, high  # the 25th largest (the largest is 1000 − below)
         assert (low > 0) == marked and significant(_p_interval(deltas)) == marked, (below, low)
 
 

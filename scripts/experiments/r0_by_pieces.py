@@ -103,7 +103,7 @@ def main() -> None:
 
     total = stats["none"][:, :, 1].sum(axis=0)
     lines = [f"R0 by class of the word, {args.sweep.name}: Δ in points against the baseline [95% CI], "
-             f"†: the interval excludes 0", "",
+             "†: the interval excludes 0", "",
              "| method | " + " | ".join(f"{c} ({100 * n / total.sum():.0f} %, {n:.0f})" for c, n in zip(CLASSES, total))
              + " |", "|:--|--:|--:|"]
     lines.append("| baseline | " + " | ".join(f"{result.scores[0][c].score:.2f}" for c in CLASSES) + " |")
