@@ -143,6 +143,26 @@ def test_every_interval_contains_its_point_estimate(runs, capsys):
                     assert row["relative_ci"][0] <= row["relative"] <= row["relative_ci"][1], (unit, m, row)
 
 
+def test_compare_marks_exactly_the_differences_whose_printed_interval_excludes_zero(runs, data, tmp_path, capsys):
+    """What a reader of `compare` sees: a difference is significant (†) exactly when the interval printed beside
+    it excludes 0, for every metric, run and unit (the default test). `near` is a run whose differences lie near
+    the boundary: sacrebleu's statistic (`--test bs`, the default before) marks several of them while their
+    intervals hold 0."""
+    refs, ids = data
+    near = write_run(tmp_path, "1_near", "top", noisy(refs, 0.32, seed=3), refs, ids)
+    seen = set()
+    for unit in ("document", "segment"):
+        out = compare_json(capsys, runs["none"], near, runs["bias"], runs["full"], runs["top"], "--unit", unit)
+        for m, rows in out["metrics"].items():
+            for row in rows[1:]:
+                excludes = row["diff_ci"][0] > 0 or row["diff_ci"][1] < 0
+                assert row["significant"] == excludes, (unit, m, row)
+                seen.add(excludes)
+    assert seen == {True, False}
+    bs = compare_json(capsys, runs["none"], near, "--test", "bs")["metrics"]
+    assert any(bs[m][1]["significant"] and bs[m][1]["diff_ci"][0] <= 0 <= bs[m][1]["diff_ci"][1] for m in bs)
+
+
 def test_bleu_segment_p_values_agree_with_sacrebleu(data, monkeypatch):
     """sacrebleu's paired bootstrap and ours estimate the same p from independent resamples (its seed 12345,
     ours 7), each a binomial proportion: the difference has standard deviation sqrt(p(1-p)(1/B1 + 1/B2)).
