@@ -21,6 +21,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator
 from adaptsim.metrics.sacre import SacreMetrics
 from adaptsim.report import compare_runs, plot, table
+from adaptsim.report.significance import significant
 from adaptsim.report.stats import Settings, compare, units_of
 
 METRICS = ["BLEU", "SBLEU", "TER", "chrF", "R0", "R1", "R0+1"]
@@ -111,7 +112,7 @@ def test_point_estimates_are_the_summary_scores(runs, capsys):
 
 
 def test_identical_runs_p_one_and_no_mark(runs, capsys):
-    for test in ("bs", "ar"):
+    for test in ("ci", "bs", "ar"):
         for unit in ("document", "segment"):
             out = compare_json(capsys, runs["none"], runs["bias"], "--test", test, "--unit", unit, "--resamples", "200")
             for m in METRICS:
@@ -123,7 +124,7 @@ def test_identical_runs_p_one_and_no_mark(runs, capsys):
 
 
 def test_references_as_hypotheses_p_below_001_everywhere(runs, capsys):
-    for test in ("bs", "ar"):
+    for test in ("ci", "bs", "ar"):
         for unit in ("document", "segment"):
             out = compare_json(capsys, runs["none"], runs["full"], "--test", test, "--unit", unit)
             for m in METRICS:
@@ -140,6 +141,26 @@ def test_every_interval_contains_its_point_estimate(runs, capsys):
                 if "diff" in row:
                     assert row["diff_ci"][0] <= row["diff"] <= row["diff_ci"][1], (unit, m, row)
                     assert row["relative_ci"][0] <= row["relative"] <= row["relative_ci"][1], (unit, m, row)
+
+
+def test_compare_marks_exactly_the_differences_whose_printed_interval_excludes_zero(runs, data, tmp_path, capsys):
+    """What a reader of `compare` sees: a difference is significant (†) exactly when the interval printed beside
+    it excludes 0, for every metric, run and unit (the default test). `near` is a run whose differences lie near
+    the boundary: sacrebleu's statistic (`--test bs`, the default before) marks several of them while their
+    intervals hold 0."""
+    refs, ids = data
+    near = write_run(tmp_path, "1_near", "top", noisy(refs, 0.32, seed=3), refs, ids)
+    seen = set()
+    for unit in ("document", "segment"):
+        out = compare_json(capsys, runs["none"], near, runs["bias"], runs["full"], runs["top"], "--unit", unit)
+        for m, rows in out["metrics"].items():
+            for row in rows[1:]:
+                excludes = row["diff_ci"][0] > 0 or row["diff_ci"][1] < 0
+                assert row["significant"] == excludes, (unit, m, row)
+                seen.add(excludes)
+    assert seen == {True, False}
+    bs = compare_json(capsys, runs["none"], near, "--test", "bs")["metrics"]
+    assert any(bs[m][1]["significant"] and bs[m][1]["diff_ci"][0] <= 0 <= bs[m][1]["diff_ci"][1] for m in bs)
 
 
 def test_bleu_segment_p_values_agree_with_sacrebleu(data, monkeypatch):
@@ -176,7 +197,9 @@ def test_seeded_and_signed(runs, capsys):
     assert first == again
     other = compare_json(capsys, *args, "--seed", "1")
     assert other["metrics"]["BLEU"][1]["ci"] != first["metrics"]["BLEU"][1]["ci"]
-    assert first["signature"].startswith("test:bs|unit:document|units:20|resamples:300|seed:12345|ci:95%|adaptsim:")
+    assert first["signature"].startswith("test:ci|unit:document|units:20|resamples:300|seed:12345|ci:95%|adaptsim:")
+    chosen = compare_json(capsys, *args, "--test", "bs")  # sacrebleu's statistic, named as it is chosen
+    assert chosen["signature"].startswith("test:bs|unit:document|units:20|resamples:300|seed:12345|ci:95%|adaptsim:")
 
 
 def test_table_marks_intervals_and_footer(runs, capsys):
@@ -186,13 +209,14 @@ def test_table_marks_intervals_and_footer(runs, capsys):
     assert lines["full"].count("†") == len(["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"])
     assert "†" not in lines["bias"] and "†" not in lines["baseline"]
     assert "| bias | 0 [0, 0] |" in lines["bias"]  # identical: difference 0, interval [0, 0]
-    assert "_†: differs from the baseline at p < 0.05 (paired bootstrap, 300 resamples of 20 documents); " \
-           "signature test:bs|unit:document|units:20|resamples:300|seed:12345" in out
+    assert "_†: the 95% interval of the difference to the baseline excludes 0 (paired bootstrap, percentile interval, " \
+           "300 resamples of 20 documents); signature test:ci|unit:document|units:20|resamples:300|seed:12345" \
+           in out
     table.main([str(runs["root"]), "--format", "csv", "--significance", "--ci", "--resamples", "300"])
     rows = {r["method"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert float(rows["bias"]["p BLEU"]) == 1.0 and float(rows["full"]["p BLEU"]) < 0.01
     assert float(rows["full"]["BLEU low"]) <= float(rows["full"]["BLEU"]) <= float(rows["full"]["BLEU high"])
-    assert rows["baseline"]["p BLEU"] == "" and rows["full"]["significance"].startswith("test:bs|")
+    assert rows["baseline"]["p BLEU"] == "" and rows["full"]["significance"].startswith("test:ci|")
 
 
 def test_latex_marks(runs, capsys):
@@ -230,7 +254,7 @@ def test_compare_text(runs, capsys):
     assert compare_runs.main([str(runs["none"]), str(runs["full"]), str(runs["top"]), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert "score [95% CI]" in out and "Δ to baseline [95% CI]" in out
-    assert "signature: test:bs|unit:document|units:20|resamples:200|seed:12345" in out
+    assert "signature: test:ci|unit:document|units:20|resamples:200|seed:12345" in out
     bleu_full = next(ln for ln in out.splitlines() if ln.split()[:1] == ["full"])
     assert "+" in bleu_full and bleu_full.rstrip().endswith("†")
 
@@ -241,7 +265,7 @@ def test_plot_bands_end_at_the_corpus_interval(runs, data, tmp_path, capsys):
 
     found = {r.method: r for r in discover([runs["root"]]).runs}
     n = len(data[0])
-    got = bands([found["none"], found["top"]], ["BLEU", "R1"], [n // 2, n], Settings(300, "document", 12345, "bs"),
+    got = bands([found["none"], found["top"]], ["BLEU", "R1"], [n // 2, n], Settings(300, "document", 12345, "ci"),
                 "plot")
     corpus_ci = compare_json(capsys, runs["none"], runs["top"], "--resamples", "300", "--metrics", "BLEU,R1")
     for m in ("BLEU", "R1"):
@@ -256,7 +280,7 @@ def test_plot_bands_end_at_the_corpus_interval(runs, data, tmp_path, capsys):
         write_curves(ev.curves([r["hypothesis"] for r in rows]), runs[name] / "curves.csv")
     out = tmp_path / "bands.png"
     assert plot.main([str(runs["root"]), "--out", str(out), "--bands", "--resamples", "200"]) == 0
-    assert out.read_bytes()[:4] == b"\x89PNG" and "bands (test:bs|unit:document" in capsys.readouterr().out
+    assert out.read_bytes()[:4] == b"\x89PNG" and "bands (test:ci|unit:document" in capsys.readouterr().out
 
 
 def test_findings_verdicts_follow_the_direction_and_significance_of_each_difference(tmp_path, data, capsys):
@@ -299,19 +323,89 @@ def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
     assert "| 1 | full raises R1 |" in out and "| 6 | fixed and top lower R0 | no fixed, top run |" in out
 
 
-def test_the_bootstrap_p_is_about_one_tailed_so_a_mark_can_come_with_an_interval_holding_zero():
-    """The relation between † and the 95% interval (docs/reports.md, "Intervals"): sacrebleu's paired-bootstrap
-    statistic counts resampled differences beyond twice the observed one, one tail of a distribution centred on
-    it, so p ≈ P(δ* on the other side of 0): about half the two-sided randomisation p, and p < 0.05 where the
-    90% interval excludes 0. A mark whose 95% interval holds 0 is therefore expected for p in [0.025, 0.05)."""
+def _normal_difference(seed: int, shift: float, n: int = 200) -> list:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0, 1, n)
+    return [np.c_[a, np.ones(n)], np.c_[a + shift + rng.normal(0, 1, n), np.ones(n)]]
+
+
+def test_sacrebleus_statistic_is_about_one_tailed_so_under_bs_a_mark_can_sit_on_an_interval_holding_zero():
+    """`--test bs` (adaptsim.report.stats): sacrebleu's paired-bootstrap statistic counts resampled differences
+    beyond twice the observed one, one tail of a distribution centred on it, so p ≈ P(δ* on the other side of 0):
+    about half the two-sided p of the default test and of randomisation. Under it a mark can come with a 95%
+    interval that holds 0; under the default test, on the same resamples, it cannot."""
     from adaptsim.report.stats import Series, ratio
 
     n = 200
-    rng = np.random.default_rng(4)  # a symmetric case (normal differences) with p in that band
-    a = rng.normal(0, 1, n)
-    stats = [np.c_[a, np.ones(n)], np.c_[a + 0.1 + rng.normal(0, 1, n), np.ones(n)]]
-    series = [Series("m", ratio(1.0), stats)]
-    bs = compare(series, np.arange(n), n, Settings(2000, "segment", 1, "bs")).differences[1]["m"]
-    ar = compare(series, np.arange(n), n, Settings(2000, "segment", 1, "ar")).differences[1]["m"]
-    assert 0.025 < bs.p < 0.05 and bs.ci[0] < 0 < bs.ci[1]  # marked, and its 95% interval holds 0
+    series = [Series("m", ratio(1.0), _normal_difference(4, 0.1, n))]  # a symmetric case with p in that band
+    bs, ci, ar = (compare(series, np.arange(n), n, Settings(2000, "segment", 1, t)).differences[1]["m"]
+                  for t in ("bs", "ci", "ar"))
+    assert 0.025 < bs.p < 0.05 and bs.ci[0] < 0 < bs.ci[1]  # marked under bs, and its 95% interval holds 0
     assert 1.5 < ar.p / bs.p < 3.5  # the two-sided test's p is about twice as large
+    assert ci.ci == bs.ci and 1.8 < ci.p / bs.p < 2.2 and not significant(ci.p)  # same interval, no mark
+
+
+def test_the_default_mark_is_exactly_the_95_interval_of_the_difference_excluding_zero():
+    """On constructed differences from none to large, in both directions: under the default test a difference is
+    marked exactly when its 95% interval (printed from the same resamples) excludes 0, never when it holds 0."""
+    from adaptsim.report.stats import Series, ratio
+
+    n, seen = 200, set()
+    for seed in range(12):
+        for shift in (-0.4, -0.2, -0.15, -0.1, 0.0, 0.05, 0.1, 0.15, 0.2, 0.4):
+            series = [Series("m", ratio(1.0), _normal_difference(seed, shift, n))]
+            for resamples in (999, 1000):  # 40 divides 1000: the boundary where sacrebleu's index differs
+                d = compare(series, np.arange(n), n, Settings(resamples, "segment", seed, "ci")).differences[1]["m"]
+                excludes = d.ci[0] > 0 or d.ci[1] < 0
+                assert significant(d.p) == excludes, (seed, shift, resamples, d)
+                seen.add(excludes)
+    assert seen == {True, False}
+
+
+def test_an_interval_on_its_boundary_holds_zero_and_is_not_marked():
+    """1,000 resampled differences of which exactly 25 (2.5 %) are ≤ 0: the interval's lower end is the 25th
+    smallest, 0 itself, so it holds 0 and p = 0.05 is not below 0.05; with 24 it excludes 0 and is marked."""
+    from adaptsim.report.stats import _interval, _p_interval
+
+    for below, marked in ((25, False), (24, True)):
+        deltas = np.r_[-np.arange(below - 1, -1, -1.0), np.arange(1.0, 1001 - below)]
+        low, high = _interval(deltas)
+        assert high == 976 - below, high  # the 25th largest (the largest is 1000 − below)
+        assert (low > 0) == marked and significant(_p_interval(deltas)) == marked, (below, low)
+
+
+@pytest.mark.parametrize("docs,marked", [(1, False), (2, False), (3, False), (20, True)])
+def test_few_documents_give_no_mark_and_the_note_says_so(tmp_path, capsys, docs, marked):
+    """A large, consistent difference (hypotheses = references against noisy ones). A document bootstrap of n
+    documents has C(2n − 1, n) distinct resamples (1, 3, 10 for 1–3): no p below 1/that, so no † from 1–3
+    documents under any test, and the note under the numbers says why; 20 documents find it."""
+    from math import comb
+
+    refs, ids = corpus(docs=docs, per_doc=10)
+    none = write_run(tmp_path, "0_none", "none", noisy(refs, 0.35, seed=1), refs, ids)
+    full = write_run(tmp_path, "1_full", "full", refs, refs, ids)
+    for test in ("ci", "bs", "ar"):
+        out = compare_json(capsys, none, full, "--test", test)
+        floor = 1 / (2 ** (docs - 1) if test == "ar" else comb(2 * docs - 1, docs))
+        rows = [out["metrics"][m][1] for m in METRICS if out["metrics"][m][1]["p"] is not None]
+        assert rows and all(r["p"] >= min(floor, 1 / 1001) for r in rows), (docs, test, rows)
+        marks = {m for m in METRICS if out["metrics"][m][1]["significant"]}
+        assert {"BLEU", "TER"} <= marks if marked else not marks, (docs, test, marks)
+    assert compare_runs.main([str(none), str(full)]) == 0
+    captured = capsys.readouterr()
+    numbers = captured.out.split("\n\n†:")[0]
+    d = comb(2 * docs - 1, docs)
+    note = f"only {d} distinct resamples, so p ≥ {1 / d:.2g} and no difference is marked (that needs at least 4"
+    if marked:
+        assert "†" in numbers and "distinct resamples" not in captured.out + captured.err
+    else:
+        assert "†" not in numbers and note in captured.out and note in captured.err
+
+
+def test_the_p_floor_at_small_n_is_derived_from_the_distinct_outcomes():
+    from adaptsim.report.stats import distinct_outcomes, floor, min_units
+
+    assert [distinct_outcomes("ci", n) for n in (1, 2, 3, 4)] == [1, 3, 10, 35]
+    assert [distinct_outcomes("ar", n) for n in (1, 2, 5, 6)] == [1, 2, 16, 32]
+    assert (min_units("ci"), min_units("bs"), min_units("ar")) == (4, 4, 6)
+    assert floor("bs", 20, 1000) == 1 / 1001 and floor("bs", 2, 1000) == 1 / 3

@@ -19,11 +19,11 @@ from adaptsim.metrics.effort import RATES, Effort, numerators
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
 from adaptsim.report import cxmi
 from adaptsim.report.runs import Run
-from adaptsim.report.stats import TESTS, UNITS, Result, Series, Settings, compare, prefix_bands, ratio, units_of
+from adaptsim.report.stats import (ALPHA, LEVEL, TESTS, UNITS, Result, Series, Settings, compare, distinct_outcomes,
+                                   min_units, prefix_bands, ratio, units_of)
 
-ALPHA = 0.05  # a cell is marked when its p-value is below this
-MARK = "†"
-FEW_UNITS = 10  # fewer resampling units than this: warn that the test can hardly find anything
+MARK = "†"  # a cell whose p is below ALPHA; under the default test: whose interval of the difference excludes 0
+FEW_UNITS = 10  # fewer resampling units than this: warn that the test can find only large differences
 _SACRE_KIND = {"BLEU": "bleu", "TER": "ter", "chrF": "chrf"}
 
 
@@ -33,9 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--unit", choices=UNITS, default="document",
                    help="resampling unit (default: document, because segments of a document are not independent)")
     g.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")
-    g.add_argument("--test", choices=list(TESTS), default="bs",
-                   help="bs: paired bootstrap (Koehn 2004, sacrebleu's statistic); ar: approximate randomisation "
-                   "(default: bs; intervals are bootstrap intervals either way)")
+    g.add_argument("--test", choices=list(TESTS), default="ci",
+                   help="ci: † when the 95%% bootstrap interval of the difference excludes 0; bs: paired bootstrap "
+                   "with sacrebleu's statistic (Koehn 2004; about one-sided); ar: approximate randomisation "
+                   "(default: ci; intervals are bootstrap intervals either way)")
 
 
 def settings(args: argparse.Namespace) -> Settings:
@@ -167,10 +168,22 @@ def bands(runs: list[Run], metrics: list[str], ends: list[int], cfg: Settings, c
             for m in metrics}
 
 
+def unresolvable(n_units: int, cfg: Settings) -> str | None:
+    """Why no difference can be significant with so few units (adaptsim.report.stats, "No p below what the units
+    can resolve"), or None."""
+    if n_units >= min_units(cfg.test):
+        return None
+    outcomes = "resamples" if cfg.test != "ar" else "randomisations"
+    d = distinct_outcomes(cfg.test, n_units)
+    return (f"{n_units} {cfg.unit}{'s' if n_units != 1 else ''}: only {d} distinct {outcomes}, so p ≥ {1 / d:.2g} "
+            f"and no difference is marked (that needs at least {min_units(cfg.test)} {cfg.unit}s)")
+
+
 def warn_few(n_units: int, cfg: Settings, command: str) -> None:
-    if n_units < FEW_UNITS:
-        print(f"adaptsim {command}: only {n_units} {cfg.unit}s to resample: the test has few distinct resamples "
-              "and can find only large differences significant"
+    few = unresolvable(n_units, cfg)
+    if few or n_units < FEW_UNITS:
+        print(f"adaptsim {command}: "
+              + (few or f"only {n_units} {cfg.unit}s to resample: the test can find only large differences significant")
               + (" (--unit segment treats segments as independent; they are not)" if cfg.unit == "document" else ""),
               file=sys.stderr)
 
@@ -190,5 +203,10 @@ def cell(result: Result, run: int, metric: str, digits: int = 1, tested: bool = 
 
 
 def footer(result: Result) -> str:
-    return (f"{MARK}: differs from the baseline at p < {ALPHA} ({TESTS[result.settings.test]}, "
-            f"{result.settings.resamples} resamples of {result.units} {result.settings.unit}s)")
+    """The note under a report: what † means, and, with too few units, that it cannot appear."""
+    cfg = result.settings
+    meaning = (f"the {LEVEL:.0%} interval of the difference to the baseline excludes 0" if cfg.test == "ci"
+               else f"differs from the baseline at p < {ALPHA}")
+    few = unresolvable(result.units, cfg)
+    return (f"{MARK}: {meaning} ({TESTS[cfg.test]}, {cfg.resamples} resamples of {result.units} {cfg.unit}s)"
+            + (f"; {few}" if few else ""))

@@ -11,32 +11,61 @@ again, which is what makes 1,000 resamples of six 10,000-segment runs take secon
 Units: documents (the default) or segments. Segments of one document are not independent: its terms
 recur (that is what R1 counts), the model adapts along the document and is reset at its end. Resampling
 segments treats them as independent and understates the variance; resampling whole documents (a
-cluster bootstrap) keeps the dependence. With few documents the document bootstrap has few distinct
-resamples and finds little significant: that is the honest answer, not a defect.
+cluster bootstrap) keeps the dependence.
 
-Tests, both paired (all runs resampled with the same units):
+Intervals are 95% percentile intervals of the B bootstrap values (of each run's score, of its difference to
+the first run, the baseline, and of that difference in percent of the first run's score): with m the values
+that have a score and k = ⌈m·α/2⌉ (α = 0.05), the k-th smallest and the k-th largest. So the interval
+excludes 0 exactly when fewer than m·α/2 of the resampled differences lie at or beyond 0 on one side.
+sacrebleu's `estimate_ci` (sacrebleu/significance.py of 2.6.0, lines 38-54: index n // 40 of the sorted scores)
+takes the same order statistic unless 40 divides m; then (B = 1000) adaptsim's is one further out (the 25th
+smallest and largest, sacrebleu's the 26th), so that "the interval excludes 0" and "p < 0.05" below are one
+condition, not two that differ at a boundary. sacrebleu reports an interval of each system's score only.
 
+Tests, all paired (all runs resampled with the same units):
+
+- "ci" (the default), the percentile interval as a test: p = 2 · min(#{δ*_b ≤ 0}, #{δ*_b ≥ 0}) / m
+  (at most 1), δ*_b the difference to the first run in resample b. p < α exactly when the 95% interval of
+  the difference, from the same resamples, excludes 0: a † never sits on an interval that holds 0.
 - "bs", paired bootstrap resampling (Koehn 2004) with sacrebleu's statistic, so that it is the test of
-  `sacrebleu --paired-bs`: δ the observed difference, δ*_b the difference in resample b,
+  `sacrebleu --paired-bs` (sacrebleu/significance.py, `_paired_bs_test`, lines 252-269, and
+  `_compute_p_value`, lines 89-109): δ the observed difference,
   p = (1 + #{b : |δ*_b| − mean(|δ*|) ≥ |δ|}) / (B + 1). The ≥ (sacrebleu: >) gives two identical runs
   p = 1 rather than 1/(B + 1); with continuous scores ties have probability zero, so nothing else changes.
-  The statistic is nearly one-tailed: with δ* centred on δ it counts δ* ≥ 2δ, so p ≈ P(δ* on the other side
-  of 0), about half a two-sided p (docs/reports.md, "Intervals"; tests/test_stats.py).
+  The statistic is nearly one-tailed: with δ* centred on δ (mean |δ*| ≈ |δ| while δ* keeps δ's sign) it
+  counts δ* ≥ 2δ, the mirror image about δ of δ* ≤ 0, so p ≈ #{δ* on the other side of 0} / B, half the "ci"
+  p: "bs" at p < 0.05 is the 90% interval excluding 0 (tests/test_stats.py). Where δ* straddles 0 the
+  absolute value folds the distribution and the relation is no longer exact.
 - "ar", two-sided paired approximate randomisation (Noreen 1989; Riezler & Maxwell 2005): each unit's statistics
   are swapped between the two runs with probability ½; p = (1 + #{|δ'| ≥ |δ|}) / (R + 1).
 
-Intervals are 95% percentile intervals (2.5th and 97.5th percentile) of the bootstrap distribution: of
-each run's score, of its difference to the first run (the baseline), and of that difference in percent of
-the first run's score. A resample in which a recall metric has nothing to recall (Σden = 0) has no score;
-it is left out of that metric's intervals and p-values. Everything is seeded (numpy's default_rng) and
-the settings are printed as a signature next to the results, like sacrebleu's.
+No p below what the units can resolve. A Monte-Carlo p counts the observed data as one of the equally
+informative outcomes, hence the + 1 above and p ≥ 1/(B + 1) (Davison & Hinkley 1997, §4.2.1). A scheme with
+only D distinct outcomes cannot resolve more finely than 1/D, however large B is: B resamples are then the D
+outcomes repeated, and "none of B on the other side" says no more than "none of D". So every p is at least
+1/min(B + 1, D) (`floor`), with D:
+
+- bootstrap ("ci", "bs"): a resample of n units is a multiset of n of them, C(2n − 1, n) distinct ones. For a
+  paired test the runs share the resample, so this, not its square, is the number of distinct outcomes of
+  (δ*, its interval). n = 1, 2, 3 give 1, 3, 10 (p ≥ 1, 1/3, 1/10); 4 units give 35, the fewest that can
+  reach p < 0.05 (`min_units`).
+- approximate randomisation: 2ⁿ swap patterns, but a pattern and its complement give δ' and −δ', so
+  2ⁿ⁻¹ distinct |δ'|, among them the observed |δ| (no swap, and every swap). Its Monte-Carlo p already counts
+  the two on average (that is why "ar" never claimed p = 0.001 from two documents); the floor makes it hold
+  for every seed. 6 units are the fewest that can reach p < 0.05.
+
+With fewer units no † is possible, and the reports say so (adaptsim.report.significance). A resample in which
+a recall metric has nothing to recall (Σden = 0) has no score; it is left out of that metric's intervals and
+p-values (m < B). Everything is seeded (numpy's default_rng) and the settings are printed as a signature next
+to the results, like sacrebleu's.
 """
 
 from __future__ import annotations
 
-import warnings
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from importlib.metadata import version
 
 import numpy as np
@@ -44,8 +73,11 @@ import numpy as np
 from adaptsim.errors import UserError
 
 UNITS = ("document", "segment")
-TESTS = {"bs": "paired bootstrap", "ar": "paired approximate randomisation"}
-LEVEL = 0.95  # confidence level of every interval
+TESTS = {"ci": "paired bootstrap, percentile interval", "bs": "paired bootstrap, sacrebleu's statistic",
+         "ar": "paired approximate randomisation"}
+ALPHA = 0.05  # a difference is significant when p < ALPHA; every interval is the 1 − ALPHA percentile interval
+LEVEL = 1 - ALPHA
+_TAIL = Fraction(str(ALPHA)) / 2  # exactly: interval indices are computed in integers
 _CHUNK = 4_000_000  # at most this many resample × unit entries in memory at once (32 MB of float64)
 
 Scorer = Callable[[np.ndarray], np.ndarray]  # summed statistics (…, columns) -> scores (…)
@@ -148,12 +180,48 @@ def _swap_masks(rng: np.random.Generator, n_units: int, resamples: int) -> Itera
         yield rng.integers(0, 2, size=(min(rows, resamples - start), n_units)).astype(float)
 
 
+def _bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of `values` (resamples × columns), the percentile interval of the values that are not NaN: the
+    k-th smallest and k-th largest, k = ⌈m·α/2⌉ (module docstring); NaN where a column has none."""
+    ordered = np.sort(values, axis=0)  # NaN last
+    m = np.sum(~np.isnan(values), axis=0)
+    k = np.maximum(-(-m * _TAIL.numerator // _TAIL.denominator), 1)
+    low = np.take_along_axis(ordered, (k - 1)[None], axis=0)[0]
+    high = np.take_along_axis(ordered, np.maximum(m - k, 0)[None], axis=0)[0]
+    return np.where(m > 0, low, np.nan), np.where(m > 0, high, np.nan)
+
+
 def _interval(values: np.ndarray) -> tuple[float, float]:
-    values = values[~np.isnan(values)]
-    if not len(values):
-        return (np.nan, np.nan)
-    low, high = np.quantile(values, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return (float(low), float(high))
+    low, high = _bounds(np.asarray(values, dtype=float)[:, None])
+    return (float(low[0]), float(high[0]))
+
+
+def distinct_outcomes(test: str, n_units: int) -> float:
+    """D of the module docstring: distinct resamples of n units (C(2n − 1, n)), or distinct |δ'| of approximate
+    randomisation (2ⁿ⁻¹); infinite beyond 64 units, where 1/D is far below any 1/(B + 1)."""
+    if n_units > 64:
+        return math.inf
+    return 2 ** (n_units - 1) if test == "ar" else math.comb(2 * n_units - 1, n_units)
+
+
+def floor(test: str, n_units: int, draws: int) -> float:
+    """The smallest p that `draws` resamples (or trials) of n units can resolve: 1/min(draws + 1, D)."""
+    return 1 / min(draws + 1, distinct_outcomes(test, n_units))
+
+
+def min_units(test: str) -> int:
+    """The fewest units whose distinct outcomes allow p < ALPHA (bootstrap: 4, randomisation: 6)."""
+    n = 1
+    while 1 / distinct_outcomes(test, n) >= ALPHA:
+        n += 1
+    return n
+
+
+def _p_interval(deltas: np.ndarray) -> float:
+    deltas = deltas[~np.isnan(deltas)]
+    if not len(deltas):
+        return np.nan
+    return min(1.0, 2 * min(int(np.sum(deltas <= 0)), int(np.sum(deltas >= 0))) / len(deltas))
 
 
 def _p_bootstrap(deltas: np.ndarray, observed: float) -> float:
@@ -194,7 +262,9 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
                 delta = sampled[r] - sampled[0]
                 observed = point[r] - point[0]
                 rel = np.where(sampled[0] != 0, 100 * delta / sampled[0], np.nan)
-                p = _p_bootstrap(delta, observed) if settings.test == "bs" else np.nan
+                p = (_p_interval(delta) if settings.test == "ci" else _p_bootstrap(delta, observed)
+                     if settings.test == "bs" else np.nan)  # "ar": _randomise
+                p = max(p, floor(settings.test, n_units, int(np.sum(~np.isnan(delta))))) if not np.isnan(p) else p
                 differences[r][s.name] = Difference(
                     observed, _interval(delta), 100 * observed / point[0] if point[0] else np.nan,
                     _interval(rel), p)
@@ -222,7 +292,8 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
         stat = stat[~np.isnan(stat)]
         observed = out[s.name].diff
         out[s.name].p = (np.nan if np.isnan(observed) or not len(stat)
-                         else float((1 + np.sum(stat >= abs(observed))) / (len(stat) + 1)))
+                         else max(float((1 + np.sum(stat >= abs(observed))) / (len(stat) + 1)),
+                                  floor("ar", n_units, len(stat))))
 
 
 def prefix_bands(series: Series, index: np.ndarray, n_units: int, ends: Sequence[int],
@@ -250,10 +321,4 @@ def prefix_bands(series: Series, index: np.ndarray, n_units: int, ends: Sequence
         base = series.score(prefix[..., :width])
         for r in range(1, runs):
             diffs[r].append(series.score(prefix[..., r * width:(r + 1) * width]) - base)
-    bands = []
-    for r in range(1, runs):
-        with warnings.catch_warnings():  # a prefix with nothing to recall yet has no band: NaN, no warning
-            warnings.simplefilter("ignore", RuntimeWarning)
-            low, high = np.nanquantile(np.vstack(diffs[r]), [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=0)
-        bands.append((low, high))
-    return bands
+    return [_bounds(np.vstack(diffs[r])) for r in range(1, runs)]  # a prefix with nothing to recall yet: NaN

@@ -7,10 +7,10 @@ with the baseline competing, so both modes mark the same cells; TER and the tran
 WSR, MAR: `metrics.interactive`) are best when lowest. Failed and
 missing runs are listed on stderr, so stdout stays a clean table.
 
---significance marks (†) the cells of adapted runs that differ from the baseline at p < 0.05 and --ci
-adds 95% intervals (of the score; with --relative, of the relative difference), both computed by
-resampling the per-segment statistics in steps.jsonl (adaptsim.report.stats); the footer names the test and
-its signature.
+--significance marks (†) the cells of adapted runs that differ from the baseline (by default: whose 95% interval
+of the difference to the baseline excludes 0) and --ci adds 95% intervals (of the score; with --relative, of the
+relative difference), both computed from the same resamples of the per-segment statistics in steps.jsonl
+(adaptsim.report.stats); the footer names the test and its signature.
 
 --cost adds what each method costs (summary.json `cost`): the median milliseconds per adaptation step (an SGD
 step, or memory's store of a pair) and the median bytes to store one document's adapted state (the changed
@@ -71,7 +71,8 @@ def parser() -> argparse.ArgumentParser:
                    f"(default: {','.join(ABSOLUTE_METRICS)}; with --relative {','.join(RELATIVE_METRICS)})")
     p.add_argument("--decimals", type=int, help="digits after the point (default: 1, relative 0; csv: unrounded)")
     p.add_argument("--significance", action="store_true",
-                   help=f"mark ({sig.MARK}) cells that differ from the baseline at p < {sig.ALPHA}")
+                   help=f"mark ({sig.MARK}) cells that differ from the baseline (--test ci, the default: whose 95%% interval "
+                   f"of the difference excludes 0; --test bs/ar: p < {sig.ALPHA})")
     p.add_argument("--ci", action="store_true", help="show 95%% bootstrap intervals in the cells")
     p.add_argument("--bands-by-match", action="store_true",
                    help="also R1 and R1+ split by the fuzzy match (100, 95–99, 75–94, <75) between the sentence and "

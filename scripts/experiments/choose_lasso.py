@@ -48,7 +48,7 @@ def ablations(reference: str, dirs: list[Path]) -> str:
         rows.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join([f"| {reference} variant | " + " | ".join(f"Δ{m}" for m in metrics) + " |",
                       "|:--|" + "--:|" * len(metrics), *rows,
-                      "", f"_Δ: variant − {reference} in points [95% interval]; †: p < {sig.ALPHA} ({result.signature})._"])
+                      "", f"_Δ: variant − {reference} in points [95% interval]; {sig.footer(result)}; {result.signature}._"])
 
 
 def main() -> None:
@@ -78,7 +78,7 @@ def main() -> None:
              f"`fixed`: select-fixed's list of {len(fixed['params'])} tensors, {fixed['parameters']:,} parameters, "
              f"chosen with reset={fixed.get('reset', '?')}; held-out prequential cross-entropy {fixed['loss']:.3f} "
              f"nats/token (adapting the source-embedding rows only: {fixed['baseline_loss']:.3f}).", "",
-             "## The held-out sweep, relative to the baseline († p < 0.05, paired bootstrap over documents)", "",
+             "## The held-out sweep, relative to the baseline (†: the 95% interval over documents excludes 0)", "",
              table(*sweeps, "--relative", "--significance", "--cost"), "",
              "## Each variant against the default", "", ablations("lasso", [Path(d) for d in sweeps]), "",
              ablations("bias", [Path(d) for d in sweeps]), "",

@@ -27,7 +27,7 @@ from omegaconf import OmegaConf
 
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, load_stopwords
-from adaptsim.report.significance import ALPHA, significant
+from adaptsim.report.significance import significant
 from adaptsim.report.stats import Series, Settings, compare, ratio, units_of
 
 CLASSES = ("pieces seen", "a new piece")
@@ -99,11 +99,11 @@ def main() -> None:
                              f"{recorded['num']}/{recorded['den']} in its summary.json")
     index, n_units = units_of([s["doc_id"] for s in steps], "document")
     series = [Series(c, ratio(100.0), [stats[m][:, k] for m in names]) for k, c in enumerate(CLASSES)]
-    result = compare(series, index, n_units, Settings(args.resamples, "document", 1, "bs"))
+    result = compare(series, index, n_units, Settings(args.resamples, "document", 1, "ci"))
 
     total = stats["none"][:, :, 1].sum(axis=0)
     lines = [f"R0 by class of the word, {args.sweep.name}: Δ in points against the baseline [95% CI], "
-             f"† p < {ALPHA}", "",
+             "†: the interval excludes 0", "",
              "| method | " + " | ".join(f"{c} ({100 * n / total.sum():.0f} %, {n:.0f})" for c, n in zip(CLASSES, total))
              + " |", "|:--|--:|--:|"]
     lines.append("| baseline | " + " | ".join(f"{result.scores[0][c].score:.2f}" for c in CLASSES) + " |")

@@ -25,7 +25,7 @@
 #    beside step 2, `fixed` and `lasso` join the same sweeps (resume=true) once step 2 is done;
 # 4. per stream, as soon as its sweep is done: its text-free record into $RESULTS/runs/<stream> (summaries,
 #    per-segment statistics, curves; no source, reference or hypothesis text), from which tables (absolute,
-#    relative; † = paired bootstrap p < 0.05 over documents: talks, topics, ape-it blocks; ms per update,
+#    relative; † = the 95% bootstrap interval over documents excludes 0: talks, topics, ape-it blocks; ms per update,
 #    bytes per stored document), the paper's findings checked (`adaptsim findings`) and curves with 95% bands
 #    are made, so a finished stream never has to run twice; and R0 split by whether the stream has already
 #    shown every piece of the word (scripts/experiments/r0_by_pieces.py, from the runs themselves).
