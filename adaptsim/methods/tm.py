@@ -168,7 +168,8 @@ class Tm(Method):
         where = self.tm_name
         if leaks and self.on_overlap == "error":
             shown = [entry(self.external_origins[i]) for i in leaks[:SHOWN]]
-            shown = ("lines " + ", ".join(e[5:] for e in shown) if all(e.startswith("line ") for e in shown)
+            shown = (f"line{'s' * (len(shown) > 1)} " + ", ".join(e[5:] for e in shown)
+                     if all(e.startswith("line ") for e in shown)
                      else ", ".join(shown))
             raise UserError(f"{KEY}: {where} holds {len(leaks)} of the test stream's (source, reference) pairs "
                             f"({shown}{', …' if len(leaks) > SHOWN else ''}): each would reveal its reference before "
