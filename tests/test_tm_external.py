@@ -345,3 +345,24 @@ def test_the_stream_as_its_own_tm_is_refused_and_dropped_scores_as_without_a_tm(
     assert exit_.value.code == 0
     assert "held 2 of the test stream's (source, reference) pairs, kept (method.external.on_overlap=warn)" in \
         capsys.readouterr().out
+
+
+def test_the_overrides_the_tm_hints_give_are_the_ones_hydra_takes(tmp_path):
+    """A hint names `+method.external.KEY=…` where tm.yaml's `external` has no KEY (Hydra refuses a new key without
+    the +) and no + where it has one; a <tu> in another language pair is named by its line and can be skipped."""
+    from hydra.errors import ConfigCompositionException
+    from adaptsim.hydra_app import compose
+
+    write_tmx(tmp_path / "mixed.tmx", PAIRS)
+    text = (tmp_path / "mixed.tmx").read_text(encoding="utf-8").replace('<tuv xml:lang="de-DE"><seg>Schließen',
+                                                                        '<tuv xml:lang="fr"><seg>Schließen')
+    (tmp_path / "mixed.tmx").write_text(text, encoding="utf-8")
+    message = bad(external(format="tmx", path=str(tmp_path / "mixed.tmx")), "mixed.tmx:5: tu 2 (tuid='2')",
+                  "no <tuv> for language 'de'", "or +method.external.on_missing_language=skip to skip such <tu>s")
+    hinted = message.split("or ")[-1].split(" ")[0]
+    assert compose("run", ["method=tm", hinted]).method.external.on_missing_language == "skip"
+    with pytest.raises(ConfigCompositionException):  # what the hint said before: refused by Hydra
+        compose("run", ["method=tm", hinted.lstrip("+")])
+    sources, _, info, _ = read_external(external(format="tmx", path=str(tmp_path / "mixed.tmx"),
+                                                 on_missing_language="skip"), Tokens())
+    assert sources == [PAIRS[0][0], PAIRS[2][0]] and info["skipped"] == {"missing_language": 1}
