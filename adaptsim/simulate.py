@@ -265,7 +265,7 @@ class Simulation:
             cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
                   "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
                   "state_bytes_max": max(p["state_bytes"] for p in per_doc),
-                  **({"temporary": self.session.temporary} if self.session.temporary["retrievals"] else {}),
+                  **({"temporary": self.session.temporary} if self.session.method.moment else {}),  # 0s too
                   **({"interactive": interactive_cost(self.efforts, self.interactive,
                                                       self.cfg.metrics.max_corrections)} if self.efforts else {})},
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,

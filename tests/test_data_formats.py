@@ -55,6 +55,21 @@ def test_jsonl_errors(tmp_path, line, message):
         load_documents({"format": "jsonl", "path": str(f)})
 
 
+def test_jsonl_lines_ended_by_a_lone_cr_are_counted_as_lines(tmp_path):
+    """A file whose lines end in "\\r" alone (old Mac tools) is read line by line, and an error on line 3 says 3,
+    not 1; an object spread over lines is named as such."""
+    rows = [f'{{"doc_id": "a", "seg_id": {i}, "source": "x{i}", "reference": "y{i}"}}' for i in (1, 2)]
+    f = write(tmp_path / "j.jsonl", "\r".join(rows) + "\r")
+    assert pairs(load_documents({"format": "jsonl", "path": str(f)})) == [("a", [("1", "x1", "y1"), ("2", "x2", "y2")])]
+    write(f, "\r".join([*rows, '{"doc_id": "a", "seg_id": 3, "source": "x3"}']) + "\r")
+    with pytest.raises(DataError, match=r"j\.jsonl:3: no 'reference' in the object"):
+        load_documents({"format": "jsonl", "path": str(f)})
+    write(f, "\n".join([*rows, '{"doc_id": "a", "seg_id": 3,', '"source": "x3", "reference": "y3"}']) + "\n")
+    with pytest.raises(DataError, match=r"j\.jsonl:3: invalid JSON: the object does not end on this line .*one whole "
+                                        r"object a line$"):
+        load_documents({"format": "jsonl", "path": str(f)})
+
+
 # --- triplet (WMT APE) -----------------------------------------------------------------------------
 
 def test_triplet_detokenised_with_mt_attr(tmp_path):
@@ -104,10 +119,10 @@ def test_tmx(tmp_path):
 
 
 def test_tmx_wrong_language_code(tmp_path):
-    with pytest.raises(DataError, match=r"m\.tmx: tu 1 \(tuid='7'\): no <tuv> for language 'it' "
+    with pytest.raises(DataError, match=r"m\.tmx:5: tu 1 \(tuid='7'\): no <tuv> for language 'it' "
                                         r"\(this <tu> has: en-US, DE-de\); set dataset.target_lang"):
         tmx(tmp_path, TMX, target_lang="it")
-    with pytest.raises(DataError, match=r"m\.tmx: tu 1 .*no <tuv> for language 'en-GB'.*dataset.source_lang"):
+    with pytest.raises(DataError, match=r"m\.tmx:5: tu 1 .*no <tuv> for language 'en-GB'.*dataset.source_lang"):
         tmx(tmp_path, TMX, source_lang="en-GB")
 
 
@@ -116,8 +131,41 @@ def test_tmx_malformed(tmp_path):
         tmx(tmp_path, TMX.replace("</seg></tuv>\n <tuv", "</tuv>\n <tuv", 1))
     with pytest.raises(DataError, match=r"m\.tmx: not a TMX file \(root element <xliff>"):
         tmx(tmp_path, "<xliff/>")
-    with pytest.raises(DataError, match=r"m\.tmx: tu 2: no <prop type='doc'>"):
+    with pytest.raises(DataError, match=r"m\.tmx:7: tu 2: no <prop type='doc'>"):
         tmx(tmp_path, TMX.replace('<prop type="doc">B</prop>', ""), doc_prop="doc")
+
+
+def test_a_tu_in_another_language_pair_is_named_by_its_line_and_can_be_skipped(tmp_path):
+    mixed = TMX.replace('<tuv xml:lang="fr"><seg>Bonjour</seg></tuv><tuv xml:lang="en"><seg>Hello</seg></tuv>\n '
+                        '<tuv xml:lang="de"><seg>Hallo</seg></tuv>', '<tuv xml:lang="en"><seg>Hello</seg></tuv>'
+                        '<tuv xml:lang="fr"><seg>Bonjour</seg></tuv>')
+    with pytest.raises(DataError, match=r"^\S*m\.tmx:7: tu 2: no <tuv> for language 'de' \(this <tu> has: en, fr\); "
+                                        r"set dataset.target_lang, or dataset.on_missing_language=skip to skip such"):
+        tmx(tmp_path, mixed)
+    docs = tmx(tmp_path, mixed, on_missing_language="skip")
+    assert pairs(docs) == [("m", [("7", "Press OK.", "Drücken Sie OK.")])] and docs.skipped["missing_language"] == 1
+    with pytest.raises(UserError, match=r"dataset.on_missing_language='maybe': choose error \| skip"):
+        tmx(tmp_path, mixed, on_missing_language="maybe")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-8-sig", "iso-8859-1"])
+def test_a_tmx_is_read_in_the_encoding_it_declares(tmp_path, encoding):
+    """XML names its encoding (a BOM, else the declaration): a UTF-16 TMX (what CAT tools export; TMX 1.4b recommends
+    UTF-16 or UTF-8) reads as the UTF-8 one, with or without a byte-order mark."""
+    declared = "UTF-16" if encoding.startswith("utf-16") else "UTF-8" if encoding == "utf-8-sig" else encoding
+    text = TMX.replace('encoding="UTF-8"', f'encoding="{declared}"')
+    write(tmp_path / "m.tmx", text.encode(encoding))
+    assert pairs(tmx(tmp_path, (tmp_path / "m.tmx").read_bytes())) == pairs(tmx(tmp_path, TMX))
+
+
+def test_an_xml_encoding_that_is_not_what_the_file_is_is_one_line(tmp_path):
+    with pytest.raises(DataError, match=r"m\.tmx:1: the XML declaration says 'UTF-16' but the file is not"):
+        tmx(tmp_path, TMX.replace('encoding="UTF-8"', 'encoding="UTF-16"'))
+    with pytest.raises(DataError, match=r"m\.tmx:1: the XML declaration names an encoding Python does not know "
+                                        r"\('klingon'\)"):
+        tmx(tmp_path, TMX.replace('encoding="UTF-8"', 'encoding="klingon"'))
+    with pytest.raises(DataError, match=r"m\.tmx:6: invalid utf-16-le \(bytes 0x00 0xd8\), the encoding the file "):  # a lone surrogate on line 6
+        tmx(tmp_path, TMX.encode("utf-16-le").replace("Drücken".encode("utf-16-le"), b"\x00\xd8" + b"r\x00"))
 
 
 # --- IWSLT/WMT XML and SGML ----------------------------------------------------------------------------

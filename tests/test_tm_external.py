@@ -3,6 +3,7 @@ as a dataset is, always in the memory and ranked with the stream's pairs."""
 
 import csv
 import json
+import logging
 from xml.sax.saxutils import escape
 
 import pytest
@@ -13,6 +14,7 @@ from adaptsim import CONFIG_DIR, PROJECT_ROOT
 from adaptsim.cli import main
 from adaptsim.errors import UserError
 from adaptsim.methods import check_method
+from adaptsim.data.types import Segment
 from adaptsim.methods.tm import Tm, read_external
 
 
@@ -24,6 +26,9 @@ DEMO = demo_rows("docs.tsv")
 A, B = DEMO[0], DEMO[1]  # A: the demo model does not translate it as its post-edit (test_tm.py's exact repeat)
 OTHERS = [(r["source"], r["reference"]) for r in demo_rows("general-test.tsv")[:3]]
 TM_PAIRS = [*OTHERS, (A["source"], A["reference"])]  # A's exact match last: found by score, not by position
+# the stream's A with another post-edit than the TM's: the TM's entry is an exact match of its source, not its pair
+# (a pair of the stream in the TM is refused: no look-ahead)
+A_OTHER = {**A, "reference": "Ändert " + A["reference"].split(" ", 1)[1]}
 
 
 def write_tsv(path, pairs, header=("source", "reference")):
@@ -69,7 +74,7 @@ def test_the_fillers_do_not_match_the_stream():
 def test_an_external_exact_match_is_used_for_the_first_segment_in_tsv_and_tmx(tmp_path):
     """Before any stream pair exists, the TM's 100 % match is trained on for a moment and A is translated as the
     TM's target (θ0 does not: the `none` run)."""
-    stream = write_stream(tmp_path / "stream.tsv", [("d", [A, B])])
+    stream = write_stream(tmp_path / "stream.tsv", [("d", [A_OTHER, B])])
     none = hyps(run(tmp_path / "none", stream, "method=none"))
     assert none[0] != A["reference"]
     fingerprints = []
@@ -87,13 +92,13 @@ def test_an_external_exact_match_is_used_for_the_first_segment_in_tsv_and_tmx(tm
 
 def test_the_external_entries_survive_a_document_restart(tmp_path):
     """reset=document empties the stream's pairs at each document, never the TM's."""
-    stream = write_stream(tmp_path / "stream.tsv", [("d1", [A]), ("d2", [B, A])])
+    stream = write_stream(tmp_path / "stream.tsv", [("d1", [A_OTHER]), ("d2", [B, A_OTHER])])
     tm = write_tsv(tmp_path / "tm.tsv", TM_PAIRS)
     alone = run(tmp_path / "alone", stream, "method=tm", "method.online=false", "reset=document")
     with_tm = run(tmp_path / "tm", stream, "method=tm", "method.online=false", "reset=document",
                   "method.external.format=tsv", f"method.external.path={tm}")
     # without the TM, d1's A is forgotten at d2: no match, A translated by θ0
-    assert "temporary" not in summary(alone)["cost"] and hyps(alone)[2] != A["reference"]
+    assert summary(alone)["cost"]["temporary"]["retrievals"] == 0 and hyps(alone)[2] != A["reference"]
     assert summary(with_tm)["cost"]["temporary"]["retrievals"] == 2
     assert hyps(with_tm)[0] == hyps(with_tm)[2] == A["reference"]
 
@@ -162,14 +167,14 @@ def test_any_dataset_format_is_a_tm(tmp_path, fmt):
             segs = "".join(f'<seg id="{i}">{escape(p[side])}</seg>' for i, p in enumerate(PAIRS, 1))
             (tmp_path / f"tm.{lang}.xml").write_text(f'<mteval><doc docid="a">{segs}</doc></mteval>', encoding="utf-8")
         spec = external(format=fmt, path=str(tmp_path / "tm"))
-    sources, targets, info = read_external(spec, Tokens())
+    sources, targets, info, _ = read_external(spec, Tokens())
     assert list(zip(sources, targets)) == PAIRS
     assert info["entries"] == 3 and info["fingerprint"] == read_external(
         external(format="tsv", path=str(write_tsv(tmp_path / "same.tsv", PAIRS))), Tokens())[2]["fingerprint"]
 
 
 def test_no_external_tm_reads_nothing():
-    assert read_external(None, Tokens()) == read_external(external(), Tokens()) == ([], [], None)
+    assert read_external(None, Tokens()) == read_external(external(), Tokens()) == ([], [], None, [])
     assert tm(3, external()).info()["external"] is None
 
 
@@ -188,12 +193,12 @@ def test_bad_external_tms_are_one_line_naming_the_setting_and_the_file(tmp_path)
     bad(external(format="tsv", path=str(write_tsv(tmp_path / "empty.tsv", []))), "empty.tsv", "no (source, target)")
     bad(external(format="tmx", path=str(write_tmx(tmp_path / "empty.tmx", []))), "empty.tmx", "no (source, target)")
     bad(external(format="tsv", path=str(write_tsv(tmp_path / "cols.tsv", PAIRS, header=("en", "de")))),
-        "cols.tsv", "no 'reference', 'source' in the header", "set method.external.columns.<role>=NAME")
+        "cols.tsv", "no 'reference', 'source' in the header", "set +method.external.columns.<role>=NAME")
     bad(external(format="tmx", path=str(write_tsv(tmp_path / "tm.tsv", PAIRS))), "tm.tsv", "invalid XML")
     bad(external(format="tmx", path=str(write_tmx(tmp_path / "fr.tmx", PAIRS)), target_lang="fr"), "fr.tmx",
         "no <tuv> for language 'fr'", "set method.external.target_lang")
     bad(external(format="tsv", path=str(write_tsv(tmp_path / "e.tsv", [("Open it.", " ")]))), "e.tsv:2",
-        "empty reference", "set method.external.on_empty=skip")
+        "empty reference", "set +method.external.on_empty=skip")
     bad(external(format="tsv", path=str(tmp_path / "cols.tsv"), on_empty="maybe"), "method.external.on_empty='maybe'",
         "cols.tsv")
     bad(external(format="weird", path=str(tmp_path / "tm.tsv")), "method.external.format='weird'", "tm.tsv")
@@ -202,13 +207,18 @@ def test_bad_external_tms_are_one_line_naming_the_setting_and_the_file(tmp_path)
                                      {"external": {"format": "weird", "path": "x.tsv"}}))
 
 
-def test_too_long_entries_are_refused_or_skipped_as_the_streams_are(tmp_path):
+def test_too_long_entries_are_refused_or_skipped_as_the_streams_are(tmp_path, caplog):
     long = ("Open " + "the very long file " * 3 + ".", "Öffnen Sie die Datei.")
     path = str(write_tsv(tmp_path / "long.tsv", [*PAIRS, long]))
     bad(external(format="tsv", path=path), "long.tsv:5", "more than the model accepts (8)",
-        "set method.external.on_too_long=skip")
-    sources, _, info = read_external(external(format="tsv", path=path, on_too_long="skip"), Tokens())
+        "set +method.external.on_too_long=skip to skip")  # the + Hydra needs: tm.yaml's external has no such key
+    bad(external(format="tsv", path=path, on_too_long="error"), "set method.external.on_too_long=skip to skip")
+    with caplog.at_level(logging.INFO, logger="adaptsim.data"):
+        sources, _, info, _ = read_external(external(format="tsv", path=path, on_too_long="skip"), Tokens())
     assert sources == [s for s, _ in PAIRS] and info["entries"] == 3 and info["skipped"] == {"too_long": 1}
+    said = [r.getMessage() for r in caplog.records]  # the TM's own setting, not the dataset's
+    assert said and all(m.startswith("method.external: ") and "dataset." not in m for m in said), said
+    assert "(method.external.on_too_long=skip)" in said[-1]
 
 
 def test_a_bad_external_tm_stops_the_run_with_one_line(tmp_path, capsys):
@@ -228,7 +238,7 @@ def test_a_tm_gets_its_formats_own_defaults_and_ids_do_not_matter(tmp_path):
     for ext, side in (("src", 0), ("mt", 1), ("pe", 1)):
         (tmp_path / f"tm.{ext}").write_text("Open the file .\n" if side == 0 else "Öffnen Sie die Datei .\n",
                                             encoding="utf-8")
-    sources, targets, _ = read_external(external(format="triplet", path=str(tmp_path / "tm")), Tokens())
+    sources, targets, *_ = read_external(external(format="triplet", path=str(tmp_path / "tm")), Tokens())
     assert (sources, targets) == (["Open the file."], ["Öffnen Sie die Datei."])
     twice = write_tmx(tmp_path / "twice.tmx", PAIRS[:2]).read_text(encoding="utf-8").replace('tuid="2"', 'tuid="1"')
     (tmp_path / "twice.tmx").write_text(twice, encoding="utf-8")
@@ -245,9 +255,114 @@ def test_settings_a_tm_cannot_mean_are_refused(tmp_path):
 
 
 def test_a_resume_with_another_tm_is_refused(tmp_path, capsys):
-    stream = write_stream(tmp_path / "stream.tsv", [("d", [A, B])])
+    stream = write_stream(tmp_path / "stream.tsv", [("d", [A_OTHER, B])])
     one, other = write_tsv(tmp_path / "one.tsv", TM_PAIRS), write_tsv(tmp_path / "other.tsv", OTHERS)
     out = run(tmp_path / "run", stream, "method=tm", "method.external.format=tsv", f"method.external.path={one}")
     (out / "summary.json").write_text(json.dumps({**summary(out), "status": "interrupted"}))
     run(out, stream, "method=tm", "method.external.format=tsv", f"method.external.path={other}", "resume=true", code=1)
     assert "cannot resume: the interrupted run's external TM" in capsys.readouterr().err
+
+
+def test_a_fractional_threshold_is_refused_with_the_percentage_it_means():
+    block = OmegaConf.load(CONFIG_DIR / "method" / "tm.yaml")
+    for fraction, meant in ((0.75, "75"), (1, "100"), (0.955, "95.5")):
+        with pytest.raises(UserError, match=rf"^method.threshold={fraction}: the scale is 0–100 .*did you mean "
+                                            rf"{meant}\?$"):
+            check_method(OmegaConf.merge(block, {"threshold": fraction}))
+    for allowed in (0, 1.5, 75, 100):
+        check_method(OmegaConf.merge(block, {"threshold": allowed}))
+
+
+def stream_of(pairs):
+    return [Segment("d", str(i), s, r) for i, (s, r) in enumerate(pairs, 1)]
+
+
+STREAM = stream_of(PAIRS[:2])
+FILLERS = [("Print the page.", "Drucken Sie die Seite."), ("Save it.", "Speichern Sie es.")]
+
+
+def checked(tmp_path, tm_pairs, on_overlap="error", fmt="tsv"):
+    write = write_tsv if fmt == "tsv" else write_tmx
+    method = tm(3, external(format=fmt, path=str(write(tmp_path / f"tm.{fmt}", tm_pairs)), on_overlap=on_overlap))
+    method.check_stream(STREAM)
+    return method
+
+
+def test_a_tm_holding_pairs_of_the_stream_is_refused_naming_how_many_and_where(tmp_path):
+    """No look-ahead: a TM entry that is a (source, reference) pair of the stream would reveal that reference
+    before its segment is translated."""
+    with pytest.raises(UserError) as e:  # the TM is the stream
+        checked(tmp_path, PAIRS[:2])
+    assert str(e.value) == (f"method.external: the TM {tmp_path / 'tm.tsv'} holds 2 of the test stream's (source, "
+                            "reference) pairs (lines 2, 3): each would reveal its reference before the segment is "
+                            "translated; take them out of the TM or set method.external.on_overlap=drop (or warn)")
+    with pytest.raises(UserError, match=r"holds 1 of the test stream's .* \(line 3\)"):  # a single pair of it
+        checked(tmp_path, [*FILLERS, PAIRS[1]][1:])
+    with pytest.raises(UserError, match=r"holds 1 of .* \(tu 2 \(tuid='2'\)\)"):  # TMX: the <tu>
+        checked(tmp_path, [FILLERS[0], PAIRS[0]], fmt="tmx")
+    many = [(f"Sentence {i}.", f"Satz {i}.") for i in range(7)]
+    with pytest.raises(UserError, match=r"holds 7 of .* \(lines 2, 3, 4, 5, 6, …\)"):
+        tm(3, external(format="tsv", path=str(write_tsv(tmp_path / "many.tsv", many)))).check_stream(stream_of(many))
+
+
+def test_another_translation_of_a_streams_source_is_no_leak_and_is_counted(tmp_path):
+    method = checked(tmp_path, [*FILLERS, (PAIRS[0][0], "Mach die Datei auf.")])
+    assert method.info()["external"]["overlap"] == {"on_overlap": "error", "pairs": 0, "same_source_other_target": 1}
+    assert method.matches(PAIRS[0][0])[0] == (PAIRS[0][0], "Mach die Datei auf.", 100.0)
+
+
+def test_overlapping_entries_are_dropped_or_kept_with_a_warning_as_asked(tmp_path, caplog):
+    tm_pairs = [PAIRS[0], FILLERS[0], PAIRS[1]]
+    dropped = checked(tmp_path, tm_pairs, "drop")
+    assert list(zip(dropped.external_sources, dropped.external_references)) == [FILLERS[0]]
+    assert dropped.matches(PAIRS[0][0]) == []  # the stream's own pair is not retrieved before it is revealed
+    info = dropped.info()["external"]
+    assert info["entries"] == 3 and info["overlap"] == {"on_overlap": "drop", "pairs": 2, "same_source_other_target": 0}
+    with caplog.at_level(logging.WARNING, logger="adaptsim"):
+        kept = checked(tmp_path, tm_pairs, "warn")
+    assert kept.external_sources == [s for s, _ in tm_pairs] and kept.info()["external"]["overlap"]["pairs"] == 2
+    assert any("2 TM entries are pairs of the test stream" in r.getMessage() for r in caplog.records)
+    with pytest.raises(UserError, match=r"^method.external.on_overlap='maybe': choose 'error' \| 'drop' \| 'warn'$"):
+        checked(tmp_path, tm_pairs, "maybe")
+
+
+def test_the_stream_as_its_own_tm_is_refused_and_dropped_scores_as_without_a_tm(tmp_path, capsys):
+    """What a user runs: the stream file named as the TM is refused before the first segment; with on_overlap=drop
+    the run is the run without a TM; with warn it is marked in summary.json and in the table's note."""
+    stream = write_stream(tmp_path / "stream.tsv", [("d", [A, B])])
+    tm_stream = ["method=tm", "method.external.format=tsv", f"method.external.path={stream}"]
+    refused = run(tmp_path / "refused", stream, *tm_stream, code=1)
+    assert "holds 2 of the test stream's (source, reference) pairs (lines 2, 3)" in capsys.readouterr().err
+    assert summary(refused)["status"] == "failed" and hyps(refused) == []  # before the first segment
+    alone = run(tmp_path / "alone", stream, "method=tm")
+    dropped = run(tmp_path / "drop", stream, *tm_stream, "method.external.on_overlap=drop")
+    assert hyps(dropped) == hyps(alone) and summary(dropped)["scores"] == summary(alone)["scores"]
+    warned = run(tmp_path / "warn", stream, *tm_stream, "method.external.on_overlap=warn")
+    assert summary(warned)["method_info"]["external"]["overlap"]["pairs"] == 2
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["table", str(alone), str(warned)])
+    assert exit_.value.code == 0
+    assert "held 2 of the test stream's (source, reference) pairs, kept (method.external.on_overlap=warn)" in \
+        capsys.readouterr().out
+
+
+def test_the_overrides_the_tm_hints_give_are_the_ones_hydra_takes(tmp_path):
+    """A hint names `+method.external.KEY=…` where tm.yaml's `external` has no KEY (Hydra refuses a new key without
+    the +) and no + where it has one; a <tu> in another language pair is named by its line and can be skipped."""
+    from hydra.errors import ConfigCompositionException
+    from adaptsim.hydra_app import compose
+
+    write_tmx(tmp_path / "mixed.tmx", PAIRS)
+    text = (tmp_path / "mixed.tmx").read_text(encoding="utf-8").replace('<tuv xml:lang="de-DE"><seg>Schließen',
+                                                                        '<tuv xml:lang="fr"><seg>Schließen')
+    (tmp_path / "mixed.tmx").write_text(text, encoding="utf-8")
+    message = bad(external(format="tmx", path=str(tmp_path / "mixed.tmx")), "mixed.tmx:5: tu 2 (tuid='2')",
+                  "no <tuv> for language 'de'", "or +method.external.on_missing_language=skip to skip such <tu>s")
+    hinted = message.split("or ")[-1].split(" ")[0]
+    assert compose("run", ["method=tm", hinted]).method.external.on_missing_language == "skip"
+    with pytest.raises(ConfigCompositionException):  # what the hint said before: refused by Hydra
+        compose("run", ["method=tm", hinted.lstrip("+")])
+    sources, _, info, _ = read_external(external(format="tmx", path=str(tmp_path / "mixed.tmx"),
+                                                 on_missing_language="skip"), Tokens())
+    assert sources == [PAIRS[0][0], PAIRS[2][0]] and info["skipped"] == {"missing_language": 1}

@@ -99,9 +99,9 @@ def choose(docs: list[Document], opts: dict) -> list[Document]:
 
 
 def prepare(docs: list[Document], opts: dict) -> Dataset:
-    skipped = Dataset().skipped
+    skipped = Dataset(skipped=getattr(docs, "skipped", None)).skipped  # a reader's own skips (TMX), then the empty
     docs = drop_empty(docs, opts, skipped)
-    if skipped:
+    if skipped["empty"]:
         log.warning("skipped %d segment(s) with an empty source or reference (dataset.on_empty=skip)",
                     skipped["empty"])
     docs = relabel(choose(split(group(docs, opts), opts.get("split_every")), opts))

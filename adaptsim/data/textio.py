@@ -30,15 +30,27 @@ def require_file(path) -> Path:
 def read_text(path) -> str:
     """The whole file as text; invalid UTF-8 is an error naming the line of the first bad byte."""
     path = require_file(path)
+    return decode(path, read_bytes(path))
+
+
+def read_bytes(path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as e:
         raise DataError(path, f"cannot read: {e.strerror or e}") from None
+
+
+def decode(path, data: bytes, encoding: str = "utf-8") -> str:
+    """`data` (the file `path`'s bytes) as text in `encoding`, strictly: a bad byte or a NUL is an error naming its
+    line; a leading BOM is dropped."""
     try:
-        text = data.decode("utf-8")
+        text = data.decode(encoding)
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise DataError(path, f"invalid UTF-8 (byte 0x{data[e.start]:02x}); files must be UTF-8", line) from None
+        line = data[:e.start].decode(encoding, errors="replace").count("\n") + 1
+        if encoding == "utf-8":
+            raise DataError(path, f"invalid UTF-8 (byte 0x{data[e.start]:02x}); files must be UTF-8", line) from None
+        raise DataError(path, f"invalid {encoding} (bytes {' '.join(f'0x{b:02x}' for b in data[e.start:e.end])}), the "
+                              "encoding the file declares", line) from None
     nul = text.find("\x00")
     if nul >= 0:  # binary data or UTF-16 read as UTF-8: never text a segment should hold
         raise DataError(path, "NUL byte (\\x00) in the text; is it binary or UTF-16? Files must be UTF-8 text",

@@ -40,14 +40,35 @@ demo model's, most of it tokenizing). summary.json `method_info.external` record
 entries and a fingerprint (the first 16 hex digits of a sha256 of its pairs), written when the run starts: a resume
 with another TM is refused (tm's retrievals are not replayed). A missing or unreadable file, an unknown format or
 setting, a file named without a format, wrong columns, a pair too long or empty, or a file without a pair is one
-line naming `method.external` and the file, before the first segment is translated.
+line naming `method.external` and the file, before the first segment is translated; a hint to change a setting gives
+the override Hydra takes (`+method.external.on_too_long=skip`: tm.yaml's `external` has no such key).
+
+No look-ahead through the TM (`check_stream`, before the first segment): an entry that is one of the test stream's
+(source, reference) pairs would reveal that reference before its segment is translated, which the simulation exists
+to avoid (the demo stream as its own TM: BLEU 98.5 against 62.6 without it). Such entries are an error naming how
+many and the first five (lines, or TMX <tu>s), or, by `on_overlap`, dropped (the run is then the run without them)
+or kept with a warning (`warn`; the tables carry a note). Compared as the fuzzy score sees the strings (no
+normalisation: fuzz.ratio is 100 exactly for equal strings). An entry with a stream's source and another target is
+no leak (a translator's TM may hold another translation of a sentence) and is only counted. summary.json
+`method_info.external.overlap`: `on_overlap`, `pairs` (entries that are stream pairs: refused, dropped or kept as
+it says) and `same_source_other_target`. No other state is carried from run to run: the stream's pairs (and
+memory's datastore) live in the method object of one run, built afresh by each run, lockstep run and sweep job, and
+a resume rebuilds them from the run's own earlier steps.
+
+`threshold` is on fuzz.ratio's 0–100 scale; a fraction 0 < t ≤ 1 is refused with the percentage it likely means
+(`Score`).
+
+summary.json `cost.temporary` is written for every tm run, with 0s where nothing matched: "no match" is a figure.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 
 from omegaconf import OmegaConf
@@ -58,9 +79,26 @@ from adaptsim.data import FORMATS, check_lengths, load_documents
 from adaptsim.data.textio import expand
 from adaptsim.errors import DataError, UserError
 from adaptsim.methods.base import Method
-from adaptsim.rules import Boolean, Integer, Number, Rule, show
+from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, show
 
 KEY = "method.external"
+OWN_KEYS = {"on_overlap"}  # a TM's settings that are not a dataset's (configs/method/tm.yaml)
+SHOWN = 5  # the TM entries an overlap error names
+log = logging.getLogger("adaptsim")
+
+
+@dataclass(frozen=True)
+class Score(Number):
+    """A fuzzy score 0–100; a fraction 0 < t ≤ 1 is refused with the percentage it likely means. Refused, not
+    read as a fraction: 1 would mean two things, and on the 0–100 scale a threshold ≤ 1 lets almost every pair
+    match (any shared character), which no one means; 0 (every pair) stays allowed."""
+
+    def check(self, key: str, value):
+        super().check(key, value)
+        if 0 < value <= 1:
+            raise UserError(f"{key}={show(value)}: the scale is 0–100 (rapidfuzz's fuzz.ratio): did you mean "
+                            f"{100 * value:g}?")
+        return value
 
 
 class DatasetBlock(Rule):
@@ -84,7 +122,7 @@ class DatasetBlock(Rule):
         if value.get("format") is None and where:
             raise UserError(f"{key}.format is null but the TM {where} is named: set {key}.format (one of "
                             f"{' | '.join(FORMATS)})")
-        unknown = sorted(set(value) - _dataset_keys()[1])
+        unknown = sorted(set(value) - _dataset_keys()[1] - OWN_KEYS)
         if unknown:
             raise UserError(f"{key}.{unknown[0]}: unknown setting; a TM takes the dataset configs' settings "
                             "(configs/dataset/*.yaml)")
@@ -95,7 +133,7 @@ class DatasetBlock(Rule):
 
 
 class Tm(Method):
-    settings = {**Method.settings, "k": Integer(1), "threshold": Number(at_least=0, at_most=100),
+    settings = {**Method.settings, "k": Integer(1), "threshold": Score(at_least=0, at_most=100),
                 "online": Boolean(), "moment_lr": Number(above=0), "moment_ppl_threshold": Number(at_least=1),
                 "moment_max_updates": Integer(1), "external": DatasetBlock()}
 
@@ -107,7 +145,10 @@ class Tm(Method):
         self.gradient_steps = self.online  # false: the update rule only measures the pair (adaptsim/update.py)
         self.sources: list[str] = []  # the stream's pairs, emptied with θ0
         self.references: list[str] = []
-        self.external_sources, self.external_references, self.external_info = read_external(external, model)
+        self.external_sources, self.external_references, self.external_info, self.external_origins = read_external(
+            external, model)
+        self.on_overlap = external.get("on_overlap") if self.external_info else None
+        self.tm_name = f"the TM {files(external)}" if self.external_info else ""
 
     def parameters(self):
         return self.model.named_parameters()
@@ -127,6 +168,43 @@ class Tm(Method):
     def _best(self, source, sources):
         return process.extract(source, sources, scorer=fuzz.ratio, limit=self.k, score_cutoff=self.threshold)
 
+    def check_stream(self, segments):
+        """No look-ahead through the TM: an entry that is one of the stream's (source, reference) pairs would reveal
+        that reference before its segment is translated. Compared as the fuzzy score sees them (the strings as read,
+        no normalisation: a score of 100 is string equality), source and reference alike; an entry with a stream's
+        source and another target is no leak (a translator's TM may hold another translation) and only counted.
+        `on_overlap`: error (one line: how many, and the first entries' lines), drop them, or warn (counted in
+        method_info, shown in the tables' notes)."""
+        if self.external_info is None:
+            return
+        stream = {(s.source, s.reference) for s in segments}
+        sources = {s.source for s in segments}
+        pairs = list(zip(self.external_sources, self.external_references))
+        leaks = [i for i, pair in enumerate(pairs) if pair in stream]
+        overlap = {"on_overlap": self.on_overlap, "pairs": len(leaks),
+                   "same_source_other_target": sum(src in sources and (src, ref) not in stream for src, ref in pairs)}
+        where = self.tm_name
+        if leaks and self.on_overlap == "error":
+            shown = [entry(self.external_origins[i]) for i in leaks[:SHOWN]]
+            shown = (f"line{'s' * (len(shown) > 1)} " + ", ".join(e[5:] for e in shown)
+                     if all(e.startswith("line ") for e in shown)
+                     else ", ".join(shown))
+            raise UserError(f"{KEY}: {where} holds {len(leaks)} of the test stream's (source, reference) pairs "
+                            f"({shown}{', …' if len(leaks) > SHOWN else ''}): each would reveal its reference before "
+                            f"the segment is translated; take them out of the TM or set {KEY}.on_overlap=drop (or "
+                            "warn)")
+        if leaks and self.on_overlap == "drop":
+            keep = sorted(set(range(len(pairs))) - set(leaks))
+            self.external_sources = [self.external_sources[i] for i in keep]
+            self.external_references = [self.external_references[i] for i in keep]
+            self.external_origins = [self.external_origins[i] for i in keep]
+            log.info("%s: dropped %d TM entries that are pairs of the test stream (%s.on_overlap=drop)", where,
+                     len(leaks), KEY)
+        elif leaks:
+            log.warning("%s: %d TM entries are pairs of the test stream: kept (%s.on_overlap=warn), so the scores "
+                        "saw those references before translating", where, len(leaks), KEY)
+        self.external_info["overlap"] = overlap
+
     def revealed(self, source, reference):
         self.sources.append(source)
         self.references.append(reference)
@@ -137,23 +215,27 @@ class Tm(Method):
                 "moment_ppl_threshold": ppl, "moment_max_updates": updates, "external": self.external_info}
 
 
-def read_external(spec, model) -> tuple[list[str], list[str], dict | None]:
+def read_external(spec, model) -> tuple[list[str], list[str], dict | None, list[str]]:
     """The external TM `spec` names (method.external: dataset settings), read as a dataset is: its sources, its
-    targets and what summary.json records of it; nothing for null or `format: null`. Errors name method.external and
-    the file."""
+    targets, what summary.json records of it and where each entry was read ("file:line", or the TMX <tu>); nothing
+    for null or `format: null`. Errors name method.external and the file; the readers' log lines about a skipped
+    entry name the TM's own setting."""
     if spec is None or spec.get("format") is None:
-        return [], [], None
-    opts = with_format_defaults(spec)
+        return [], [], None, []
+    Choice(("error", "drop", "warn")).check(f"{KEY}.on_overlap", spec.get("on_overlap"))
+    opts = {k: v for k, v in with_format_defaults(spec).items() if k not in OWN_KEYS}
     try:
-        docs = load_documents(opts, allow_empty=True)
-        docs, _ = check_lengths(docs, opts, model.count_tokens, model.max_tokens)
+        with _renamed_logs(spec):
+            docs = load_documents(opts, allow_empty=True)
+            docs, _ = check_lengths(docs, opts, model.count_tokens, model.max_tokens)
     except DataError as e:
-        raise UserError(f"{KEY}: {DataError(e.path, renamed(e.message), e.line)}") from None
+        raise UserError(f"{KEY}: {DataError(e.path, renamed(e.message, spec), e.line)}") from None
     except UserError as e:
-        message, where = renamed(str(e)), files(spec)
+        message, where = renamed(str(e), spec), files(spec)
         raise UserError((message if message.startswith(KEY) else f"{KEY}: {message}")
                         + (f" (the TM {where})" if where else "")) from None
-    pairs = [(s.source, s.reference) for doc in docs for s in doc.segments]
+    segments = [s for doc in docs for s in doc.segments]
+    pairs = [(s.source, s.reference) for s in segments]
     if not pairs:
         raise UserError(f"{KEY}: {files(spec) or 'the TM'}: no (source, target) pair in it (format "
                         f"{spec['format']!r}); an empty TM is no TM: set {KEY}.format=null")
@@ -164,7 +246,30 @@ def read_external(spec, model) -> tuple[list[str], list[str], dict | None]:
             "fingerprint": digest.hexdigest()[:16]}
     if skipped := {reason: n for reason, n in docs.skipped.items() if n}:  # on_empty / on_too_long: skip
         info["skipped"] = skipped
-    return [src for src, _ in pairs], [ref for _, ref in pairs], info
+    return [src for src, _ in pairs], [ref for _, ref in pairs], info, [s.origin for s in segments]
+
+
+def entry(origin: str) -> str:
+    """A TM entry's place for a message, without its file: "line 12" ("file:12"), or the reader's own words
+    ("file: tu 3 (tuid='7')" → "tu 3 (tuid='7')")."""
+    m = re.match(r"^(.*):(\d+)$", origin)
+    return f"line {m.group(2)}" if m else origin.rsplit(": ", 1)[-1]
+
+
+@contextmanager
+def _renamed_logs(spec):
+    """While the TM is read, the data readers' log lines (a skipped empty or too long entry) say that they are about
+    the TM and name its settings, not the dataset's."""
+    def rename(record):
+        record.msg, record.args = f"{KEY}: {renamed(record.getMessage(), spec)}", ()
+        return True
+
+    logger = logging.getLogger("adaptsim.data")
+    logger.addFilter(rename)
+    try:
+        yield
+    finally:
+        logger.removeFilter(rename)
 
 
 def with_format_defaults(spec) -> dict:
@@ -200,6 +305,20 @@ def _dataset_keys() -> tuple[re.Pattern, frozenset[str]]:
     return pattern, frozenset(keys)
 
 
-def renamed(message: str) -> str:
-    """A reader's message about the setting `dataset.KEY` about `method.external.KEY` instead."""
-    return _dataset_keys()[0].sub(KEY + ".", message)
+def renamed(message: str, spec=None) -> str:
+    """A reader's message about the setting `dataset.KEY` about `method.external.KEY` instead; an override it
+    suggests (`dataset.on_too_long=skip`) gets the `+` Hydra needs where `spec` (the TM's settings as composed,
+    configs/method/tm.yaml and the command line) has no such key."""
+    message = _dataset_keys()[0].sub(KEY + ".", message)
+    if spec is None:
+        return message
+
+    def override(m):
+        node = spec
+        for part in m.group(1).split("."):
+            if not (OmegaConf.is_dict(node) or isinstance(node, dict)) or part not in node:
+                return "+" + m.group(0)
+            node = node[part]
+        return m.group(0)
+
+    return re.sub(r"(?<![\w+.])" + re.escape(KEY) + r"\.([\w.<>]+)=", override, message)

@@ -16,6 +16,7 @@ from adaptsim.errors import UserError
 from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, _labels
+from adaptsim.report.notes import notes
 from adaptsim.report.runs import Run, discover
 
 DEFAULT_METRICS = "BLEU,SBLEU,TER,chrF,R0,R1,R0+1,KSMR,WSR,MAR"
@@ -71,7 +72,7 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
            "units": result.units, "resamples": result.settings.resamples, "seed": result.settings.seed,
            "alpha": sig.ALPHA, "runs": [{"label": lb, "run_dir": str(r.dir), "method": r.method}
                                         for lb, r in zip(labels, runs)],
-           "metrics": {}}
+           "metrics": {}, **({"notes": notes(zip(labels, runs))} if notes(zip(labels, runs)) else {})}
     for m in metrics:
         rows = []
         for i in range(len(runs)):
@@ -110,4 +111,5 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
     runs_line = "; ".join(f"{lb}: {Path(r.dir)}" for lb, r in zip(labels, runs))
     return "\n".join([f"{runs[0].dataset} · {runs[0].summary.get('segments', '?')} segments · data {runs[0].fingerprint}",
                       "", *lines, "", f"{sig.footer(result).replace('the baseline', labels[0])}",
-                      f"signature: {result.signature}", f"runs: {runs_line}"])
+                      f"signature: {result.signature}", f"runs: {runs_line}",
+                      *(f"Note: {n}" for n in notes(zip(labels, runs)))])

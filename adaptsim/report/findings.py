@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import Block, blocks
+from adaptsim.report.notes import notes
 from adaptsim.report.runs import Run, finished_runs
 from adaptsim.report.stats import TESTS
 
@@ -164,7 +165,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     cfg = sig.settings(args)
-    texts = [markdown(block, check(block, cfg)) for block in blocks(finished_runs(args.dirs, "findings").runs)]
+    texts = [markdown(block, check(block, cfg)) + "".join(f"\n\n_Note: {n}._" for n in notes(block.rows))
+             for block in blocks(finished_runs(args.dirs, "findings").runs)]
     print("\n\n".join(texts) + f"\n\n_p: {TESTS[cfg.test]}, {cfg.resamples} resamples of {cfg.unit}s, seed "
           f"{cfg.seed}; reproduced: the paper's direction at p < {sig.ALPHA} (finding 5: every interval within "
           f"±{CLOSE:g} points), not significant: its direction at p ≥ that (5: neither close nor different), not "

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from adaptsim.errors import UserError
 from adaptsim.report.blocks import LOWER_IS_BETTER, Block, best, blocks, relative
 from adaptsim.report import cxmi
+from adaptsim.report.notes import note, notes
 from adaptsim.report import significance as sig
 from adaptsim.report.runs import finished_runs
 
@@ -248,6 +249,8 @@ def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str
         out.append("")
         if result is not None:
             out += [f"_{_footer(result)}._", ""]
+        for n in notes(block.rows):
+            out += [f"_Note: {n}._", ""]
     return "\n".join(out + [f"_{_legend(rel, metrics)}._", ""])
 
 
@@ -260,9 +263,11 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
         ([f"{m} {end}" for m in metrics for end in ("low", "high")] if with_ci else [])
     with_cost = any(r.cost is not None for _, rs, _ in tables for r in rs)
     cost = [key for _, key, _ in COST if any(key in (r.cost or {}) for _, rs, _ in tables for r in rs)]
+    with_note = any(notes(block.rows) for block, _, _ in tables)
     w.writerow(["dataset", "data_fingerprint", "model", "method", "values", *metrics, *cost, "best", "run_dir",
-                *extra, *(["significance"] if extra else [])])
+                *extra, *(["significance"] if extra else []), *(["note"] if with_note else [])])
     for block, rs, result in tables:
+        run_of = {str(run.dir): (label, run) for label, run in block.rows}
         for r in rs:
             rel_row = rel and not r.is_baseline
             cells = [("" if v is None else repr(v)) if decimals is None else _number(v, r.relative[j], decimals, "")
@@ -276,7 +281,8 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
                         "relative %" if rel_row else "absolute", *cells,
                         *(["" if (r.cost or {}).get(k) is None else repr(r.cost[k]) for k in cost] if with_cost else []),
                         ";".join(m for m, b in zip(metrics, r.best) if b), r.run_dir, *more,
-                        *([result.signature if result else ""] if extra else [])])
+                        *([result.signature if result else ""] if extra else []),
+                        *([note(run_of[r.run_dir][1], r.label) or ""] if with_note else [])])
     return buf.getvalue()
 
 
@@ -305,6 +311,7 @@ def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
             out.append(r"\midrule")
         if result is not None:
             out.append(f"% {_tex(_footer(result))}")
+        out += [f"% Note: {_tex(n)}" for n in notes(block.rows)]
         out += [f"% {_tex(_caption(block))}",
                 rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics + extra)) + r" \\", r"\midrule"]
         for r in rs:

@@ -27,6 +27,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics.terms import METRICS, Terms, statistics, stream
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
+from adaptsim.report.notes import notes
 from adaptsim.report.cxmi import Roles
 from adaptsim.report.resources import DEFAULT, Resources, loader
 from adaptsim.report.runs import finished_runs
@@ -55,7 +56,8 @@ def main(argv: list[str]) -> int:
         res = resources(block.rows[0][1])
         terms = Terms(res.scorer)
         steps = sig.paired([run for _, run in block.rows])
-        print(render(block, [label for label, _ in block.rows], analyse(steps, terms, cfg), terms, res))
+        print(render(block, [label for label, _ in block.rows], analyse(steps, terms, cfg), terms, res)
+              + "".join(f"\n_Note: {n}._\n" for n in notes(block.rows)))
     return 0
 
 

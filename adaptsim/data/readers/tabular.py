@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from adaptsim.data.readers.base import default_doc_id, documents_in_order
 from adaptsim.data.textio import expand, read_text, split_lines
@@ -71,12 +72,19 @@ def csv_rows(path):
 
 
 def jsonl_rows(path):
-    for i, line in enumerate(split_lines(read_text(path)), start=1):
+    """(line, object) for each non-blank line. Lines end at "\\n", "\\r\\n" or a lone "\\r" (old Mac files): JSON
+    text holds no raw CR but as whitespace between tokens, so a CR is a line end that "\\n" alone would miss, and
+    every error after it would be reported on line 1."""
+    for i, line in enumerate(re.split(r"\r\n|\r|\n", read_text(path).removesuffix("\n").removesuffix("\r")),
+                             start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
+            if e.pos >= len(line.rstrip()):  # the line ended inside the object: one object spread over lines
+                raise DataError(path, f"invalid JSON: the object does not end on this line ({e.msg}); JSON lines "
+                                      "hold one whole object a line", i) from None
             raise DataError(path, f"invalid JSON: {e.msg} (column {e.colno})", i) from None
         if not isinstance(obj, dict):
             raise DataError(path, "expected a JSON object per line", i)
