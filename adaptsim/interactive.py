@@ -7,8 +7,8 @@ accounting (`count`, a pure function of the reference and those hypotheses), whi
 (adaptsim/metrics/effort.py) in one of two countings, `metrics.interactive_costs`:
 
 **nmt-keras** (the default) counts as NMT-Keras' prefix-based simulation does (Peris & Casacuberta 2019;
-lvapeab/nmt-keras, branch interactive_NMT, commit 56c18d5: `interactive_nmt_simulation.py` run with `--prefix`, word.py
-below, and `interactive_char_nmt_simulation.py`, char.py; the line numbers are theirs).
+lvapeab/nmt-keras, branch interactive_NMT, commit 56c18d5: `interactive_nmt_simulation.py` run with `--prefix`,
+word.py below, and `interactive_char_nmt_simulation.py`, char.py; the line numbers are theirs).
 
 - Word level. A wrong hypothesis word is substituted (word.py 500–518), or a missing one inserted at the end
   (481–499): a word stroke (`errors_sentence`) and the word's characters in keystrokes (487, 505:
@@ -30,7 +30,7 @@ below, and `interactive_char_nmt_simulation.py`, char.py; the line numbers are t
 **adaptsim** (our earlier refinements) counts the same keystrokes, characters and words, but mouse actions by
 where the cursor is: right after the last typed text, at the very start before the first correction; a
 correction, or the cut, away from it is a mouse action, one at it is not (so a word-level substitution right after
-the last typed word is free, an insertion at the end is not when words were validated since, and a first
+the last typed word is free, an insertion at the end or a cut costs one unless it is right after it, and a first
 character-level correction at character 1 costs one); at the character level a word stroke is each word the user
 types into. Validation, the cut's keystroke and word stroke, and the rates are as above.
 

@@ -69,12 +69,12 @@ def test_nmt_keras_cut_at_both_levels():
 
 
 def test_nmt_keras_character_level_corrections():
-    """"ax cd" → "ab cd". char.py: the common prefix "a" (422): "b" at character 1; a keystroke (467); 469: 1 − 0 > 1
-    fails, no mouse action; last_correct_pos = 1 (471). The system shows "ab ce": "d" at 4, a keystroke, 4 − 1 > 1:
-    a mouse action; it shows "ab cdz": cut (474–476), a keystroke. Validation (488): 2 mouse actions; characters 5
-    (489), words 2 (491); word strokes = keystrokes (its WSR, 514). adaptsim: the correction at 1 is away from the
-    cursor at 0 (a mouse action), the one at 4 too, the cut at 5 is where the cursor is; 2 words typed into.
-    Then "axyz" → "abcd": corrections at 1 (1 − 0) and 2 (2 − 1) are free, one at 2 first (2 − 0) is not."""
+    """"ax cd" → "ab cd". char.py: the common prefix "a" (422): "b" at character 1; a keystroke (467); 469:
+    1 − 0 > 1 fails, no mouse action; last_correct_pos = 1 (471). The system shows "ab ce": "d" at 4, a keystroke,
+    4 − 1 > 1: a mouse action; it shows "ab cdz": cut (474–476), a keystroke. Validation (488): 2 mouse actions;
+    characters 5 (489), words 2 (491); word strokes = keystrokes (its WSR, 514). adaptsim: the correction at 1 is
+    away from the cursor at 0 (a mouse action), the one at 4 too, the cut at 5 is where the cursor is; 2 words typed
+    into. Then "axyz" → "abcd": corrections at 1 (1 − 0) and 2 (2 − 1) are free, one at 2 first (2 − 0) is not."""
     shown = ["ax cd", "ab ce", "ab cdz"]
     assert counts(interactive.count("char", "nmt-keras", "ab cd", shown)) == (3, 3, 2, 5, 2, False)
     assert counts(interactive.count("char", "adaptsim", "ab cd", shown)) == (3, 2, 3, 5, 2, False)
@@ -284,7 +284,7 @@ def test_reports_show_the_effort_with_significance(tmp_path, tiny_model_dir, tin
     compared = compared["metrics"]
     assert compared["KSMR"][1]["score"] == pytest.approx(full["KSMR"]) and {"WSR", "MAR"} <= set(compared)
     cli("compare", str(tmp_path / "sweep" / "none"), str(tmp_path / "sweep" / "full"))
-    assert "effort: effort at the word level, as NMT-Keras counts" in capsys.readouterr().out
+    assert "\neffort at the word level, as NMT-Keras counts" in capsys.readouterr().out
 
 
 def cli(*args):

@@ -114,5 +114,5 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
     return "\n".join([f"{runs[0].dataset} · {runs[0].summary.get('segments', '?')} segments · data {runs[0].fingerprint}",
                       "", *lines, "", f"{sig.footer(result).replace('the baseline', labels[0])}",
                       f"signature: {result.signature}",
-                      *([f"effort: {counted}"] if (counted := effort.note(runs[0].summary, metrics)) else []),
+                      *([counted] if (counted := effort.note(runs[0].summary, metrics)) else []),
                       f"runs: {runs_line}"])
