@@ -71,7 +71,8 @@ def describe(how: dict | None) -> str:
     if how is None:
         return "no simulated translator"
     counted = "as NMT-Keras counts" if how["costs"] == "nmt-keras" else "with adaptsim's cursor-based mouse actions"
-    return (f"effort at the {how['level']} level, {counted} (metrics.interactive_costs={how['costs']}), at most "
+    level = {"word": "word", "char": "character"}[how["level"]]
+    return (f"effort at the {level} level, {counted} (metrics.interactive_costs={how['costs']}), at most "
             f"{how['max_corrections']} corrections per segment")
 
 
