@@ -77,7 +77,6 @@ def simulate(mode: str, costs: str, reference: str, hypothesis: str, propose: Ca
     `propose(validated)` is the system's hypothesis once the user has validated the reference's first characters
     `validated`; `calls()` how many searches the system has run (summary cost)."""
     start = time.perf_counter()
-    reference = " ".join(reference.split())
     effort = count(mode, costs, reference, shown(mode, reference, hypothesis, propose, max_corrections))
     effort.decoder_calls, effort.seconds = calls(), time.perf_counter() - start
     return effort
@@ -86,26 +85,27 @@ def simulate(mode: str, costs: str, reference: str, hypothesis: str, propose: Ca
 def shown(mode: str, reference: str, hypothesis: str, propose: Callable[[str], str], max_corrections: int) -> list[str]:
     """The hypotheses the user sees (whitespace collapsed): the first, then the system's after each correction,
     until one holds the reference or `max_corrections` corrections were made (then the last still errs)."""
+    reference = _collapsed(reference)
     ref = _units(mode, reference)
-    hyps = [" ".join(hypothesis.split())]
+    hyps = [_collapsed(hypothesis)]
     while len(hyps) <= max_corrections and (p := _first_difference(_units(mode, hyps[-1]), ref)) < len(ref):
         validated = " ".join(ref[:p + 1]) + " " if mode == "word" else reference[:p + 1]
-        hyps.append(" ".join(propose(validated).split()))
+        hyps.append(_collapsed(propose(validated)))
     return hyps
 
 
 def count(mode: str, costs: str, reference: str, hypotheses: list[str]) -> Effort:
     """What the user spends at `mode` level, counted as `costs` says (module docstring), to correct `hypotheses`
-    (`shown`'s) into `reference` (whitespace collapsed): each but the last is corrected at its first error; the
-    last holds the reference (cut if it runs past it) or, still wrong, is where the cap made the user type the
-    rest."""
+    (`shown`'s) into `reference`, whitespace collapsed: each but the last is corrected at its first error; the last
+    holds the reference (cut if it runs past it) or, still wrong, is where the cap made the user type the rest."""
     word, keras = mode == "word", costs == "nmt-keras"
+    reference = _collapsed(reference)
     ref = _units(mode, reference)
     effort = Effort(chars=len(reference), words=len(reference.split()), level=mode, costs=costs)
     cursor = last = 0  # adaptsim: after the last typed text; nmt-keras, char level: the last correction's position
     touched = set()  # character level, adaptsim: the words typed into
     for n, hypothesis in enumerate(hypotheses):
-        hyp = _units(mode, hypothesis)
+        hyp = _units(mode, _collapsed(hypothesis))
         p = _first_difference(hyp, ref)
         if p == len(ref):
             if len(hyp) > len(ref):  # the reference is validated; the rest is cut
@@ -131,6 +131,10 @@ def count(mode: str, costs: str, reference: str, hypotheses: list[str]) -> Effor
         effort.WS = effort.KS if keras else len(touched)
     effort.MA += 1  # validation
     return effort
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _units(mode: str, text: str):
