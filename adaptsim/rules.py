@@ -84,9 +84,10 @@ class Number(Rule):
 @dataclass(frozen=True)
 class Choice(Rule):
     values: tuple
+    aliases: tuple = ()  # other spellings of the values, accepted but not listed (YAML's false for "off")
 
     def ok(self, value) -> bool:  # a bool is no number here: 0 is not false
-        return any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in self.values)
+        return any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in self.values + self.aliases)
 
     def allowed(self) -> str:
         return "choose " + " | ".join(map(show, self.values))

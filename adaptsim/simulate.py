@@ -182,8 +182,9 @@ class Simulation:
         if self.interactive == "off":
             return None
         system = self.session.model.completions(seg.source, **self.cfg.decode)
-        return interactive.simulate(self.interactive, seg.reference, translation.text, system.propose,
-                                    self.cfg.metrics.max_corrections, lambda: system.calls)
+        return interactive.simulate(self.interactive, self.cfg.metrics.interactive_costs, seg.reference,
+                                    translation.text, system.propose, self.cfg.metrics.max_corrections,
+                                    lambda: system.calls)
 
     def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
              write: bool = True, effort: Effort | None = None) -> None:
@@ -236,9 +237,11 @@ class Simulation:
         effort = None
         if self.interactive != "off":
             effort = Effort.of_record(record["effort"]) if "effort" in record else None
-            if effort is None or effort.level != self.interactive:
-                raise UserError(f"{self.writer.dir}: cannot resume with metrics.interactive={self.interactive}: its "
-                                f"steps were written with {effort.level if effort else 'off'}")
+            costs = self.cfg.metrics.interactive_costs
+            if effort is None or (effort.level, effort.costs) != (self.interactive, costs):
+                raise UserError(f"{self.writer.dir}: cannot resume with metrics.interactive={self.interactive}, "
+                                f"interactive_costs={costs}: its steps were written with "
+                                + (f"{effort.level}, {effort.costs}" if effort else "off"))
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
 
@@ -267,6 +270,7 @@ class Simulation:
                   "state_bytes_max": max(p["state_bytes"] for p in per_doc),
                   **({"temporary": self.session.temporary} if self.session.method.moment else {}),  # 0s too
                   **({"interactive": interactive_cost(self.efforts, self.interactive,
+                                                      self.cfg.metrics.interactive_costs,
                                                       self.cfg.metrics.max_corrections)} if self.efforts else {})},
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,
                     "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
@@ -278,12 +282,12 @@ class Simulation:
         return self.job.data
 
 
-def interactive_cost(efforts: list[Effort], mode: str, max_corrections: int) -> dict:
+def interactive_cost(efforts: list[Effort], mode: str, costs: str, max_corrections: int) -> dict:
     """What the simulated translator's sessions cost the system: prefix searches and seconds per segment (with the
     settings that make runs' efforts comparable)."""
     n = len(efforts)
     calls, seconds = [e.decoder_calls for e in efforts], [e.seconds for e in efforts]
-    return {"mode": mode, "max_corrections": max_corrections, "decoder_calls_total": sum(calls),
+    return {"mode": mode, "costs": costs, "max_corrections": max_corrections, "decoder_calls_total": sum(calls),
             "decoder_calls_per_segment": sum(calls) / n, "seconds_total": sum(seconds),
             "seconds_per_segment": sum(seconds) / n,
             "ms_per_decoder_call": 1000 * sum(seconds) / sum(calls) if sum(calls) else None,

@@ -21,7 +21,7 @@ from adaptsim import CONFIG_DIR
 from adaptsim.decode import SEARCHES
 from adaptsim.errors import UserError
 from adaptsim.methods import check_method
-from adaptsim.interactive import MODES as INTERACTIVE
+from adaptsim.interactive import COSTS as INTERACTIVE_COSTS, MODES as INTERACTIVE
 from adaptsim.metrics import SCOPES
 from adaptsim.metrics.sacre import METRICS
 from adaptsim.metrics.words import CASES
@@ -59,7 +59,8 @@ SETTINGS: dict[str, Rule] = {
     "metrics.scope": Choice((None, *SCOPES)),  # null: follow `reset`
     "metrics.case": Choice(CASES),
     "metrics.sacrebleu": Strings(tuple(METRICS), empty=True),
-    "metrics.interactive": Choice((*INTERACTIVE, False)),  # YAML reads a bare off as false
+    "metrics.interactive": Choice(INTERACTIVE, aliases=(False,)),  # YAML reads a bare off as false
+    "metrics.interactive_costs": Choice(INTERACTIVE_COSTS),
     "metrics.max_corrections": Integer(1),
     "segments": Integer(1),                                                        # bench
     "budget": Number(at_least=0), "budget_fraction": Number(at_least=0, at_most=1),  # select-fixed

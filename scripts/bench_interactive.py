@@ -72,7 +72,8 @@ def main() -> None:
             counts = set()
             for way, make in ways.items():
                 propose, searches = make(source)
-                effort, t = timed(lambda: interactive.simulate(mode, reference, hyp, propose, 1000, searches))
+                effort, t = timed(lambda: interactive.simulate(mode, "nmt-keras", reference, hyp, propose, 1000,
+                                                               searches))
                 seconds[mode, way].append(t)
                 counts.add((effort.KS, effort.WS, effort.MA, effort.decoder_calls))
             differ += len(counts) > 1

@@ -30,44 +30,111 @@ def counts(effort: Effort) -> tuple:
     return effort.KS, effort.WS, effort.MA, effort.chars, effort.words, effort.capped
 
 
-def test_word_level_counts_by_hand():
+# NMT-Keras' counting, transcribed step by step from its own simulation (lvapeab/nmt-keras, branch interactive_NMT,
+# commit 56c18d5; word.py = interactive_nmt_simulation.py with --prefix, char.py = interactive_char_nmt_simulation.py;
+# line numbers are theirs). `count` takes the hypotheses the user is shown: the first, then one after each correction.
+
+def test_nmt_keras_word_level_substitutions_after_validated_words():
+    """"a b x y e" → "a b c d e". word.py: "a", "b" match (534–537: h = 2, last_checked_index = 2); "x" ≠ "c": a
+    substitution (500): errors 1, a mouse action (502), 503's jump test 2 − 2 > 1 fails, keystrokes += len("c") = 1
+    (505); the system shows "a b c z e": "c" matches (h = 3, last = 3), "z" ≠ "d": errors 2, mouse action 2, no jump,
+    keystrokes 2; "a b c d e" is the reference (597). Validation (614): 3 mouse actions. Characters len("a b c d e")
+    = 9 (615), words 5 (617). adaptsim's cursor charges the first (away from the start) but not the second (right
+    after the typed "c")."""
+    shown = ["a b x y e", "a b c z e", "a b c d e"]
+    assert counts(interactive.count("word", "nmt-keras", "a b c d e", shown)) == (2, 2, 3, 9, 5, False)
+    assert counts(interactive.count("word", "adaptsim", "a b c d e", shown)) == (2, 2, 2, 9, 5, False)
+
+
+def test_nmt_keras_word_level_insertion_at_the_end():
+    """"we go" → "we go home". word.py: "we", "go" match (h = 2, last = 2); h ≥ len(hypothesis) (481): an insertion,
+    errors 1, 485's jump test 2 − 2 > 1 fails (no mouse action), keystrokes += len("home") = 4 (487); the system
+    shows the reference. Validation: 1 mouse action; characters 10, words 3. adaptsim: the insertion is away from
+    the cursor (at the start): one more."""
+    shown = ["we go", "we go home"]
+    assert counts(interactive.count("word", "nmt-keras", "we go home", shown)) == (4, 1, 1, 10, 3, False)
+    assert counts(interactive.count("word", "adaptsim", "we go home", shown)) == (4, 1, 2, 10, 3, False)
+
+
+def test_nmt_keras_cut_at_both_levels():
+    """Word level, "we go home now" → "we go": both words match, the loop ends (420, 471) with no correction; the
+    reference is shorter: cut (600–603), errors 1 and keystrokes 1, no mouse action; validation 1. Character level,
+    "we gone" → "we go": the common prefix is the reference (422–425); cut (474–476): errors 1, which is both
+    NMT-Keras' keystrokes (KSMR, 513) and what its WSR divides by the words (514); validation 1. adaptsim: the cut is
+    away from the cursor (one more), and at the character level no word was typed into."""
+    assert counts(interactive.count("word", "nmt-keras", "we go", ["we go home now"])) == (1, 1, 1, 5, 2, False)
+    assert counts(interactive.count("char", "nmt-keras", "we go", ["we gone"])) == (1, 1, 1, 5, 2, False)
+    assert counts(interactive.count("word", "adaptsim", "we go", ["we go home now"])) == (1, 1, 2, 5, 2, False)
+    assert counts(interactive.count("char", "adaptsim", "we go", ["we gone"])) == (1, 0, 2, 5, 2, False)
+
+
+def test_nmt_keras_character_level_corrections():
+    """"ax cd" → "ab cd". char.py: the common prefix "a" (422): "b" at character 1; a keystroke (467); 469:
+    1 − 0 > 1 fails, no mouse action; last_correct_pos = 1 (471). The system shows "ab ce": "d" at 4, a keystroke,
+    4 − 1 > 1: a mouse action; it shows "ab cdz": cut (474–476), a keystroke. Validation (488): 2 mouse actions;
+    characters 5 (489), words 2 (491); word strokes = keystrokes (its WSR, 514). adaptsim: the correction at 1 is
+    away from the cursor at 0 (a mouse action), the one at 4 too, the cut at 5 is where the cursor is; 2 words typed
+    into. Then "axyz" → "abcd": corrections at 1 (1 − 0) and 2 (2 − 1) are free, one at 2 first (2 − 0) is not."""
+    shown = ["ax cd", "ab ce", "ab cdz"]
+    assert counts(interactive.count("char", "nmt-keras", "ab cd", shown)) == (3, 3, 2, 5, 2, False)
+    assert counts(interactive.count("char", "adaptsim", "ab cd", shown)) == (3, 2, 3, 5, 2, False)
+    assert counts(interactive.count("char", "nmt-keras", "abcd", ["axyz", "abyz", "abcd"])) == (2, 2, 1, 4, 1, False)
+    assert counts(interactive.count("char", "nmt-keras", "abcd", ["abyz", "abcd"])) == (1, 1, 2, 4, 1, False)
+
+
+def test_the_simulation_shows_the_system_what_the_user_validated():
+    """The search's side: each correction hands the system the reference up to and including the correction (a
+    word level's whole word and its space; a character), and the hypotheses it returns are what is counted."""
+    asked = []
+
+    def system(validated):
+        asked.append(validated)
+        return {"the big ": "the big dog runs", "the big red ": "the big red dog runs", "ab": "ab ce",
+                "ab cd": "ab cdz"}[validated]
+    assert interactive.shown("word", "the big red dog", "the  small dog", system, 100) == [
+        "the small dog", "the big dog runs", "the big red dog runs"]
+    assert interactive.shown("char", "ab cd", "ax cd", system, 100) == ["ax cd", "ab ce", "ab cdz"]
+    assert asked == ["the big ", "the big red ", "ab", "ab cd"]
+    assert interactive.shown("char", "ab cd", "ax cd", system, 1) == ["ax cd", "ab ce"]  # the cap
+
+
+# adaptsim's counting: mouse actions by where the cursor is.
+
+def test_adaptsim_word_level_counts_by_hand():
     """"the small dog": "big" typed (3 keys, a mouse action: the cursor is at the start); the system then offers
     "the big dog runs": "red" typed right at the cursor (3 keys, no mouse action); "the big red dog runs" is cut
     after "dog", past the cursor (1 key, a word stroke, a mouse action); the validation is a mouse action."""
     system = scripted({"the big ": "the big dog runs", "the big red ": "the big red dog runs"})
-    effort = interactive.simulate("word", "the big red dog", "the small dog", system, 100)
+    effort = interactive.simulate("word", "adaptsim", "the big red dog", "the small dog", system, 100)
     assert counts(effort) == (7, 3, 3, 15, 4, False)
 
 
-def test_character_level_counts_by_hand():
+def test_adaptsim_character_level_counts_by_hand():
     """"ax cd" against "ab cd": "b" typed at 1 (a mouse action), the system offers "ab ce"; "d" typed at 4 (the
     cursor is at 2: a mouse action); "ab cdz" is cut where the cursor is (1 key); the validation: a mouse action.
     Both words were typed into."""
     system = scripted({"ab": "ab ce", "ab cd": "ab cdz"})
-    effort = interactive.simulate("char", "ab cd", "ax cd", system, 100)
+    effort = interactive.simulate("char", "adaptsim", "ab cd", "ax cd", system, 100)
     assert counts(effort) == (3, 2, 3, 5, 2, False)
 
 
 def test_a_correct_hypothesis_costs_only_its_validation():
     for mode in ("word", "char"):
-        effort = interactive.simulate(mode, "Das ist  gut.", "Das ist gut.", scripted({}), 100)
-        assert counts(effort) == (0, 0, 1, 12, 3, False)
-
-
-def test_only_a_cut():
-    """The hypothesis runs on past the reference: one key to cut, and a mouse action to get there."""
-    for mode in ("word", "char"):
-        effort = interactive.simulate(mode, "Das ist gut.", "Das ist gut. Danke", scripted({}), 100)
-        assert counts(effort) == (1, int(mode == "word"), 2, 12, 3, False)
+        for costs in interactive.COSTS:
+            effort = interactive.simulate(mode, costs, "Das ist  gut.", "Das ist gut.", scripted({}), 100)
+            assert counts(effort) == (0, 0, 1, 12, 3, False)
 
 
 def test_the_cap_makes_the_user_type_the_rest():
-    """One correction allowed: "b" typed, then the words "c" and "d" typed after deleting the system's "x y" (1 key)."""
+    """One correction allowed: "b" typed, then the words "c" and "d" typed after deleting the system's "x y" (1 key);
+    the mouse goes there as the counting charges a correction there: none for adaptsim (the cursor is after "b"),
+    one for NMT-Keras (a substitution); the insertion of "b" at the end is one for adaptsim (away from the start)
+    and none for NMT-Keras."""
     system = scripted({"a b ": "a b x y"})
-    effort = interactive.simulate("word", "a b c d", "a", system, 1)
-    assert counts(effort) == (1 + 1 + 2, 3, 2, 7, 4, True)
+    assert counts(interactive.simulate("word", "adaptsim", "a b c d", "a", system, 1)) == (4, 3, 2, 7, 4, True)
+    assert counts(interactive.simulate("word", "nmt-keras", "a b c d", "a", system, 1)) == (4, 3, 2, 7, 4, True)
     system = scripted({"a b": "a bx"})
-    effort = interactive.simulate("char", "a b c", "a x", system, 1)
+    effort = interactive.simulate("char", "adaptsim", "a b c", "a x", system, 1)
     assert counts(effort) == (1 + 1 + 2, 2, 2, 5, 3, True)
 
 
@@ -177,6 +244,8 @@ def test_in_the_loop_for_every_method_in_lockstep_and_resumed(tmp_path, tiny_mod
         chars = sum(r["effort"]["chars"] for r in rows)
         assert done["scores"]["KSMR"] == pytest.approx(100 * ks / chars), method
         assert done["cost"]["interactive"]["decoder_calls_total"] == sum(r["effort"]["decoder_calls"] for r in rows)
+        assert done["cost"]["interactive"]["costs"] == "nmt-keras" and {r["effort"]["costs"] for r in rows} == {
+            "nmt-keras"}  # the default counting, recorded per run and per step
         # a hypothesis equal to its reference cost no keystroke; every other one at least one
         assert all((r["effort"]["KS"] == 0) == (" ".join(r["hypothesis"].split()) == " ".join(r["reference"].split()))
                    for r in rows), method
@@ -202,14 +271,20 @@ def test_reports_show_the_effort_with_significance(tmp_path, tiny_model_dir, tin
     table = capsys.readouterr().out
     header = next(line for line in table.splitlines() if line.startswith("| method"))
     assert header.endswith("| KSMR | WSR | MAR |")
+    assert "_effort at the word level, as NMT-Keras counts (metrics.interactive_costs=nmt-keras), at most 100 " \
+           "corrections per segment._" in table
     full = summary(tmp_path / "sweep" / "full")["scores"]
     assert f"| {full['KSMR']:.1f}" in next(line for line in table.splitlines() if line.startswith("| full"))
     cli("plot", str(tmp_path / "sweep"), "--metrics", "KSMR", "--out", str(tmp_path / "ksmr.png"))
     assert (tmp_path / "ksmr.png").stat().st_size > 0
     capsys.readouterr()
     cli("compare", str(tmp_path / "sweep" / "none"), str(tmp_path / "sweep" / "full"), "--json")
-    compared = json.loads(capsys.readouterr().out)["metrics"]
+    compared = json.loads(capsys.readouterr().out)
+    assert compared["effort"] == {"level": "word", "costs": "nmt-keras", "max_corrections": 100}
+    compared = compared["metrics"]
     assert compared["KSMR"][1]["score"] == pytest.approx(full["KSMR"]) and {"WSR", "MAR"} <= set(compared)
+    cli("compare", str(tmp_path / "sweep" / "none"), str(tmp_path / "sweep" / "full"))
+    assert "\neffort at the word level, as NMT-Keras counts" in capsys.readouterr().out
 
 
 def cli(*args):
@@ -219,9 +294,13 @@ def cli(*args):
 
 
 def test_bad_settings_are_refused_in_one_line(tmp_path, tiny_model_dir, tiny_tsv, capsys):
-    for value in ("keys", "0"):  # 0 is not false (YAML's off)
+    for value in ("keys", "0", "sentence"):  # 0 is not false (YAML's off)
         run(tmp_path / f"a{value}", tiny_model_dir, tiny_tsv, f"metrics.interactive={value}", code=1)
-        assert "metrics.interactive" in capsys.readouterr().err
+        err = capsys.readouterr().err  # the choices once: false is how YAML reads a bare off, not a fourth choice
+        assert err.strip().endswith(": choose 'off' | 'word' | 'char'") and "metrics.interactive=" in err, err
+    run(tmp_path / "c", tiny_model_dir, tiny_tsv, "metrics.interactive=word", "metrics.interactive_costs=keras",
+        code=1)
+    assert "metrics.interactive_costs='keras': choose 'nmt-keras' | 'adaptsim'" in capsys.readouterr().err
     run(tmp_path / "off", tiny_model_dir, tiny_tsv, "metrics.interactive=false")  # what YAML makes of a bare off
     assert "KSMR" not in summary(tmp_path / "off")["scores"]
     run(tmp_path / "b", tiny_model_dir, tiny_tsv, "metrics.interactive=word", "metrics.max_corrections=0", code=1)
@@ -245,7 +324,7 @@ def test_other_architectures_decode_the_prefix_with_generate(tmp_path, tiny_corp
     other = tiny_corpus[3][1]  # a post-edit far from the hypothesis: every word needs work
     for mode in ("word", "char"):
         system = model.completions(source, beam_size=2, max_length=20)
-        effort = interactive.simulate(mode, other, hypothesis, system.propose, 100, lambda: system.calls)
+        effort = interactive.simulate(mode, "nmt-keras", other, hypothesis, system.propose, 100, lambda: system.calls)
         assert effort.decoder_calls == system.calls > 0 and not effort.capped
 
 
@@ -264,7 +343,7 @@ def test_real_model_the_kept_search_corrects_as_generate_does():
             efforts = []
             for search in ("lean", "generate"):
                 system = model.completions(row["source"], search=search)
-                effort = interactive.simulate(mode, row["reference"], hypothesis, system.propose, 100,
+                effort = interactive.simulate(mode, "nmt-keras", row["reference"], hypothesis, system.propose, 100,
                                               lambda: system.calls)
                 efforts.append(counts(effort) + (effort.decoder_calls,))
             assert efforts[0] == efforts[1], (row["source"], mode)
@@ -274,12 +353,19 @@ def test_efforts_of_unlike_translators_are_not_compared_and_unlike_resumes_are_r
                                                                                        tiny_tsv, capsys):
     word = run(tmp_path / "word", tiny_model_dir, tiny_tsv, "method=none", "metrics.interactive=word")
     char = run(tmp_path / "char", tiny_model_dir, tiny_tsv, "method=full", "metrics.interactive=char")
-    with pytest.raises(SystemExit) as exit_:
-        main(["table", str(word), str(char)])
-    assert exit_.value.code == 1 and "simulated translators differ" in capsys.readouterr().err
+    counted = run(tmp_path / "counted", tiny_model_dir, tiny_tsv, "method=full", "metrics.interactive=word",
+                  "metrics.interactive_costs=adaptsim")
+    for other in (char, counted):
+        for command in ("table", "compare"):
+            with pytest.raises(SystemExit) as exit_:
+                main([command, str(word), str(other)])
+            assert exit_.value.code == 1 and "simulated translators differ" in capsys.readouterr().err
     plain = run(tmp_path / "plain", tiny_model_dir, tiny_tsv, "method=full")  # no effort: no effort columns
     cli("table", str(word), str(plain))
     assert "KSMR" not in capsys.readouterr().out
     (word / "summary.json").write_text(json.dumps({**summary(word), "status": "interrupted"}))
     run(word, tiny_model_dir, tiny_tsv, "method=none", "metrics.interactive=char", "resume=true", code=1)
-    assert "written with word" in capsys.readouterr().err
+    assert "written with word, nmt-keras" in capsys.readouterr().err
+    run(word, tiny_model_dir, tiny_tsv, "method=none", "metrics.interactive=word", "metrics.interactive_costs=adaptsim",
+        "resume=true", code=1)
+    assert "written with word, nmt-keras" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from adaptsim.errors import UserError
+from adaptsim.metrics import effort
 from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, _labels
@@ -73,6 +74,8 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
            "alpha": sig.ALPHA, "runs": [{"label": lb, "run_dir": str(r.dir), "method": r.method}
                                         for lb, r in zip(labels, runs)],
            "metrics": {}, **({"notes": notes(zip(labels, runs))} if notes(zip(labels, runs)) else {})}
+    if effort.note(runs[0].summary, metrics):  # how the effort was counted (the runs' alike: sig.check_effort)
+        out["effort"] = effort.counting(runs[0].summary)
     for m in metrics:
         rows = []
         for i in range(len(runs)):
@@ -111,5 +114,7 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
     runs_line = "; ".join(f"{lb}: {Path(r.dir)}" for lb, r in zip(labels, runs))
     return "\n".join([f"{runs[0].dataset} · {runs[0].summary.get('segments', '?')} segments · data {runs[0].fingerprint}",
                       "", *lines, "", f"{sig.footer(result).replace('the baseline', labels[0])}",
-                      f"signature: {result.signature}", f"runs: {runs_line}",
+                      f"signature: {result.signature}",
+                      *([counted] if (counted := effort.note(runs[0].summary, metrics)) else []),
+                      f"runs: {runs_line}",
                       *(f"Note: {n}" for n in notes(zip(labels, runs)))])

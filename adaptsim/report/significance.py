@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 
 from adaptsim.errors import UserError
-from adaptsim.metrics.effort import RATES, Effort, numerators
+from adaptsim.metrics.effort import RATES, Effort, counting, numerators
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
 from adaptsim.report import cxmi
 from adaptsim.report.runs import Run
@@ -133,17 +133,21 @@ def paired(runs: list[Run]) -> list[Steps]:
 
 
 def check_effort(runs: list[Run], metrics: list[str]) -> None:
-    """The translator's effort compares only between runs whose simulated translator worked alike: the same level
-    and correction cap (summary.json cost.interactive); one line naming two runs that differ."""
+    """The translator's effort compares only between runs whose simulated translator worked and was counted alike:
+    the same level, counting and correction cap (summary.json cost.interactive); one line naming two runs that
+    differ."""
     if not any(m in RATES for m in metrics):
         return
-    def how(run):
-        cost = (run.summary.get("cost") or {}).get("interactive") or {}
-        return cost.get("mode", "off"), cost.get("max_corrections")
     for run in runs[1:]:
-        if how(run) != how(runs[0]):
+        if counting(run.summary) != counting(runs[0].summary):
             raise UserError(f"{run.dir} and {runs[0].dir}: the simulated translators differ (metrics.interactive, "
-                            f"max_corrections: {how(run)} vs {how(runs[0])}); their effort does not compare")
+                            f"interactive_costs, max_corrections: {_how(run)} vs {_how(runs[0])}); their effort does "
+                            "not compare")
+
+
+def _how(run: Run) -> str:
+    how = counting(run.summary)
+    return "off" if how is None else ", ".join(str(v) for v in how.values())
 
 
 def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str, warn: bool = True) -> Result:

@@ -28,6 +28,7 @@ import sys
 from dataclasses import dataclass, field
 
 from adaptsim.errors import UserError
+from adaptsim.metrics import effort
 from adaptsim.report.blocks import LOWER_IS_BETTER, Block, best, blocks, relative
 from adaptsim.report import cxmi
 from adaptsim.report.notes import note, notes
@@ -170,6 +171,11 @@ def _number(v: float | None, rel_cell: bool, decimals: int | None, empty: str) -
     return f"{0:.{d}f}" if rel_cell and float(text) == 0 else text  # no "+0"/"-0": unchanged
 
 
+def _effort_note(b: Block, metrics: list[str]) -> str | None:
+    """How the block's effort columns were counted (its runs counted alike: `sig.check_effort`)."""
+    return effort.note(b.rows[0][1].summary, metrics)
+
+
 def _caption(b: Block) -> str:
     return f"{b.dataset} · {b.segments} segments · data {b.fingerprint} · model {b.model} ({b.model_path})"
 
@@ -249,6 +255,8 @@ def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str
         out.append("")
         if result is not None:
             out += [f"_{_footer(result)}._", ""]
+        if counted := _effort_note(block, metrics):
+            out += [f"_{counted}._", ""]
         for n in notes(block.rows):
             out += [f"_Note: {n}._", ""]
     return "\n".join(out + [f"_{_legend(rel, metrics)}._", ""])
@@ -311,6 +319,8 @@ def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
             out.append(r"\midrule")
         if result is not None:
             out.append(f"% {_tex(_footer(result))}")
+        if counted := _effort_note(block, metrics):
+            out.append(f"% {_tex(counted)}")
         out += [f"% Note: {_tex(n)}" for n in notes(block.rows)]
         out += [f"% {_tex(_caption(block))}",
                 rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics + extra)) + r" \\", r"\midrule"]
