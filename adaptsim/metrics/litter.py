@@ -17,7 +17,9 @@ stopwords, compounds, partial matches or lemmas), and `adaptsim`, every refineme
 remain in both: dictionary entries are one word on both sides in every format (MUSE's are); Moses does not
 escape ("don't" stays one word with its apostrophe, where the reference's escape=True makes "&apos;t"), and
 only tokens with a letter or digit count (the reference skips one-character punctuation, l. 602); the reference's
-lemma variant uses spaCy (l. 105–108, 188–225), adaptsim's simplemma; fuzzy matching (l. 306–332) is not offered.
+lemma variant uses spaCy (l. 105–108, 188–225), adaptsim's simplemma; fuzzy matching (l. 306–332) and
+`--strip-sourcewords` (l. 605–607; both off in the authors' script) are not offered; the reference scores one span
+per line (the last, l. 578), adaptsim every labelled idiom of a segment.
 
 adaptsim's refinements (preset `adaptsim`), and why:
 - `lemmas`: target words (texts and dictionary entries) each with its simplemma lemma too, so "Bohnen" meets a
@@ -33,7 +35,8 @@ adaptsim's refinements (preset `adaptsim`), and why:
   a reference must still clear "day"; articles clear almost nothing (MUSE gives one for 6 of the 348).
 - `compounds` join two candidates of the idiom (the hypothesis word absent from the reference); a `partial`
   match's remainder (the word less the blocked one, l. 367) must be a dictionary word that is no stopword
-  ("schlafen|der" is no compound).
+  ("schlafen|der" is no compound), compared normalised (the reference compares it with the entries as written,
+  l. 553–556 and 368, so an accented remainder never matches there).
 - Dictionary entries are kept only where both sides are one word, in every format: a multi-word source
   never meets a word bag, and each word of a multi-word Wiktionary target ("einen Tritt geben" for
   "kick") blocks generic words: with Wiktionary added to MUSE, 5/94 swapped proverbs flagged instead of

@@ -45,6 +45,7 @@ from adaptsim.report.stats import Series, compare, ratio, units_of
 
 SPANS = "spans"  # the data column naming a segment's idioms
 SEPARATOR = " | "
+COLUMN = f"idioms from the data's `{SPANS}` column"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -78,6 +79,7 @@ def main(argv: list[str]) -> int:
             print(render_empty(block, labels, res.preset, where, located))
             continue
         a = analyse(steps, located, res.scorer, res.headline, cfg)
+        a["not_found"] = not_found(located) if where == COLUMN else ""  # the idiom list's finds are all located
         print(render(block, labels, a, res.scorer, res.preset, where))
     return 0
 
@@ -103,7 +105,7 @@ def spans_of(run, rows: list[dict], idioms: IdiomList) -> tuple[list[list[str]],
                                     f"{changed['doc_id']}, segment {changed['seg_id']} as the run translated it")
                 column = [[t.strip() for t in s.attrs.get(SPANS, "").split(SEPARATOR) if t.strip()] for s in keyed]
     if column is not None:
-        return column, f"idioms from the data's `{SPANS}` column"
+        return column, COLUMN
     if not idioms.idioms:
         raise UserError(f"{run.dir}: its data has no `{SPANS}` column and the resources name no idiom list")
     return [idioms.find(r["source"]) for r in rows], "idioms from the idiom list, matched in the sources"
@@ -202,7 +204,7 @@ def analyse(steps, located: list[Located], scorer: Litter, headline: str, cfg: s
     index, n_units = units_of(base.doc_ids, cfg.unit)
     sig.warn_few(n_units, cfg, "litter")
     judged = per_run[0]["LitTER"][:, 1].sum()
-    return {"result": compare(series, index, n_units, cfg), "names": names, "not_found": not_found(located),
+    return {"result": compare(series, index, n_units, cfg), "names": names,
             "occurrences": sum(map(len, occ)), "judged": int(judged), "idioms": len(labels)}
 
 
@@ -213,13 +215,14 @@ def _head(block, preset: str, where: str) -> str:
 def render(block, labels: list[str], a: dict, scorer: Litter, preset: str, where: str) -> str:
     result, names = a["result"], a["names"]
     out = [f"{_head(block, preset, where)}: {a['idioms']} idioms, {a['occurrences']} occurrences located in their "
-           f"source, {a['judged']} with a verdict (a content word in the span); {a['not_found']}", "",
+           f"source, {a['judged']} with a verdict (a content word in the span)"
+           + (f"; {a['not_found']}" if a["not_found"] else ""), "",
            "| method | " + " | ".join(names) + " |", "|:--" + "|--:" * len(names) + "|"]
     for i, label in enumerate(labels):
         out.append(f"| {label} | " + " | ".join(sig.cell(result, i, m) for m in names) + " |")
-    return "\n".join(out + ["", f"_percent of idiom occurrences with a verdict, lower is better; {a['not_found']} "
-                                f"(not scored); {sig.footer(result)}; signature {result.signature}; "
-                                f"{scorer.signature()}._", ""])
+    missing = f"{a['not_found']} (not scored); " if a["not_found"] else ""
+    return "\n".join(out + ["", f"_percent of idiom occurrences with a verdict, lower is better; {missing}"
+                                f"{sig.footer(result)}; signature {result.signature}; {scorer.signature()}._", ""])
 
 
 def render_empty(block, labels: list[str], preset: str, where: str, located: list[Located]) -> str:
