@@ -4,8 +4,9 @@ stream (LitTER, adaptsim/metrics/litter.py), with the significance machinery of 
 An idiom occurrence is a (segment, idiom) pair: the idioms of a segment are its data's `spans` column (several
 separated by " | "), read again through the run's recorded dataset settings, or else the resources' idiom list
 matched in the source. A labelled idiom is scored only where it is located in the segment's source (lemmas, the
-resources' `gap`; adaptsim.metrics.litter.IdiomList), with the words as they stand there, as the reference takes
-its span from the source (litter.py l. 577–579); a label not found is not scored, and the table says how many.
+`gap` of configs/litter/presets.yaml; adaptsim.metrics.litter.IdiomList), with the words as they stand there, as
+the reference takes its span from the source (litter.py l. 577–579); a label not found is not scored, and the
+table says how many.
 Each occurrence gets a verdict (a literal error or not; an empty blocklist is no error, as the reference counts it,
 l. 655–702; no verdict only for a span without a content word, l. 628–631) and its index k among the idiom's
 occurrences in the run's counting scope (that of R0/R1: the document, or the whole stream under reset=never). Per
@@ -52,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim litter", description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories (a method=none run: the baseline)")
     p.add_argument("--resources", type=Path, default=RESOURCES,
-                   help=f"idiom list, dictionaries and switches (default: {RESOURCES.relative_to(CONFIG_DIR.parent)})")
+                   help=f"idiom list, dictionaries, overrides of the preset (default: {RESOURCES.relative_to(CONFIG_DIR.parent)})")
     known = presets()
     p.add_argument("--preset", choices=[k for k, v in known.items() if isinstance(v, dict)], default=known["default"],
                    help=f"LitTER's switches: the paper's or adaptsim's (default: {known['default']}; "
