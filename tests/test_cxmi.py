@@ -141,3 +141,7 @@ def test_cxmi_sent_is_the_mean_of_the_segments_per_token_gain(demo_runs, capsys)
         main(["cxmi", str(demo_runs), "--resamples", "20"])
     out = capsys.readouterr().out
     assert "CXMI.sent (nats/token; paper's code)" in out and "CXMI/seg (nats; paper's eq.)" in out
+    with pytest.raises(SystemExit):
+        main(["table", str(demo_runs), "--metrics", "R1,CXMI.sent"])
+    full_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| full |"))
+    assert full_row.replace("*", "").rstrip(" |").endswith(f"{runs['full'].scores['CXMI.sent']:.3f}")
