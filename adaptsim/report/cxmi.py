@@ -14,7 +14,7 @@ itself: exactly 0):
 
 - `CXMI/seg`: Σ over segments of a segment's Σ P-CXMI, / segments. The paper's equation (Fernandes et al. §3, eq. 2
   and Appendix A: −1/N Σ_i log q_A(y_i|x_i)/q_C(y_i|x_i,c_i), a sentence's log-likelihood ratio averaged over
-  sentences); it grows with segment length (1.7–7.1 nats on the idiom stream).
+  sentences); it grows with segment length (1.9–7.0 nats on the idiom stream).
 - `CXMI.sent`: the mean over segments of each segment's Σ P-CXMI / its tokens. The paper's code and so its figures
   (~10⁻² nats): neulab/contextual-mt contextual_mt/docmt_cxmi.py l. 152–156 and 247 take fairseq's
   SequenceScorer `score`, a sentence's mean log-probability per token (</s> included), subtract, and average the
