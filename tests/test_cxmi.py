@@ -119,3 +119,29 @@ def test_a_forced_language_token_is_left_out_and_a_diverged_step_keeps_its_first
                                 "dataset.max_documents=1")
     diverged = [row for row in _steps(out) if row.get("diverged")]
     assert summary["divergences"] and all(row["logprobs"] for row in diverged)
+
+
+def test_three_figures_the_papers_equation_its_code_and_adaptsims():
+    # a 4-token segment that gained 0.3 nats on each token, a 2-token one that gained nothing on balance, and one
+    # without log-probabilities (left out of all three)
+    values = [np.array([0.3, 0.3, 0.3, 0.3]), np.array([-0.1, 0.1]), None]
+    point = {m: cxmi.statistics(m, values).sum(axis=0) for m in cxmi.METRICS}
+    point = {m: num / den for m, (num, den) in point.items()}
+    assert point["CXMI"] == pytest.approx(1.2 / 6)        # adaptsim's: tokens pooled
+    assert point["CXMI/seg"] == pytest.approx(1.2 / 2)    # the paper's equation: a sentence's log-ratio, averaged
+    assert point["CXMI.sent"] == pytest.approx((0.3 + 0.0) / 2)  # its code: fairseq's per-sentence mean, averaged
+
+
+def test_cxmi_sent_is_the_mean_of_the_segments_per_token_gain(demo_runs, capsys):
+    runs = _runs(demo_runs)
+    sig.scores([runs["none"], runs["full"]], ["CXMI.sent"])
+    values = cxmi.token_values(_steps(demo_runs / "none"), _steps(demo_runs / "full"), "full")
+    assert runs["full"].scores["CXMI.sent"] == pytest.approx(np.mean([v.mean() for v in values]))
+    with pytest.raises(SystemExit):
+        main(["cxmi", str(demo_runs), "--resamples", "20"])
+    out = capsys.readouterr().out
+    assert "CXMI.sent (nats/token; paper's code)" in out and "CXMI/seg (nats; paper's eq.)" in out
+    with pytest.raises(SystemExit):
+        main(["table", str(demo_runs), "--metrics", "R1,CXMI.sent"])
+    full_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| full |"))
+    assert full_row.replace("*", "").rstrip(" |").endswith(f"{runs['full'].scores['CXMI.sent']:.3f}")

@@ -1,5 +1,6 @@
-"""LitTER per segment (adaptsim/metrics/litter.py): hand-made dictionaries in the three formats, idiom matching,
-and, where ../shared holds them, the 94 proverbs with MUSE."""
+"""LitTER per segment (adaptsim/metrics/litter.py): cases transcribed from the authors' reference implementation
+(amazon-research/idiom-mt metrics/litter.py; line numbers cite it), hand-made dictionaries in the three formats,
+idiom location, and, where ../shared holds them, the 94 proverbs with MUSE."""
 
 from __future__ import annotations
 
@@ -9,12 +10,22 @@ from pathlib import Path
 import pytest
 
 from adaptsim.errors import DataError, UserError
-from adaptsim.metrics.litter import Dictionary, IdiomList, Litter, span_words
+from adaptsim.metrics.litter import Dictionary, IdiomList, Litter, words
+from adaptsim.report.resources import SWITCHES, presets
 
 SHARED = Path(os.environ.get("ADAPTSIM_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 IDIOMS = SHARED / "data" / "idioms"
-SPILL = span_words("spill the beans")
+SPILL = ["spill", "the", "beans"]
 OUT_OF_IT = "Er hat alles ausgeplaudert."  # the idiomatic reference: no bean, nothing spilled
+
+
+def span_words(idiom: str, source: str | None = None) -> list[str]:
+    """The idiom's words as they stand in `source` (default: the idiom itself), as `adaptsim litter` scores them."""
+    return IdiomList([], "en", 3).locate(idiom, idiom if source is None else source)
+
+
+def switches(preset: str = "adaptsim", **overrides) -> dict:
+    return {**{k: presets()[preset][k] for k in SWITCHES}, **overrides}
 
 
 @pytest.fixture
@@ -30,10 +41,10 @@ def write(tmp_path):
 @pytest.fixture
 def litter(write):
     """A tsv dictionary en→de; `litter(extra_lines, **settings)`."""
-    def make(extra: str = "", **settings) -> Litter:
+    def make(extra: str = "", preset: str = "adaptsim", **settings) -> Litter:
         path = write("en-de.tsv", "spill\tverschütten\nbeans\tBohne\nsoup\tSuppe\n" + extra)
         return Litter(Dictionary.load([{"path": path, "format": "tsv", "from": "en", "to": "de"}], "en", "de"),
-                      **settings)
+                      "en", "de", **switches(preset, **settings))
 
     return make
 
@@ -110,6 +121,73 @@ def test_compound_of_two_idiom_word_translations(litter):
     assert litter(extra, partial=False).error(span, "Ein Elefantenzimmer, heikel.", hypothesis) is False
 
 
+# -- cases transcribed from the reference (amazon-research/idiom-mt metrics/litter.py, its line numbers) ----------
+REFERENCE_DICT = ("spill\tverschütten\nbeans\tBohnen\nbeans\tBohne\nzebra\tZebra\ncrossing\tÜbergang\n"
+                  "elephant\tElefant\nroom\tZimmer\nthe\tdie\nthe\tder\nsoup\tSuppe\n")
+ELEPHANT = ["elephant", "in", "the", "room"]
+
+
+@pytest.mark.parametrize("preset, overrides, span, reference, hypothesis, expected", [
+    # l. 663–669: a blocklist word in the hypothesis's bag is an error; l. 701–702: otherwise none
+    ("paper", {}, SPILL, OUT_OF_IT, "Er hat die Bohnen ausgeschüttet.", True),
+    ("paper", {}, SPILL, OUT_OF_IT, "Er hat alles verraten.", False),
+    # l. 637–648: a word with a candidate in the reference leaves with all its candidates; the others stay
+    ("paper", {}, SPILL, "Er aß die Bohnen.", "Er mag Bohnen.", False),
+    ("paper", {}, SPILL, "Er aß die Bohnen.", "Nicht verschütten!", True),
+    # l. 105–119: no lemmas in the paper's run (Moses), so an inflected form escapes; adaptsim's lemmas catch it
+    ("paper", {}, SPILL, OUT_OF_IT, "Er verschüttete alles.", False),
+    ("adaptsim", {}, SPILL, OUT_OF_IT, "Er verschüttete alles.", True),
+    # l. 655–658 and 701–702: every word translated literally in the reference: an empty blocklist, no error
+    ("paper", {}, ["spill", "beans"], "Bohnen verschütten ist gut.", "Bohnen verschütten ist gut.", False),
+    # l. 613–631: words without a dictionary entry still make a candidate list: a verdict (no error)
+    ("paper", {}, ["unknown", "words"], OUT_OF_IT, "Unbekannte Wörter.", False),
+    # l. 602, 628–631: a span of punctuation has no candidate list at all: no verdict
+    ("paper", {}, [",", "."], OUT_OF_IT, "Unbekannte Wörter.", None),
+    # l. 609 (stopwords off in the paper's run): "the" → die/der is blocked and the article triggers it;
+    # adaptsim drops English function words from the span and German stopwords from the blocklist
+    ("paper", {}, ELEPHANT, "Das heikle Thema.", "Die Sache ist heikel.", True),
+    ("adaptsim", {}, ELEPHANT, "Das heikle Thema.", "Die Sache ist heikel.", False),
+    # l. 83–87: Moses with aggressive dash splits: the hyphenated literal word is two words, "Zebra" blocked
+    ("paper", {}, ["zebra", "crossing"], "Der Fußgängerüberweg.", "Der Zebra-Streifen.", True),
+    # l. 613–617: the source word as written and lower-cased, candidates lower-cased: "Zebra" meets "zebra"
+    ("paper", {}, ["Zebra"], "Ein Pferd.", "ein zebra", True),
+    # l. 115–116, 619–620: accents stripped on both sides; kept, "Ubergang" is no "übergang"
+    ("paper", {}, ["crossing"], "Der Fußgängerüberweg.", "Der Ubergang.", True),
+    ("paper", {"strip_accents": False}, ["crossing"], "Der Fußgängerüberweg.", "Der Ubergang.", False),
+    # l. 671–684: compounds of two candidates of the idiom (l. 633: before the reference check), whatever the
+    # blocklist: here it is empty (the reference translates both words), yet the compound is an error
+    ("adaptsim", {}, ELEPHANT, "Der Elefant im Zimmer.", "Das Elefantzimmer.", True),
+    ("paper", {}, ELEPHANT, "Der Elefant im Zimmer.", "Das Elefantzimmer.", False),  # compounds off
+    ("adaptsim", {}, ELEPHANT, "Das Elefantzimmer.", "Das Elefantzimmer.", False),  # l. 676: in the reference
+    ("adaptsim", {}, ELEPHANT, "Der Elefant im Zimmer.", "Das Zimmerzimmer.", False),  # l. 382: x != y
+    # l. 686–699, 351–371: a blocked word begins or ends a hypothesis word, the remainder a dictionary word, and
+    # not so in the reference
+    ("adaptsim", {"compounds": False}, ["beans"], OUT_OF_IT, "Eine Bohnensuppe.", True),
+    ("adaptsim", {"compounds": False}, ["beans"], OUT_OF_IT, "Ein Bohnenquark.", False),  # "quark": no entry
+    ("adaptsim", {"compounds": False}, ["beans"], "Es gab Bohnensuppe.", "Eine Bohnensuppe.", False),
+    ("paper", {}, ["beans"], OUT_OF_IT, "Eine Bohnensuppe.", False),  # partial off
+])
+def test_verdicts_follow_the_reference_implementation(write, preset, overrides, span, reference, hypothesis,
+                                                      expected):
+    path = write("ref.tsv", REFERENCE_DICT)
+    scorer = Litter(Dictionary.load([{"path": path, "format": "tsv", "from": "en", "to": "de"}], "en", "de"),
+                    "en", "de", **switches(preset, **overrides))
+    assert scorer.error(span, reference, hypothesis) is expected
+
+
+def test_litter_tokenises_with_the_references_dash_splits_terms_does_not():
+    assert words("Der Zebra-Streifen.", "de", True) == ["Der", "Zebra", "Streifen"]
+    assert words("Der Zebra-Streifen.", "de") == ["Der", "Zebra-Streifen"]
+
+
+def test_the_paper_is_the_default_preset_and_its_switches_are_the_authors_script():
+    known = presets()
+    assert known["default"] == "paper"
+    # experiments/eval-idiom-litter.sh l. 25–30: --lower --strip-accents --macro, nothing else
+    assert known["paper"] == {"stopwords": False, "strip_accents": True, "compounds": False, "partial": False,
+                              "lemmas": False, "headline": "macro"}
+
+
 def test_the_three_formats_and_both_directions_load_to_the_same_map(write):
     expected = {"beans": {"Bohnen", "Bohne"}, "spill": {"verschütten"}}
     files = [
@@ -136,10 +214,11 @@ def test_files_merge_and_name_the_signature(write):
              {"path": write("b.dict", "beans @ Bohnen\n"), "format": "hunalign", "from": "de", "to": "en"}]
     dictionary = Dictionary.load(specs, "en", "de")
     assert dictionary.translations["beans"] == {"Bohne", "Bohnen"}
-    signature = Litter(dictionary).signature()
-    assert signature.startswith("LitTER|") and "dict:a.tsv+b.dict" in signature
+    signature = Litter(dictionary, "en", "de", **switches()).signature()
+    assert signature.startswith("LitTER|") and "dict:a.tsv+b.dict" in signature and "tok:moses-dashes" in signature
     assert "stop:yes" in signature and "acc:strip" in signature and "lemma:simplemma-" in signature
-    assert "stop:no" in Litter(dictionary, stopwords=False).signature()
+    paper = Litter(dictionary, "en", "de", **switches("paper")).signature()
+    assert "stop:no" in paper and "comp:no" in paper and "partial:no" in paper and "lemma:no" in paper
 
 
 @pytest.mark.parametrize("fmt, text, line", [
@@ -185,16 +264,31 @@ IDIOM_LIST = ["kick the bucket", "to pull someone's leg", "spill the beans", "th
     ("Spill all the beans.", []),
     ("She gave the boss the cold shoulder.", []),  # "someone" is one word
 ])
-def test_idiom_list_finds_idioms_by_the_papers_rules(sentence, found):
-    assert IdiomList(IDIOM_LIST).find(sentence) == found
+def test_idiom_list_finds_contiguous_idioms_by_the_papers_rules(sentence, found):
+    assert IdiomList(IDIOM_LIST, "en", 0).find(sentence) == found
+
+
+@pytest.mark.parametrize("idiom, source, gap, located", [
+    ("spill the beans", "She spilled the beans at dinner.", 0, ["spilled", "the", "beans"]),  # as they stand
+    ("to pull someone's leg", "Stop pulling John's leg!", 0, ["pulling", "John", "'s", "leg"]),
+    ("close the back door", "They closed the proverbial back door.", 0, None),
+    ("close the back door", "They closed the proverbial back door.", 3, ["closed", "the", "back", "door"]),
+    ("to pass on", "Scientists must pass it on to the authorities.", 3, ["pass", "on"]),  # a split form
+    ("to pass on", "Please pass the message to him and the others on Monday.", 3, None),  # more than 3 between
+    ("to take it easy", "In Japan it is easy to take trains.", 3, None),  # Fadaee's line 4: the label is not there
+    ("spill the beans", "The meeting is on Monday.", 3, None),
+    ("zebra crossing", "A zebra-crossing here.", 0, ["zebra", "crossing"]),  # the reference's dash splits
+])
+def test_an_idiom_is_located_in_its_source_inflected_or_split(idiom, source, gap, located):
+    assert IdiomList([], "en", gap).locate(idiom, source) == located
 
 
 def test_idiom_list_loads_a_file_and_gives_span_words(write):
-    idioms = IdiomList.load(write("idioms.en", "kick the bucket\n\nspill the beans\n"))
+    idioms = IdiomList.load(write("idioms.en", "kick the bucket\n\nspill the beans\n"), "en", 0)
     assert idioms.idioms == ["kick the bucket", "spill the beans"]
     assert idioms.find("They spilled the beans before he kicked the bucket.") == ["kick the bucket", "spill the beans"]
-    assert span_words("to pull someone's leg") == ["pull", "leg"]
-    assert span_words("give someone the cold shoulder") == ["give", "the", "cold", "shoulder"]
+    assert span_words("to pull someone's leg", "He pulled my leg.") == ["pulled", "my", "leg"]
+    assert span_words("give someone the cold shoulder") == ["give", "someone", "the", "cold", "shoulder"]
     assert span_words("A bird in the hand is worth two in the bush.")[:3] == ["A", "bird", "in"]
 
 
@@ -204,18 +298,38 @@ def test_proverbs_literal_german_is_flagged_idiomatic_german_is_not():
                                    for name in ("en", "literal.de", "idiomatic.de"))
     muse = [{"path": str(IDIOMS / "muse.en-de.dict"), "format": "hunalign", "from": "en", "to": "de"},
             {"path": str(IDIOMS / "muse.de-en.dict"), "format": "hunalign", "from": "de", "to": "en"}]
-    scorer = Litter(Dictionary.load(muse, "en", "de"))
-
-    def flagged(references, hypotheses) -> int:
-        return sum(scorer.error(span_words(s), r, h) is True for s, r, h in zip(sources, references, hypotheses))
-
-    literal_flagged, idiomatic_flagged = flagged(idiomatic, literal), flagged(literal, idiomatic)
-    print(f"proverbs flagged, MUSE: literal {literal_flagged}/94, idiomatic {idiomatic_flagged}/94")
-    assert len(sources) == 94 and literal_flagged >= 70 and idiomatic_flagged <= 15
+    dictionary = Dictionary.load(muse, "en", "de")
+    flagged = {}
+    for preset in ("paper", "adaptsim"):
+        scorer = Litter(dictionary, "en", "de", **switches(preset))
+        flagged[preset] = [sum(scorer.error(span_words(s), r, h) is True for s, r, h in zip(sources, refs, hyps))
+                           for refs, hyps in ((idiomatic, literal), (literal, idiomatic))]
+        print(f"proverbs flagged, MUSE, preset {preset}: literal {flagged[preset][0]}/94, "
+              f"idiomatic {flagged[preset][1]}/94")
+    assert len(sources) == 94
+    assert flagged["adaptsim"][0] >= 70 and flagged["adaptsim"][1] <= 15
+    assert flagged["paper"][0] >= 70 and flagged["paper"][1] > flagged["adaptsim"][1]  # articles: false alarms
 
 
 # -- over the stream (adaptsim/report/litter_report.py) -------------------------------------------------------
-from adaptsim.report.litter_report import macro, occurrences, statistics  # noqa: E402
+from adaptsim.report.litter_report import locate, macro, not_found, occurrences, statistics  # noqa: E402
+
+
+def test_a_label_not_in_its_source_is_not_scored_and_is_counted():
+    # the issue's demo: "spill the beans" labelled on a sentence without it gets no verdict
+    spans = [["spill the beans"], ["spill the beans", "kick the bucket"]]
+    located = locate(spans, ["The meeting is on Monday.", "He spilled the beans."], IdiomList([], "en", 3))
+    assert [list(seg) for seg in located] == [[], [("spill the beans", ["spilled", "the", "beans"])]]
+    assert not_found(located) == "2 of 3 labelled occurrences not found in their source"
+
+
+def test_macro_averages_over_idioms_of_different_frequency_as_the_reference():
+    # litter.py l. 705–718: macro = mean over labels of each label's rate; micro = errors / occurrences
+    occ = occurrences([["often"], ["often"], ["often", "rare"]], ["d", "d", "d"], "document")
+    stats = statistics([[True], [True], [False, False]], occ, ["often", "rare"], k_max=1)
+    total = {m: s.sum(axis=0) for m, s in stats.items()}
+    assert 100 * total["LitTER"][0] / total["LitTER"][1] == pytest.approx(50.0)      # 2 of 4
+    assert macro(total["LitTER.macro"]) == pytest.approx((200 / 3 + 0) / 2)          # (2/3 + 0/1) / 2
 
 
 def test_litter_k_counts_an_idioms_occurrences_in_the_scope_and_repeats_follow_a_previous_error():
@@ -240,7 +354,8 @@ def test_litter_command_reads_the_spans_column_and_marks_the_baseline(run_adapts
 
     rows = ["doc_id\tseg_id\tsource\treference\tspans"]
     for i, (src, ref) in enumerate(tiny_corpus[:6]):
-        rows.append(f"d\t{i + 1}\t{src}\t{ref}\t{src.split()[0]} {src.split()[1]}")
+        rows.append(f"d\t{i + 1}\t{src}\t{ref}\t{src.split()[0]} {src.split()[1]}"
+                    + (" | spill the beans" if i == 2 else ""))  # a label that is not in its source
     data = tmp_path / "spans.tsv"
     data.write_text("\n".join(rows) + "\n")
     words = {w for src, _ in tiny_corpus[:6] for w in src.lower().rstrip(".").split()[:2]}
@@ -250,13 +365,48 @@ def test_litter_command_reads_the_spans_column_and_marks_the_baseline(run_adapts
     common = ("dataset=tsv", f"dataset.path={data}", f"model.path={tiny_model_dir}", "model.name=tiny")
     run_adaptsim("runs/none", "method=none", *common)
     run_adaptsim("runs/full", "method=full", *common)
+    capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         main(["litter", str(tmp_path / "runs"), "--resources", str(res), "--resamples", "50"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     # every segment names one idiom; the made-up German words are in no reference, so all have a verdict,
     # and no hypothesis of a model that never saw them holds one: no literal error anywhere
-    assert "6 occurrences, 6 with a verdict" in out and "| baseline | 0.0 [0.0, 0.0] |" in out
+    assert "6 occurrences located in their source, 6 with a verdict" in out and "| baseline | 0.0 [0.0, 0.0] |" in out
+    summary = next(line for line in out.splitlines() if line.startswith("**"))
+    assert "1 of 7 labelled occurrences not found in their source" in summary
+    assert "1 of 7 labelled occurrences not found in their source (not scored)" in out
+    assert "LitTER preset paper" in out and "| method | LitTER.macro | LitTER |" in out  # the paper's headline
+    with pytest.raises(SystemExit):
+        main(["litter", str(tmp_path / "runs"), "--resources", str(res), "--resamples", "50", "--preset", "adaptsim"])
+    out = capsys.readouterr().out
+    assert "LitTER preset adaptsim" in out and "| method | LitTER | LitTER.macro |" in out
+
+
+def test_litter_on_a_stream_without_idioms_says_so_in_one_line(run_adaptsim, tmp_path, tiny_tsv, tiny_model_dir,
+                                                               capsys):
+    import warnings
+
+    from adaptsim.cli import main
+
+    (tmp_path / "d.tsv").write_text("spill\tverschütten\n")
+    (tmp_path / "idioms.en").write_text("spill the beans\n")
+    res = tmp_path / "res.yaml"
+    res.write_text(f"idioms: {tmp_path / 'idioms.en'}\n"
+                   f"dictionaries: [{{path: {tmp_path / 'd.tsv'}, format: tsv, from: en, to: de}}]\n")
+    common = ("dataset=tsv", f"dataset.path={tiny_tsv}", "dataset.max_segments=3", f"model.path={tiny_model_dir}",
+              "model.name=tiny")
+    run_adaptsim("runs/none", "method=none", *common)
+    run_adaptsim("runs/bias", "method=bias", *common)
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning (mean of an empty slice)
+        with pytest.raises(SystemExit) as exit_:
+            main(["litter", str(tmp_path / "runs"), "--resources", str(res), "--resamples", "50"])
+    assert exit_.value.code == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "no idiom occurs in this stream" in captured.out
+    assert "| baseline |" in captured.out and "| bias |" in captured.out and "%" not in captured.out
 
 
 def test_litter_resources_with_a_misspelt_switch_are_refused_in_one_line(tmp_path):
@@ -265,7 +415,7 @@ def test_litter_resources_with_a_misspelt_switch_are_refused_in_one_line(tmp_pat
     res = tmp_path / "res.yaml"
     res.write_text("dictionaries: []\ncompound: false\n")
     with pytest.raises(UserError, match="unknown key.*compound"):
-        load(res, None)
+        load(res, None, "paper")
     res.write_text("- a list\n")
     with pytest.raises(UserError, match="expected a mapping"):
-        load(res, None)
+        load(res, None, "paper")

@@ -24,8 +24,11 @@ def dictionary(tmp_path):
 
 @pytest.fixture
 def terms(dictionary):
+    from adaptsim.report.resources import SWITCHES, presets
+    from adaptsim.report.terms_report import PRESET
+
     return Terms(Litter(Dictionary.load([{"path": str(dictionary), "format": "tsv", "from": "en", "to": "de"}],
-                                        "en", "de")))
+                                        "en", "de"), "en", "de", **{k: presets()[PRESET][k] for k in SWITCHES}))
 
 
 def measure(terms, sources, references, hypotheses, docs, scope="document"):
@@ -193,10 +196,10 @@ def test_terms_command_reads_litters_resources_and_refuses_a_misspelt_switch(tmp
     res = tmp_path / "res.yaml"
     res.write_text(f"dictionaries: [{{path: {dictionary}, format: tsv, from: en, to: de}}]\nstrip_accent: true\n")
     with pytest.raises(UserError, match="unknown key.*strip_accent"):
-        load(res, None)
+        load(res, None, "adaptsim")
     res.write_text(f"idioms: null\ndictionaries: [{{path: {dictionary}, format: tsv, from: en, to: de}}]\n")
-    loaded = load(res, None)
-    assert loaded.idioms is None and loaded.scorer.candidates("file") == {"datei", "akte"}
+    loaded = load(res, None, "adaptsim")
+    assert loaded.idioms.idioms == [] and loaded.scorer.candidates("file") == {"datei", "akte"}
 
 
 def test_terms_command_refuses_runs_without_their_sources_in_one_line(tmp_path, dictionary):

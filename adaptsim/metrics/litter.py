@@ -1,15 +1,30 @@
 """LitTER, the literal translation error rate of idioms (Baziotis, Mathur & Hasler, EACL 2023): per segment.
 
-A segment is an error when the hypothesis holds a dictionary translation of an idiom word that the
-reference avoids. Blocklist: the candidates of each idiom word, less every word with a candidate in the
-reference (a literal reference shows the word is translated literally anyway). Numbers below: the 94
-sockeye proverbs, literal German as hypothesis and idiomatic as reference, then swapped (MUSE both ways).
+A segment is an error when the hypothesis holds a dictionary translation of an idiom word that the reference
+avoids. Read against the authors' code, amazon-research/idiom-mt `metrics/litter.py` (line numbers below are
+that file's) and `experiments/eval-idiom-litter.sh`. As there: the idiom's words are those of the source (the
+caller locates the idiom there, IdiomList.locate; the reference cuts its span out of the source, l. 577–579);
+each word's candidates are its dictionary translations as written and lower-cased (l. 613–614), from both
+directions (l. 547–549); a word with a candidate in the reference leaves, with all its candidates (l. 637–648);
+the rest is the blocklist, and a hypothesis word in it is an error (l. 663–669). Then, by switch, compounds of
+two candidates of the idiom, whatever the blocklist (l. 671–684), and partial matches (l. 686–699). A span
+without a word (punctuation, or stopwords where they are stripped) has no verdict (l. 628–631); an empty
+blocklist is no error (l. 701–702). Texts are tokenised by Moses with aggressive dash splits (l. 83–87), target
+words lower-cased (both presets: the authors' `--lower`).
 
-Our choices, and why:
-- Target words (texts and dictionary entries) are compared lower-cased, accent-stripped by default, each
-  with its simplemma lemma too, so "Bohnen" meets a dictionary's "Bohne". Lemmas come from the cased
-  token: simplemma reads lower-case "vögel" as the verb "vögeln". Dictionary entries are one word each,
-  so they are used untokenised.
+Presets (configs/litter/presets.yaml): `paper`, the authors' script (`--lower --strip-accents --macro`: no
+stopwords, compounds, partial matches or lemmas), and `adaptsim`, every refinement below on. Differences that
+remain in both: dictionary entries are one word on both sides in every format (MUSE's are); Moses does not
+escape ("don't" stays one word with its apostrophe, where the reference's escape=True makes "&apos;t"), and
+only tokens with a letter or digit count (the reference skips one-character punctuation, l. 602); the reference's
+lemma variant uses spaCy (l. 105–108, 188–225), adaptsim's simplemma; fuzzy matching (l. 306–332) and
+`--strip-sourcewords` (l. 605–607; both off in the authors' script) are not offered; the reference scores one span
+per line (the last, l. 578), adaptsim every labelled idiom of a segment.
+
+adaptsim's refinements (preset `adaptsim`), and why:
+- `lemmas`: target words (texts and dictionary entries) each with its simplemma lemma too, so "Bohnen" meets a
+  dictionary's "Bohne", and a source word's lemma looked up as well. Lemmas come from the cased token:
+  simplemma reads lower-case "vögel" as the verb "vögeln".
 - `stopwords`, English side: a short function-word list, not stopwords-iso's 1,298 words, which removes a
   content word from 95 of the 225 LitTER idioms ("acid test", "bring home the bacon", "cloud nine",
   "crash course") and every word of 5 ("get over something", "so far so good").
@@ -18,18 +33,21 @@ Our choices, and why:
   alone, 3 with both; literal ones: 86, 80, 77). They leave only after the reference check: the list
   also holds translations of 101 of the 348 proverb content words ("tag", "gut", "zwei", "offen"), and "Tag" in
   a reference must still clear "day"; articles clear almost nothing (MUSE gives one for 6 of the 348).
-- Compounds join two candidates of the idiom (the hypothesis word absent from the reference); a partial
-  match's remainder must be a dictionary word that is no stopword ("schlafen|der" is no compound).
+- `compounds` join two candidates of the idiom (the hypothesis word absent from the reference); a `partial`
+  match's remainder (the word less the blocked one, l. 367) must be a dictionary word that is no stopword
+  ("schlafen|der" is no compound), compared normalised (the reference compares it with the entries as written,
+  l. 553–556 and 368, so an accented remainder never matches there).
 - Dictionary entries are kept only where both sides are one word, in every format: a multi-word source
   never meets a word bag, and each word of a multi-word Wiktionary target ("einen Tritt geben" for
   "kick") blocks generic words: with Wiktionary added to MUSE, 5/94 swapped proverbs flagged instead of
   4 (18 instead of 15 without stopwords), and no more literal ones.
-- `error` is False when the blocklist is empty (every idiom word absent from the dictionary, or translated
-  literally in the reference: the reference implementation counts it as correct, so the rate's denominator
-  is the paper's); None (no verdict, left out) only for a span with no content word.
-- Idiom matching (`IdiomList`): "someone's", "one's", "somebody's", "sb's", and "your" (the list's generic
-  possessive: "bury your head in the sand") match a possessive pronoun or a word and "'s" (Moses splits
-  "John's"); "someone", "somebody", "something", "sth", "sb" match any one word.
+- Idiom matching (`IdiomList`, both presets; the reference's spans come from its extractor,
+  phrase_extractor.py l. 81–158: spaCy lemmas, an optional leading "the"/"to", optional "own"/"any", a
+  placeholder for any word, contiguous): lemmas through simplemma, and up to `gap` other words before each next
+  word of the idiom (configs/litter/muse_en-de.yaml: split forms, "pass it on"). "someone's", "one's",
+  "somebody's", "sb's", and "your" (the list's generic possessive: "bury your head in the sand") match a
+  possessive pronoun or a word and "'s" (Moses splits "John's"); "someone", "somebody", "something", "sth", "sb"
+  match any one word.
 """
 
 from __future__ import annotations
@@ -38,7 +56,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib.metadata import version
 from pathlib import Path
 
@@ -75,9 +93,12 @@ def _moses(lang: str) -> MosesTokenizer:
     return MosesTokenizer(lang=lang)
 
 
-def words(text: str, lang: str) -> list[str]:
-    """Moses tokens that hold a letter or digit (no punctuation), curly apostrophes made straight."""
-    return [t for t in _moses(lang).tokenize(text.replace("\u2019", "'"), escape=False) if is_word(t)]
+def words(text: str, lang: str, dashes: bool = False) -> list[str]:
+    """Moses tokens that hold a letter or digit (no punctuation), curly apostrophes made straight; `dashes`:
+    LitTER's tokenisation, hyphenated words split as the reference's (litter.py l. 83–87,
+    aggressive_dash_splits=True), so "Zebra-Streifen" is "Zebra" and "Streifen"."""
+    text = text.replace("\u2019", "'")
+    return [t for t in _moses(lang).tokenize(text, escape=False, aggressive_dash_splits=dashes) if is_word(t)]
 
 
 def unaccented(word: str) -> str:
@@ -85,7 +106,7 @@ def unaccented(word: str) -> str:
 
 
 def _idiom_tokens(idiom: str, lang: str = "en") -> list[str]:
-    tokens, out = words(idiom, lang), []
+    tokens, out = words(idiom, lang, True), []
     for i, token in enumerate(tokens):
         low, after = token.lower(), tokens[i + 1] if i + 1 < len(tokens) else ""
         if (after == "'s" and low in ("one", "someone", "somebody", "sb")) or low == "your":
@@ -97,51 +118,74 @@ def _idiom_tokens(idiom: str, lang: str = "en") -> list[str]:
     return out
 
 
-def span_words(idiom: str, lang: str = "en") -> list[str]:
-    """The idiom's words that its literal translation would render: no leading "to", no wildcards."""
-    tokens = _idiom_tokens(idiom, lang)
-    tokens = tokens[1:] if tokens and tokens[0].lower() == "to" else tokens
-    return [t for t in tokens if t not in (ANY, POSSESSIVE)]
-
-
 class IdiomList:
-    """Idioms to find in source sentences, matched on lower-cased words and lemmas, contiguous."""
+    """Idioms to find in source sentences, and the words they occupy there: matched on lower-cased words and their
+    simplemma lemmas ("took it easy" for "take it easy"), with up to `gap` other words before each next word of
+    the idiom ("pass the ball on" for "pass on"; 0: contiguous)."""
 
-    def __init__(self, idioms: Iterable[str], lang: str = "en"):
-        self.lang, self.idioms = lang, [i.strip() for i in idioms if not is_blank(i)]
-        self._patterns = []  # per idiom: its token patterns (with and without an optional leading to/the)
-        for idiom in self.idioms:
-            pattern = [t if t in (ANY, POSSESSIVE) else self._keys(t) for t in _idiom_tokens(idiom, lang)]
-            optional = len(pattern) > 1 and isinstance(pattern[0], frozenset) and pattern[0] & {"to", "the"}
-            self._patterns.append([pattern, pattern[1:]] if optional else [pattern] if pattern else [])
+    def __init__(self, idioms: Iterable[str], lang: str, gap: int):
+        self.lang, self.gap = lang, gap
+        self.idioms = [i.strip() for i in idioms if not is_blank(i)]
+        self._patterns: dict[str, list] = {}
 
     @classmethod
-    def load(cls, path, lang: str = "en") -> IdiomList:
-        return cls(read_lines(path), lang)
+    def load(cls, path, lang: str, gap: int) -> IdiomList:
+        return cls(read_lines(path), lang, gap)
 
     def _keys(self, token: str) -> frozenset[str]:
         low = token.lower()
         return frozenset((low, lemma(low, self.lang)))
 
+    def pattern(self, idiom: str) -> list:
+        """Per idiom word: its keys, or a wildcard. A leading "to" or "the" is optional, so never part of the
+        span: the reference's span is the last of its extractor's matches, the one without it
+        (phrase_extractor.py l. 114–115, litter.py l. 578)."""
+        if idiom not in self._patterns:
+            pattern = [t if t in (ANY, POSSESSIVE) else self._keys(t) for t in _idiom_tokens(idiom, self.lang)]
+            if len(pattern) > 1 and isinstance(pattern[0], frozenset) and pattern[0] & {"to", "the"}:
+                pattern = pattern[1:]
+            self._patterns[idiom] = pattern
+        return self._patterns[idiom]
+
+    def locate(self, idiom: str, source: str) -> list[str] | None:
+        """The source words that `idiom` occupies in `source` (its leftmost match; wildcards' words included, the
+        words of a gap not), or None where it does not occur."""
+        tokens, keys = _source_keys(source, self.lang)
+        pattern = self.pattern(idiom)
+        for i in range(len(keys) if pattern else 0):
+            found = _match(pattern, keys, i, self.gap)
+            if found is not None:
+                return [tokens[j] for j in found]
+        return None
+
     def find(self, source: str) -> list[str]:
         """The idioms (as written in the list) that occur in `source`."""
-        keys = [self._keys(t) for t in words(source, self.lang)]
-        return [idiom for idiom, patterns in zip(self.idioms, self._patterns)
-                if any(_matches(p, keys, i) for p in patterns for i in range(len(keys)))]
+        return [idiom for idiom in self.idioms if self.locate(idiom, source) is not None]
 
 
-def _matches(pattern: Sequence, keys: list[frozenset[str]], i: int) -> bool:
-    if not pattern:
-        return True
-    if i >= len(keys):
-        return False
+@lru_cache(maxsize=4096)
+def _source_keys(source: str, lang: str) -> tuple[list[str], list[frozenset[str]]]:
+    tokens = words(source, lang, dashes=True)
+    return tokens, [frozenset((t.lower(), lemma(t.lower(), lang))) for t in tokens]
+
+
+def _match(pattern: Sequence, keys: list[frozenset[str]], i: int, gap: int) -> list[int] | None:
+    """The positions of the words `pattern` matches, its first word at position i and up to `gap` other words
+    before each next one; None for no match."""
     head, rest = pattern[0], pattern[1:]
-    if head == ANY:
-        return _matches(rest, keys, i + 1)
     if head == POSSESSIVE:
-        return (bool(keys[i] & POSSESSIVE_PRONOUNS) and _matches(rest, keys, i + 1)
-                or i + 1 < len(keys) and "'s" in keys[i + 1] and _matches(rest, keys, i + 2))
-    return bool(head & keys[i]) and _matches(rest, keys, i + 1)
+        options = ([[i]] if keys[i] & POSSESSIVE_PRONOUNS else []) + (
+            [[i, i + 1]] if i + 1 < len(keys) and "'s" in keys[i + 1] else [])
+    else:
+        options = [[i]] if head == ANY or head & keys[i] else []
+    for used in options:
+        if not rest:
+            return used
+        for j in range(used[-1] + 1, min(used[-1] + 2 + gap, len(keys))):
+            found = _match(rest, keys, j, gap)
+            if found is not None:
+                return used + found
+    return None
 
 
 class Dictionary:
@@ -208,10 +252,11 @@ _READERS = {"hunalign": lambda path: _columns(path, " @ ", "TARGET @ SOURCE"),
 
 
 class Litter:
-    """Literal-translation verdicts for one language pair, one dictionary and one set of switches."""
+    """Literal-translation verdicts for one language pair, one dictionary and one set of switches (a preset's,
+    configs/litter/presets.yaml)."""
 
-    def __init__(self, dictionary: Dictionary, source_lang: str = "en", target_lang: str = "de",
-                 stopwords: bool = True, strip_accents: bool = True, compounds: bool = True, partial: bool = True):
+    def __init__(self, dictionary: Dictionary, source_lang: str, target_lang: str, *, stopwords: bool,
+                 strip_accents: bool, compounds: bool, partial: bool, lemmas: bool):
         if stopwords and source_lang != "en":
             raise UserError(f"LitTER knows source stopwords for English only, not {source_lang!r}; "
                             "set stopwords off")
@@ -219,6 +264,7 @@ class Litter:
             raise UserError(f"no stopwords-iso list for {target_lang!r}; set stopwords off")
         self.dictionary, self.source_lang, self.target_lang = dictionary, source_lang, target_lang
         self.stopwords, self.strip_accents, self.compounds, self.partial = stopwords, strip_accents, compounds, partial
+        self.lemmas = lemmas
         self.source_stopwords = ENGLISH_FUNCTION_WORDS if stopwords else frozenset()
         self.target_stopwords = (frozenset(map(self.normal, stopwordsiso.stopwords(target_lang)))
                                  if stopwords else frozenset())
@@ -231,21 +277,23 @@ class Litter:
         return unaccented(word.lower()) if self.strip_accents else word.lower()
 
     def forms(self, word: str) -> set[str]:
-        """`word` normalised (lower case, accents as the switch says) and its simplemma lemma normalised."""
-        return {self.normal(word), self.normal(lemma(word, self.target_lang))}
+        """`word` normalised (lower case, accents as the switch says), and its simplemma lemma normalised where
+        `lemmas` is on."""
+        return {self.normal(word), self.normal(lemma(word, self.target_lang))} if self.lemmas else {self.normal(word)}
 
     def bag(self, text: str) -> frozenset[str]:
-        """The normalised target words of `text` and their lemmas."""
+        """The normalised target words of `text` (LitTER's tokenisation: dashes split), and their lemmas."""
         if text not in self._bags:
-            self._bags[text] = frozenset().union(*(self.forms(t) for t in words(text, self.target_lang)))
+            self._bags[text] = frozenset().union(*(self.forms(t) for t in words(text, self.target_lang, True)))
         return self._bags[text]
 
     def candidates(self, word: str) -> frozenset[str]:
-        """Normalised translations of a source word, of its lower-cased form and of its lemma."""
+        """Normalised translations of a source word as written and lower-cased (the reference's litter.py
+        l. 613–614), and of its lemma where `lemmas` is on."""
         if word not in self._candidates_of:
             low = word.lower()
-            found = set().union(*(self.dictionary.translations.get(k, ()) for k in
-                                  {word, low, lemma(low, self.source_lang)}))
+            keys = {word, low, lemma(low, self.source_lang)} if self.lemmas else {word, low}
+            found = set().union(*(self.dictionary.translations.get(k, ()) for k in keys))
             self._candidates_of[word] = frozenset().union(*map(self.forms, found))
         return self._candidates_of[word]
 
@@ -260,15 +308,15 @@ class Litter:
         return self._blocked(self._span_candidates(span), self.bag(reference))
 
     def error(self, span: Iterable[str], reference: str, hypothesis: str) -> bool | None:
-        """Whether `hypothesis` translates the idiom `span` literally (False for an empty blocklist); None (no
-        verdict) for a span without a content word."""
+        """Whether `hypothesis` translates the idiom words `span` (as they stand in the source) literally, in the
+        reference's order of checks (litter.py l. 663–702): a blocked word, then (`compounds`) two candidates of
+        the idiom joined, whatever the blocklist, then (`partial`) a blocked word inside a longer word. None (no
+        verdict) for a span without a content word (l. 628–631)."""
         candidates = self._span_candidates(span)
         if not candidates:
             return None
         ref, hyp = self.bag(reference), self.bag(hypothesis)
         blocked = self._blocked(candidates, ref)
-        if not blocked:
-            return False
         if blocked & hyp:
             return True
         every = frozenset().union(*candidates) - self.target_stopwords
@@ -278,13 +326,15 @@ class Litter:
         return self.partial and bool(self._partial_matches(blocked, hyp) - self._partial_matches(blocked, ref))
 
     def _partial_matches(self, blocked: frozenset[str], bag: frozenset[str]) -> set[str]:
-        """Blocked words that begin or end a longer word of `bag` whose remainder is a target word."""
-        return {b for b in blocked for w in bag if w != b and (
-            w.startswith(b) and w[len(b):] in self.vocabulary or w.endswith(b) and w[:-len(b)] in self.vocabulary)}
+        """Blocked words that begin or end a word of `bag` whose remainder (the word with every copy of the
+        blocked one removed, as the reference's find_partial, l. 351–371) is a dictionary word."""
+        return {b for b in blocked for w in bag
+                if (w.startswith(b) or w.endswith(b)) and w.replace(b, "") in self.vocabulary}
 
     def signature(self) -> str:
         yes = {True: "yes", False: "no"}
-        return "|".join([f"LitTER|lang:{self.source_lang}-{self.target_lang}", "tok:moses",
-                         f"dict:{'+'.join(self.dictionary.names)}", f"stop:{yes[self.stopwords]}",
+        return "|".join([f"LitTER|lang:{self.source_lang}-{self.target_lang}", "tok:moses-dashes",
+                         f"dict:{'+'.join(self.dictionary.names)}", "case:low", f"stop:{yes[self.stopwords]}",
                          f"acc:{'strip' if self.strip_accents else 'keep'}", f"comp:{yes[self.compounds]}",
-                         f"partial:{yes[self.partial]}", f"lemma:simplemma-{version('simplemma')}"])
+                         f"partial:{yes[self.partial]}",
+                         f"lemma:{'simplemma-' + version('simplemma') if self.lemmas else 'no'}"])

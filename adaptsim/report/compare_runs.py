@@ -27,8 +27,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim compare", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", metavar="RUN", help="run directories; the first is the reference")
     p.add_argument("--metrics", default=DEFAULT_METRICS,
-                   help="comma-separated metric keys; those the runs lack are left out; CXMI and CXMI/seg (nats "
-                   f"gained over RUN_A, which must be method=none) (default: {DEFAULT_METRICS})")
+                   help="comma-separated metric keys; those the runs lack are left out; CXMI, CXMI/seg and CXMI.sent "
+                   f"(nats gained over RUN_A, which must be method=none; adaptsim.report.cxmi) (default: {DEFAULT_METRICS})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a text table")
     p.add_argument("--decimals", type=int, default=1, help="digits after the point in the text table (default: 1)")
     sig.add_arguments(p)

@@ -8,10 +8,23 @@ distribution), and the baseline run (`none`) records them under θ0. So per toke
 
     P-CXMI_t = log q_θ{i−1}(y_t | y_<t, x) − log q_θ0(y_t | y_<t, x)          (nats; </s> included)
 
-and a segment's CXMI is the sum over its tokens. Two corpus figures, both resampled like R0/R1 (the sums per
-segment are the statistics): `CXMI`, nats per token (Σ over tokens / tokens; the per-token entropy difference
-H_θ0(Y|X) − H_θ(Y|X) of the issue's definition), and `CXMI/seg`, nats per segment (the paper's sentence-level
-mean). Positive: the history made the references more likely. The baseline against itself is exactly 0.
+and a segment's CXMI is the sum over its tokens. Three corpus figures, all resampled like R0/R1 (the per-segment
+statistics below), all in nats, positive where the history made the references more likely (the baseline against
+itself: exactly 0):
+
+- `CXMI/seg`: Σ over segments of a segment's Σ P-CXMI, / segments. The paper's equation (Fernandes et al. §3, eq. 2
+  and Appendix A: −1/N Σ_i log q_A(y_i|x_i)/q_C(y_i|x_i,c_i), a sentence's log-likelihood ratio averaged over
+  sentences); it grows with segment length (1.9–7.0 nats on the idiom stream).
+- `CXMI.sent`: the mean over segments of each segment's Σ P-CXMI / its tokens. The paper's code and so its figures
+  (~10⁻² nats): neulab/contextual-mt contextual_mt/docmt_cxmi.py l. 152–156 and 247 take fairseq's
+  SequenceScorer `score`, a sentence's mean log-probability per token (</s> included), subtract, and average the
+  differences over sentences. Set this one beside the paper's numbers.
+- `CXMI`: Σ over all tokens / tokens (nats per token, each token weighing the same: the per-token entropy
+  difference H_θ0(Y|X) − H_θ(Y|X)). adaptsim's own figure; it differs from `CXMI.sent` where long and short
+  segments gain differently.
+
+What the paper compares is a context-aware model with and without context; adaptsim's reading compares the
+adapted θ_{i−1} (the context: the post-edited history) with θ0, both on the post-edited reference.
 
 Words. A reference's pieces are grouped into words (a piece opening with ▁ starts one; a piece of punctuation
 alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces. Its
@@ -34,7 +47,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, load_stopwords
 
-METRICS = ("CXMI", "CXMI/seg")
+METRICS = ("CXMI", "CXMI/seg", "CXMI.sent")
 BASELINE = "none"
 ROLES = ("first", "second, recalled", "second, missed", "later", "other content", "stopword", "punctuation", "end")
 # settings that change what a reference scores or how a run's hypotheses come about: the two runs must agree
@@ -88,10 +101,15 @@ def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str
 
 
 def statistics(metric: str, values: Sequence[np.ndarray | None]) -> np.ndarray:
-    """Per-segment statistics (segments × 2) of CXMI (Σ P-CXMI, tokens) or CXMI/seg (Σ P-CXMI, 1); a segment
-    without log-probabilities counts in neither."""
-    rows = [(0.0, 0.0) if v is None else (float(v.sum()), float(len(v)) if metric == "CXMI" else 1.0)
-            for v in values]
+    """Per-segment statistics (segments × 2, numerator and denominator of the ratio) of CXMI (Σ P-CXMI, tokens),
+    CXMI/seg (Σ P-CXMI, 1) or CXMI.sent (Σ P-CXMI / tokens, 1); a segment without log-probabilities counts in
+    none."""
+    def row(v: np.ndarray) -> tuple[float, float]:
+        if metric == "CXMI":
+            return float(v.sum()), float(len(v))
+        return (float(v.mean()) if metric == "CXMI.sent" else float(v.sum())), 1.0
+
+    rows = [(0.0, 0.0) if v is None or not len(v) else row(v) for v in values]
     return np.array(rows, dtype=float).reshape(len(rows), 2)
 
 

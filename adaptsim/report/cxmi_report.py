@@ -1,7 +1,8 @@
 """`adaptsim cxmi DIR…`: what the adapted models gained from the post-edited history (adaptsim.report.cxmi).
 
-Per block of runs (one data set, one model, with its baseline run `none`): CXMI per token and per segment with
-95% intervals and † against the baseline; the share of reference tokens whose log-probability fell; negative and
+Per block of runs (one data set, one model, with its baseline run `none`): CXMI per token (adaptsim's), per
+segment (the paper's equation) and the mean of the segments' per-token CXMI (the paper's code and figures;
+adaptsim.report.cxmi says which is which) with 95% intervals and † against the baseline; the share of reference tokens whose log-probability fell; negative and
 positive flips per 100 reference content words (content words the baseline's hypothesis has and the run's lacks,
 and the reverse), with intervals; the mean P-CXMI of a word by its role in the stream; and by the distance (in
 segments) since the word's previous occurrence. --out draws CXMI against the stream position and against that
@@ -78,12 +79,13 @@ def analyse(runs, cfg: sig.Settings) -> dict:
 def render(block, labels: list[str], a: dict) -> str:
     result = a["result"]
     out = [f"**{block.dataset} · {block.segments} segments · model {block.model}**", "",
-           "| method | CXMI (nats/token) | CXMI/seg (nats) | tokens < 0 | flips− /100 words | flips+ /100 words |",
-           "|:--|--:|--:|--:|--:|--:|"]
+           "| method | CXMI (nats/token) | CXMI/seg (nats; paper's eq.) | CXMI.sent (nats/token; paper's code) "
+           "| tokens < 0 | flips− /100 words | flips+ /100 words |",
+           "|:--|--:|--:|--:|--:|--:|--:|"]
     for i, label in enumerate(labels):
         cells = [sig.cell(result, i, m, 3 if m in cxmi.METRICS else 1) for m in (*cxmi.METRICS, *FLIPS)]
         negative = a["negative"][i]
-        cells.insert(2, "–" if negative is None else f"{100 * negative:.1f}%")
+        cells.insert(len(cxmi.METRICS), "–" if negative is None else f"{100 * negative:.1f}%")
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     out += ["", f"_{sig.footer(result)}; signature {result.signature}._"]
     if a["missing"]:

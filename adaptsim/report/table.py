@@ -68,8 +68,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--relative", action="store_true",
                    help="baseline absolute, other methods as relative difference in percent (Table 5)")
     p.add_argument("--format", choices=FORMATS, default="md", help="output format (default: md)")
-    p.add_argument("--metrics", help="comma-separated metric keys, e.g. R0,R1,R0+1 or subword.R0, or CXMI and "
-                   "CXMI/seg (nats per token / per segment gained over the baseline; shown absolute with --relative) "
+    p.add_argument("--metrics", help="comma-separated metric keys, e.g. R0,R1,R0+1 or subword.R0, or CXMI, "
+                   "CXMI/seg and CXMI.sent (nats per token / per segment / per token averaged over segments, the paper's "
+                   "scale, gained over the baseline; shown absolute with --relative) "
                    f"(default: {','.join(ABSOLUTE_METRICS)}; with --relative {','.join(RELATIVE_METRICS)})")
     p.add_argument("--decimals", type=int, help="digits after the point (default: 1, relative 0; csv: unrounded)")
     p.add_argument("--significance", action="store_true",
@@ -184,7 +185,8 @@ def _legend(rel: bool, metrics: list[str]) -> str:
     what = ("baseline: absolute scores; other rows: difference to the baseline in percent of the baseline score"
             if rel else "scores in percent")
     if any(m in cxmi.METRICS for m in metrics):
-        what += "; CXMI: nats per token, CXMI/seg: nats per segment, gained over the baseline (absolute)"
+        what += "; CXMI: nats per token, CXMI/seg: nats per segment, CXMI.sent: nats per token averaged over segments " \
+                "(the paper's scale), gained over the baseline (absolute)"
     lowest = [m for m in metrics if m.split(".")[-1] in LOWER_IS_BETTER]
     return f"{what}; best per column marked" + (f" ({', '.join(lowest)}: lowest)" if lowest else "")
 

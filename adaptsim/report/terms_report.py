@@ -33,6 +33,7 @@ from adaptsim.report.resources import DEFAULT, Resources, loader
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.stats import Series, compare, ratio, units_of
 
+PRESET = "adaptsim"  # terms is adaptsim's own measure: LitTER's refinements (stopwords, lemmas), not the paper's
 DIGITS = {"consistency": 1, "consistency.all": 1, "renderings": 2}
 
 
@@ -49,7 +50,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     found = finished_runs(args.dirs, "terms")
     cfg = sig.settings(args)
-    resources = loader(args.resources)
+    resources = loader(args.resources, PRESET)
     resources(found.runs[0])  # a bad resources file fails before any block is scored
     for block in blocks(found.runs):
         block.need_baseline("terminology consistency")
