@@ -48,6 +48,7 @@ JOB_KEYS = {  # every command's job, from its start
 RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "reset": "document | never", "metrics_scope": "document | corpus: where occurrence counting restarts",
     "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
+    "model_fingerprint": "hash of the model directory's files: runs of one model share it, whatever its path",
     "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
     "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",
     "scores": "corpus scores: R0, R1, R0+1 (subword., novel. variants), BLEU, SBLEU, TER, chrF",
@@ -189,6 +190,33 @@ def _hyp_line(hypothesis: str) -> str:
     return hypothesis.replace("\n", " ") + "\n"
 
 
+def written_steps(run_dir: Path) -> tuple[list[dict], int]:
+    """The whole steps of an interrupted run's steps.jsonl and the bytes they take: its lines up to the first one
+    a kill cut short (no newline, or not JSON: a torn write). A line that is not JSON with whole lines after it is no
+    torn write but a damaged file: resuming from before it would drop the later steps without a word, so that is
+    refused (one line naming the line and how many steps it would drop)."""
+    path = Path(run_dir) / "steps.jsonl"
+    records, keep = [], 0
+    if not path.is_file():
+        return records, keep
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    for n, line in enumerate(lines, 1):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            later = sum(1 for rest in lines[n:] if rest.endswith(b"\n"))
+            if later:
+                raise UserError(f"{path}:{n}: not a whole step record, and {later} step(s) follow it: resuming "
+                                f"would drop them; repair line {n}, or keep the first {n - 1} lines to resume "
+                                f"after step {n - 1}") from None
+            break
+        keep += len(line)
+    return records, keep
+
+
 class RunWriter:
     """A run's files besides summary.json (which the job claimed): steps.jsonl, hyps.txt, curves.csv,
     offsets/. `resume=True` (for resuming an interrupted run) appends to its files instead of refusing them;
@@ -213,21 +241,11 @@ class RunWriter:
             raise _os_error(e.filename or self.dir, e, "create") from None
 
     def resume_steps(self) -> list[dict]:
-        """The steps an interrupted run wrote, whole lines only: steps.jsonl is cut back to them and hyps.txt,
+        """The steps an interrupted run wrote (`written_steps`): steps.jsonl is cut back to them and hyps.txt,
         which only repeats their hypotheses, is written again from them (a kill between the two files' writes
         leaves them one line apart), so the run goes on where its last complete step ended. (A step's line is
         written after its update.)"""
-        path = self.dir / "steps.jsonl"
-        records, keep = [], 0
-        with open(path, "rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break
-                try:
-                    records.append(json.loads(line))
-                except ValueError:
-                    break
-                keep += len(line)
+        records, keep = written_steps(self.dir)
         os.ftruncate(self._fds["steps.jsonl"], keep)
         os.ftruncate(self._fds["hyps.txt"], 0)
         data = "".join(_hyp_line(r["hypothesis"]) for r in records).encode("utf-8")

@@ -24,6 +24,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
 from adaptsim.model import Seq2SeqModel, Translation
+from adaptsim.model import fingerprint as model_fingerprint
 from adaptsim.outputs import JobSummary, RunWriter
 from adaptsim.session import Session, load
 from adaptsim.update import UpdateResult
@@ -75,11 +76,13 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
             runs[k].session.start_document(d)
         for seg in doc.segments:
             fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
-            hyps, efforts, seconds = {}, {}, 0.0
+            hyps, efforts, seconds, moments = {}, {}, 0.0, {}
             if fresh:  # before the references are seen; a method may adapt for this segment alone first (tm)
+                before = {k: dict(runs[k].session.temporary) for k in fresh}
                 with ExitStack() as moment:
                     for k in fresh:
                         moment.enter_context(runs[k].session.adapted_for(seg.source))
+                    moments = {k: runs[k].session.moment_since(before[k]) for k in fresh}
                     t = time.perf_counter()
                     models = [runs[k].session.model for k in fresh]
                     hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
@@ -91,7 +94,7 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
                     adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg),
                                                 (seg.source, seg.reference))
                     if k in hyps:
-                        run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k])
+                        run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k], moment=moments[k])
                     else:
                         run.replay(seg, done[k][run.index], *adapted)
                 except UserError as e:
@@ -125,6 +128,7 @@ class Simulation:
                                                [s.doc_id for s in self.segments], subword_tokenize=model.pieces,
                                                scope=scope)
         job.update(reset=cfg.reset, metrics_scope=scope, data_fingerprint=fingerprint(documents),
+                   model_fingerprint=model_fingerprint(cfg.model.path),
                    documents=len(documents), segments=len(self.segments), skipped=skipped,
                    model_parameters=sum(p.numel() for p in model.net.parameters()),
                    trainable_parameters=sum(p.numel() for p in session.updater.params),
@@ -155,7 +159,8 @@ class Simulation:
 
     def resumable_steps(self) -> list[dict]:
         """The steps an interrupted run in this directory wrote (`resume: true`; none otherwise), checked to fit
-        the data; their number goes into the summary as `timing.resumed_after_steps`."""
+        the data; their number goes into the summary as `timing.resumed_after_steps`. (That the settings, the model,
+        the data and tm's TM are the interrupted run's was checked before anything was written: adaptsim/resume.py.)"""
         if not self.cfg.resume:
             return []
         done = self.writer.resume_steps()
@@ -165,12 +170,6 @@ class Simulation:
         if any("pieces" not in record for record in done):
             raise UserError(f"{self.writer.dir}: cannot resume: its steps were written by an adaptsim that did not "
                             "record the generated pieces; run it again in a new directory")
-        tms = [((info or {}).get("external") or {}) for info in (self.job.previous.get("method_info"),
-                                                                  self.session.method.info())]
-        if done and tms[0].get("fingerprint") != tms[1].get("fingerprint"):  # tm's retrievals are not replayed
-            raise UserError(f"{self.writer.dir}: cannot resume: the interrupted run's external TM "
-                            f"({tms[0].get('path', 'none')}, fingerprint {tms[0].get('fingerprint')}) is not this "
-                            f"one ({tms[1].get('path', 'none')}, {tms[1].get('fingerprint')})")
         if done and self.cfg.save_offsets:
             self.writer.clear_offsets()
         log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
@@ -187,9 +186,11 @@ class Simulation:
                                     self.cfg.metrics.max_corrections, lambda: system.calls)
 
     def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
-             write: bool = True, effort: Effort | None = None) -> None:
+             write: bool = True, effort: Effort | None = None, moment: dict | None = None) -> None:
         """Record segment `seg`: its hypothesis (translated in `seconds`), what correcting it cost the simulated
-        translator (`effort`, if one works), and the adaptation on its pair."""
+        translator (`effort`, if one works), the adaptation on its pair, and what the moment's adaptation before
+        translating it did (`moment`: tm's retrieval record of this step, `Session.moment_since`; the step's
+        line keeps it, so a resumed run's summary counts the replayed steps' moments too)."""
         i = self.index
         hyp, hyp_pieces = translation.text, translation.pieces
         self.translate_s.append(seconds)
@@ -210,6 +211,8 @@ class Simulation:
                               "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
                               "logprobs": result.logprobs, "ref_pieces": self.session.model.label_pieces(seg.reference),
                               **({"cut": True} if translation.cut else {}),
+                              **({"moment": {k: v for k, v in moment.items() if k != "seconds"},
+                                  "moment_s": moment["seconds"]} if moment else {}),
                               "translate_s": seconds, "update_s": result.seconds, **scores})
         self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
         if self.index % RSS_EVERY == 0:
@@ -240,6 +243,8 @@ class Simulation:
             if effort is None or effort.level != self.interactive:
                 raise UserError(f"{self.writer.dir}: cannot resume with metrics.interactive={self.interactive}: its "
                                 f"steps were written with {effort.level if effort else 'off'}")
+        if "moment" in record:
+            self.session.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
 

@@ -1,0 +1,116 @@
+"""What a resume must match (docs/design.md §6): all of an interrupted run, or nothing.
+
+`resume=true` goes on with the run its directory records. Its steps are replayed and checked against the recorded
+perplexities, but most settings do not show in those (the beam, the metrics, a TM consulted only before translating,
+the data after the interruption), and a run that went on under other settings would record one setting for steps
+made under another. So before anything is written — summary.json, Hydra's .hydra/ files, a step — the requested run
+is compared with the recorded one: every resolved setting but those in `FREE`, which cannot change an output, and the
+fingerprints of what the settings only name (the model's files, the data's segments, a method's external resources
+such as tm's `method.external`). Any difference refuses with one line listing each differing key, recorded →
+requested, and the directory stays as it was, byte for byte. A setting added later is compared without a word here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from adaptsim.errors import UserError
+
+# The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
+# other than timings). The one list of them; everything else is compared.
+FREE = ("threads", "progress", "resume", "malloc_tuning")
+
+
+def flatten(node, prefix: str = "") -> dict:
+    """{dotted key: value} of nested settings."""
+    if not isinstance(node, dict) or not node:
+        return {prefix: node}
+    out = {}
+    for k, v in node.items():
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _free(key: str) -> bool:
+    return any(key == f or key.startswith(f + ".") for f in FREE)
+
+
+def differences(recorded: dict, requested: dict, also_free: tuple[str, ...] = ()) -> list[str]:
+    """`key: recorded → requested` for every compared key whose values differ (a key only one side has: absent)."""
+    a, b = flatten(recorded), flatten(requested)
+    keys = sorted(k for k in {*a, *b} if not _free(k) and k not in also_free and json.dumps(a.get(k, "(absent)"), sort_keys=True)
+                  != json.dumps(b.get(k, "(absent)"), sort_keys=True))
+    return [f"{k}: {_show(a.get(k, '(absent)'))} → {_show(b.get(k, '(absent)'))}" for k in keys]
+
+
+def _show(value) -> str:
+    return "null" if value is None else str(value)
+
+
+def recorded_fingerprints(summary: dict) -> dict:
+    """The fingerprints a run's summary.json records: its model's files, its data, and every resource of its method
+    with one (`method_info.<name>.fingerprint`, e.g. tm's external TM)."""
+    out = {k: summary[k] for k in ("model_fingerprint", "data_fingerprint") if summary.get(k)}
+    for name, value in (summary.get("method_info") or {}).items():
+        if isinstance(value, dict) and value.get("fingerprint"):
+            out[f"method_info.{name}.fingerprint"] = value["fingerprint"]
+    return out
+
+
+_PASSED: set[tuple[str, str]] = set()  # (run directory, resolved config) checked in this process
+
+
+def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None) -> None:
+    """Refuse (one line) to resume the run `previous` (its summary.json) in `run_dir` with `cfg` unless they agree on
+    every setting but `FREE` and every recorded fingerprint, and its steps.jsonl can be resumed whole. Reads only.
+    `computed`: fingerprints computed already, by resolved config (the jobs of one sweep share a model and data); a
+    directory this process checked already with the same config (a sweep's job, checked before Hydra started it) is
+    not checked again."""
+    from adaptsim.hydra_app import job_fields
+    from adaptsim.outputs import written_steps
+
+    key = json.dumps(job_fields(command, cfg, [])["config"], sort_keys=True, default=str)
+    if not previous or (str(run_dir), key) in _PASSED:
+        return
+    where = f"{run_dir}: cannot resume"
+    if "config" not in previous:
+        raise UserError(f"{where}: its summary.json records no settings to check (written by an older adaptsim); "
+                        "run it again in a new directory")
+    # a model is known by its files: where the run recorded their fingerprint, another path to them is the same model
+    differ = differences(previous["config"], job_fields(command, cfg, [])["config"],
+                         ("model.path",) if previous.get("model_fingerprint") else ())
+    if differ:
+        raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
+                        f"change only {', '.join(FREE)}, or start a new run in another directory")
+    written_steps(run_dir)
+    recorded = recorded_fingerprints(previous)
+    if recorded:
+        computed = {} if computed is None else computed
+        if key not in computed:
+            computed[key] = _fingerprints(cfg, command)
+        current = computed[key]
+        differ = [f"{k}: {v} → {current.get(k)}" for k, v in recorded.items() if current.get(k) != v]
+        if differ:
+            raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}; recorded → "
+                            "requested: another model, other data or another resource at the same path); start a "
+                            "new run in another directory")
+    _PASSED.add((str(run_dir), key))
+
+
+def _fingerprints(cfg, command: str) -> dict:
+    """The fingerprints a run with `cfg` would record (as `recorded_fingerprints` reads them), computed as the run
+    computes them: the model's files, the data as the run reads it (lengths checked, a bench's first segments), the
+    method's resources."""
+    from adaptsim import methods
+    from adaptsim.data import check_lengths, load_documents
+    from adaptsim.model import Seq2SeqModel, fingerprint as model_fingerprint
+    from adaptsim.simulate import first_segments, fingerprint
+
+    model = Seq2SeqModel.from_config(cfg.model)
+    documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens)
+    if command == "bench":
+        documents = first_segments(documents, cfg.segments)
+    info = methods.build(cfg.method, model).info()
+    return recorded_fingerprints({"model_fingerprint": model_fingerprint(cfg.model.path),
+                                  "data_fingerprint": fingerprint(documents), "method_info": info})
