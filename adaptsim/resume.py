@@ -64,13 +64,14 @@ _PASSED: set[tuple[str, str]] = set()  # (run directory, resolved config) checke
 def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None) -> None:
     """Refuse (one line) to resume the run `previous` (its summary.json) in `run_dir` with `cfg` unless they agree on
     every setting but `FREE` and every recorded fingerprint, and its steps.jsonl can be resumed whole. Reads only.
-    `computed`: fingerprints computed already, by resolved config (the jobs of one sweep share a model and data); a
+    `computed`: the model's and data's fingerprints computed already (the jobs of one sweep share them); a
     directory this process checked already with the same config (a sweep's job, checked before Hydra started it) is
     not checked again."""
     from adaptsim.hydra_app import job_fields
     from adaptsim.outputs import written_steps
 
-    key = json.dumps(job_fields(command, cfg, [])["config"], sort_keys=True, default=str)
+    requested = job_fields(command, cfg, [])["config"]
+    key = json.dumps(requested, sort_keys=True, default=str)
     if not previous or (str(run_dir), key) in _PASSED:
         return
     where = f"{run_dir}: cannot resume"
@@ -78,7 +79,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
         raise UserError(f"{where}: its summary.json records no settings to check (written by an older adaptsim); "
                         "run it again in a new directory")
     # a model is known by its files: where the run recorded their fingerprint, another path to them is the same model
-    differ = differences(previous["config"], job_fields(command, cfg, [])["config"],
+    differ = differences(previous["config"], requested,
                          ("model.path",) if previous.get("model_fingerprint") else ())
     if differ:
         raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
@@ -86,10 +87,8 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     written_steps(run_dir)
     recorded = recorded_fingerprints(previous)
     if recorded:
-        computed = {} if computed is None else computed
-        if key not in computed:
-            computed[key] = _fingerprints(cfg, command)
-        current = computed[key]
+        current = _fingerprints(cfg, command, {} if computed is None else computed,
+                                any(k.startswith("method_info.") for k in recorded))
         differ = [f"{k}: {v} → {current.get(k)}" for k, v in recorded.items() if current.get(k) != v]
         if differ:
             raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}; recorded → "
@@ -98,19 +97,27 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     _PASSED.add((str(run_dir), key))
 
 
-def _fingerprints(cfg, command: str) -> dict:
+def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
     """The fingerprints a run with `cfg` would record (as `recorded_fingerprints` reads them), computed as the run
-    computes them: the model's files, the data as the run reads it (lengths checked, a bench's first segments), the
-    method's resources."""
+    computes them: the model's files, the data as the run reads it (lengths checked, a bench's first segments) and,
+    if `resources`, the method's resources (its method built on a model of its own: building may change a model).
+    `computed`: the model's and data's, by their settings, for the jobs of a sweep that share them."""
+    from omegaconf import OmegaConf
+
     from adaptsim import methods
     from adaptsim.data import check_lengths, load_documents
     from adaptsim.model import Seq2SeqModel, fingerprint as model_fingerprint
     from adaptsim.simulate import first_segments, fingerprint
 
-    model = Seq2SeqModel.from_config(cfg.model)
-    documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens)
-    if command == "bench":
-        documents = first_segments(documents, cfg.segments)
-    info = methods.build(cfg.method, model).info()
-    return recorded_fingerprints({"model_fingerprint": model_fingerprint(cfg.model.path),
-                                  "data_fingerprint": fingerprint(documents), "method_info": info})
+    key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True), OmegaConf.to_container(cfg.dataset, resolve=True),
+                      command, cfg.get("segments")], sort_keys=True, default=str)
+    if key not in computed:
+        model = Seq2SeqModel.from_config(cfg.model)
+        documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens)
+        if command == "bench":
+            documents = first_segments(documents, cfg.segments)
+        computed[key] = {"model_fingerprint": model_fingerprint(cfg.model.path), "data_fingerprint": fingerprint(documents)}
+    out = dict(computed[key])
+    if resources:
+        out["method_info"] = methods.build(cfg.method, Seq2SeqModel.from_config(cfg.model)).info()
+    return recorded_fingerprints(out)
