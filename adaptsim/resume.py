@@ -106,8 +106,9 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
 
     from adaptsim import methods
     from adaptsim.data import check_lengths, load_documents
-    from adaptsim.model import Seq2SeqModel, fingerprint as model_fingerprint
-    from adaptsim.simulate import first_segments, fingerprint
+    from adaptsim.model import Seq2SeqModel
+    from adaptsim.model import fingerprint as model_fingerprint
+    from adaptsim.simulate import fingerprint, first_segments
 
     key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True), OmegaConf.to_container(cfg.dataset, resolve=True),
                       command, cfg.get("segments")], sort_keys=True, default=str)

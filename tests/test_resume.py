@@ -5,7 +5,6 @@ run's summary the uninterrupted run's, for every method."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import pytest
