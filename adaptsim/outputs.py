@@ -6,7 +6,8 @@ error) or interrupted. A run's other files are written by `RunWriter`: steps.jso
 line, curves.csv, offsets/.
 
 A job owns its directory: two runs writing into one directory interleaved their steps and mixed one's
-summary with the other's config, and a re-run truncated the old run's steps. So summary.json is created
+summary with the other's config, and a re-run truncated the old run's steps. (Whether a resume may take over
+a run is decided before any of this writes: adaptsim/resume.py.) So summary.json is created
 exclusively, and a directory that already holds another run's outputs is refused, unless the job is
 resuming that run (`resume=True`: files are appended to, never truncated). Each line is written whole,
 and a failed write (a full disk) is cut back to the last complete line, so steps.jsonl never ends in
@@ -147,7 +148,6 @@ class JobSummary:
         if pid is not None and pid != os.getpid() and alive(pid):
             raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")
         self.finished = previous.get("status") == "finished"
-        self.previous = previous  # the interrupted run's summary ({} if none): what resuming checks against
         self.data = previous if self.finished else {**fields, "status": "running"}
         if not self.finished:
             if not resume:  # the claim: exclusive, so a second job started into this directory is refused
