@@ -130,6 +130,7 @@ def test_the_same_settings_naming_other_files_are_refused_and_change_nothing(tmp
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
 
 
+@pytest.mark.slow  # two sweeps of two runs, each refused and resumed (about 25 s on 2 cores)
 def test_a_resumed_sweep_with_another_setting_is_refused_before_hydra_writes(tmp_path, tiny_model_dir, stream, capsys):
     for launcher in ("basic", "lockstep"):
         args = [*common(tiny_model_dir, stream), "method=none,full", "hydra.sweep.subdir=${method.name}"]
