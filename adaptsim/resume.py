@@ -32,16 +32,20 @@ def flatten(node, prefix: str = "") -> dict:
     return out
 
 
-def _free(key: str) -> bool:
-    return any(key == f or key.startswith(f + ".") for f in FREE)
-
-
 def differences(recorded: dict, requested: dict, also_free: tuple[str, ...] = ()) -> list[str]:
-    """`key: recorded → requested` for every compared key whose values differ (a key only one side has: absent)."""
+    """`key: recorded → requested` for every compared key (not in `FREE` nor `also_free`) whose values differ (a key
+    only one side has: absent)."""
     a, b = flatten(recorded), flatten(requested)
-    keys = sorted(k for k in {*a, *b} if not _free(k) and k not in also_free and json.dumps(a.get(k, "(absent)"), sort_keys=True)
-                  != json.dumps(b.get(k, "(absent)"), sort_keys=True))
-    return [f"{k}: {_show(a.get(k, '(absent)'))} → {_show(b.get(k, '(absent)'))}" for k in keys]
+    free = (*FREE, *also_free)
+
+    def compared(key: str) -> bool:
+        return not any(key == f or key.startswith(f + ".") for f in free)
+
+    def show(d: dict, key: str) -> str:
+        return json.dumps(d.get(key, "(absent)"), sort_keys=True, default=str)
+
+    return [f"{k}: {_show(a.get(k, '(absent)'))} → {_show(b.get(k, '(absent)'))}"
+            for k in sorted({*a, *b}) if compared(k) and show(a, k) != show(b, k)]
 
 
 def _show(value) -> str:
