@@ -409,6 +409,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
             argv = [*argv, f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"]
     since = time.time()
     main_pid = os.getpid()
+    refused = []  # a single run's error that left no trace on disk (a resume refused by its replay: records given back)
 
     @functools.wraps(task)
     def job(cfg):
@@ -419,6 +420,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         except UserError as e:
             print(f"adaptsim {command}: error: {e}", file=sys.stderr)
             record_failed_job(*_job_dirs(), str(e))
+            refused.append(str(e))
             if os.getpid() != main_pid:
                 raise
 
@@ -435,7 +437,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     if multirun and out_dir is not None and command in ("run", "bench"):  # the README's next step needs the path
         print(f"adaptsim {command}: the sweep's outputs are in {out_dir} (python -m adaptsim table {out_dir})",
               file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or (refused and not multirun) else 0
 
 
 # configs/ folders that are not groups a run composes: files code reads itself (method=fixed's lists, LitTER's

@@ -148,6 +148,7 @@ class JobSummary:
         if pid is not None and pid != os.getpid() and alive(pid):
             raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")
         self.finished = previous.get("status") == "finished"
+        self.given_back = False  # (give_back)
         self.data = previous if self.finished else {**fields, "status": "running"}
         if not self.finished:
             if not resume:  # the claim: exclusive, so a second job started into this directory is refused
@@ -159,6 +160,19 @@ class JobSummary:
                 except OSError as e:
                     raise _os_error(self.path, e, "create") from None
             self._write()
+
+    def give_back(self, records: dict[str, bytes]) -> None:
+        """Write `records` (file name under the directory → bytes, as a resume found them) back, and nothing more from
+        now on: a resume refused by its replay leaves the run's records as they were."""
+        for name, data in records.items():
+            tmp = self.dir / (name + ".given-back.tmp")
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, self.dir / name)
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                log.error("%s", _os_error(self.dir / name, e, "write back"))
+        self.given_back = True
 
     def update(self, **fields) -> None:
         """Add or replace fields and write the file (atomically)."""
@@ -175,6 +189,8 @@ class JobSummary:
             log.error("%s", e)
 
     def _write(self) -> None:
+        if self.given_back:
+            return
         data = dict(self.data)  # while running it also names its process, so readers can tell a live job
         if data.get("status") == "running":  # from a killed one (SIGKILL leaves `running` behind)
             data["process"] = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -282,10 +298,6 @@ class RunWriter:
         from adaptsim.offsets import save_offsets
 
         return save_offsets(theta0, self.dir / "offsets", doc_id)
-
-    def clear_offsets(self) -> None:
-        """Remove offsets/ (a resumed run writes it again, identically, as its replay passes each document)."""
-        shutil.rmtree(self.dir / "offsets", ignore_errors=True)
 
     def close(self) -> None:
         for fd in self._fds.values():

@@ -62,22 +62,36 @@ def recorded_fingerprints(summary: dict) -> dict:
     return out
 
 
-_PASSED: set[tuple[str, str]] = set()  # (run directory, resolved config) checked in this process
+# The files that record what a run is, as the check found them (by run directory and resolved config): a resume
+# refused only by its replay (§1: what no setting names) writes them back (`recorded`).
+RECORDS = ("summary.json", ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
+_PASSED: dict[tuple[str, str], dict[str, bytes]] = {}
+
+
+def _records(run_dir: Path) -> dict[str, bytes]:
+    return {name: (Path(run_dir) / name).read_bytes() for name in RECORDS if (Path(run_dir) / name).is_file()}
+
+
+def recorded(run_dir: Path) -> dict[str, bytes]:
+    """The records of the run in `run_dir` as `check` found them before anything was written ({} if unchecked)."""
+    return next((records for (d, _), records in _PASSED.items() if d == str(run_dir)), {})
 
 
 def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None) -> None:
     """Refuse (one line) to resume the run `previous` (its summary.json) in `run_dir` with `cfg` unless they agree on
     every setting but `FREE` and every recorded fingerprint, and its steps.jsonl can be resumed whole. Reads only.
     `computed`: the model's and data's fingerprints computed already (the jobs of one sweep share them); a
-    directory this process checked already with the same config (a sweep's job, checked before Hydra started it) is
-    not checked again."""
+    directory this process checked already with the same config and whose summary.json is unchanged since (a
+    sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
     from adaptsim.hydra_app import job_fields
     from adaptsim.outputs import written_steps
 
     requested = job_fields(command, cfg, [])["config"]
     key = json.dumps(requested, sort_keys=True, default=str)
-    if not previous or (str(run_dir), key) in _PASSED:
+    if not previous:
         return
+    if (Path(run_dir) / "summary.json").read_bytes() == _PASSED.get((str(run_dir), key), {}).get("summary.json"):
+        return  # checked already, and unchanged since
     where = f"{run_dir}: cannot resume"
     if "config" not in previous:
         raise UserError(f"{where}: its summary.json records no settings to check (written by an older adaptsim); "
@@ -98,7 +112,9 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
             raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}; recorded → "
                             "requested: another model, other data or another resource at the same path); start a "
                             "new run in another directory")
-    _PASSED.add((str(run_dir), key))
+    for checked in [k for k in _PASSED if k[0] == str(run_dir)]:
+        del _PASSED[checked]
+    _PASSED[(str(run_dir), key)] = _records(run_dir)
 
 
 def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:

@@ -19,7 +19,7 @@ import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from adaptsim import interactive
+from adaptsim import interactive, resume
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
@@ -31,6 +31,11 @@ from adaptsim.update import UpdateResult
 
 log = logging.getLogger("adaptsim")
 RSS_EVERY = 100  # segments between two readings of the resident memory (summary.json timing.rss_mb)
+
+
+class ReplayRefused(UserError):
+    """A resumed run's replayed step is not the recorded one (other software or arithmetic: what no setting names).
+    Its records are given back as the resume found them (adaptsim/resume.py), so the refusal changes nothing."""
 
 
 def fingerprint(documents) -> str:
@@ -98,6 +103,8 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
                     else:
                         run.replay(seg, done[k][run.index], *adapted)
                 except UserError as e:
+                    if isinstance(e, ReplayRefused):  # the run's records as they were, and nothing more written
+                        run.job.give_back(resume.recorded(run.job.dir))
                     run.job.close("failed", str(e))
                     if len(runs) > 1:  # alone, its command reports the error
                         log.error("%s: %s", run.job.dir, e)
@@ -170,8 +177,6 @@ class Simulation:
         if any("pieces" not in record for record in done):
             raise UserError(f"{self.writer.dir}: cannot resume: its steps were written by an adaptsim that did not "
                             "record the generated pieces; run it again in a new directory")
-        if done and self.cfg.save_offsets:
-            self.writer.clear_offsets()
         log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
         self.resumed_after = len(done)
         return done
@@ -235,8 +240,8 @@ class Simulation:
         if not same_segment or replayed != recorded:
             what = ("another segment" if not same_segment
                     else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
-            raise UserError(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
-                            "resume with the interrupted run's settings, threads and software")
+            raise ReplayRefused(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
+                                "resume with the interrupted run's settings, threads and software")
         effort = None
         if self.interactive != "off":
             effort = Effort.of_record(record["effort"]) if "effort" in record else None

@@ -147,6 +147,21 @@ def test_a_resumed_sweep_with_another_setting_is_refused_before_hydra_writes(tmp
         assert json.loads((out / "full" / "summary.json").read_text())["status"] == "finished"
 
 
+def test_a_resume_refused_by_its_replay_changes_nothing(tmp_path, tiny_model_dir, stream, capsys):
+    """What no setting names (other software, another summation order) shows only when the steps are replayed,
+    after the resume claimed the directory: the records it wrote are given back as they were."""
+    args = common(tiny_model_dir, stream, "method=full", "save_offsets=true")
+    out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 7)
+    lines = (out / "steps.jsonl").read_text().splitlines(keepends=True)
+    step = json.loads(lines[5])
+    lines[5] = json.dumps({**step, "ppl_before": step["ppl_before"] * (1 + 1e-6)}, ensure_ascii=False) + "\n"
+    (out / "steps.jsonl").write_text("".join(lines))  # as another torch would have computed step 6
+    before = files(out)
+    run(out, *args, "resume=true", code=1)
+    assert "cannot resume: step 6 replays to updates/perplexities" in last_error(capsys)
+    assert files(out) == {**before, "adaptsim.log": files(out)["adaptsim.log"]}  # (its log says so too)
+
+
 def test_a_corrupted_middle_line_of_steps_is_refused_not_dropped(tmp_path, tiny_model_dir, stream, capsys):
     args = common(tiny_model_dir, stream, "method=full")
     out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 5)
