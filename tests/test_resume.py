@@ -197,6 +197,9 @@ def test_a_model_is_known_by_its_files_not_its_path(tmp_path, tiny_model_dir, ti
         main(["table", str(tmp_path / "relative")])
     assert exit_.value.code == 1
     assert "runs use different models" in last_error(capsys)
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", str(tmp_path / "relative" / "here"), str(tmp_path / "relative" / "there")])
+    assert exit_.value.code == 1 and "runs use different models" in last_error(capsys)
     # and a resume through another path to the same files is the same run
     monkeypatch.chdir(tmp_path)
     out = cut(b, tmp_path / "cut", 4)
