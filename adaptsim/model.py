@@ -65,7 +65,7 @@ def fingerprint(path) -> str | None:
             from huggingface_hub import snapshot_download
 
             local = Path(snapshot_download(str(path), local_files_only=True))
-        except Exception:  # not downloaded, or not a hub name
+        except Exception:  # noqa: BLE001 (not downloaded, or not a hub name: huggingface_hub raises several types)
             return None
     files = sorted(p for p in local.iterdir() if p.is_file() and not p.name.startswith(".")
                    and p.suffix != ".md" and p.name not in NOT_THE_MODEL)
