@@ -126,6 +126,9 @@ def test_the_same_settings_naming_other_files_are_refused_and_change_nothing(tmp
         for path, data in originals.items():  # back to the run's own files: the next kind alone differs
             path.write_bytes(data)
         shutil.rmtree(model), shutil.copytree(tiny_model_dir, model)
+    other = [a if not a.startswith("model.path=") else f"model.path={tiny_model_dir_untied}" for a in args]
+    run(out, *other, "resume=true", code=1)  # another model by another path: its files name it
+    assert "model_fingerprint: " in last_error(capsys) and files(out) == before
     run(out, *args, "resume=true")  # its own files again: resumed
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
 
