@@ -29,6 +29,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import Terminated, UserError
 from adaptsim.outputs import JobSummary, alive, check_run_dir, recorded_process, write_json_atomic
+from adaptsim.resume import check as resume_check
 
 log = logging.getLogger("adaptsim")
 
@@ -112,6 +113,7 @@ def _output_dir(cfg, multirun: bool) -> Path | None:
         return None
 
 
+_BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 SWEEP_CLAIM = ".adaptsim-sweep.json"  # in a sweep directory: the process of the sweep that claimed it
 FAILED_JOBS = "failed.jsonl"          # in a sweep directory: jobs that failed before they had a summary.json
 
@@ -152,19 +154,51 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def claim_output_dir(cfgs: list, multirun: bool, command: str) -> tuple[Path | None, JobSummary | None]:
+def claim_output_dir(cfgs: list, multirun: bool, command: str,
+                     overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None]:
     """Claim the command's output directory before Hydra writes anything into it, and say which it is (so
     Hydra is given that same directory, not a second reading of ${now:…}). A single run's directory is
-    claimed by creating its job's summary.json (returned); a sweep's by `claim_sweep_dir`."""
+    claimed by creating its job's summary.json (returned); a sweep's by `claim_sweep_dir`. With resume=true the
+    runs there are checked first (`resume.check`; a sweep's with its command line's `overrides`)."""
     cfg = cfgs[0]
     path = _output_dir(cfg, multirun)
     if path is None:
         return None, None
     resume = bool(cfg.get("resume", False))
     if multirun:
+        if resume:
+            check_sweep_resume(path, cfg, command, overrides)
         claim_sweep_dir(path, resume)
         return path, None
+    if resume:
+        resume_check(path, _read_json(path / "summary.json"), cfg, command)
     return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume=resume)
+
+
+def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> None:
+    """`resume.check` for every job of a resumed sweep that has a run directory, before Hydra writes anything (its
+    multirun.yaml, each job's .hydra/): the jobs recomputed as Hydra's basic sweeper expands them and numbered as its
+    launchers (and lockstep) number them. (Another sweeper chooses its jobs itself: each job is checked as it
+    starts, `claim_job`.)"""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from omegaconf import OmegaConf, open_dict
+
+    if not path.is_dir() or OmegaConf.select(cfg, "hydra.sweeper._target_") != _BASIC_SWEEPER:
+        return
+    params = [f"{k}={v}" for k, v in (OmegaConf.select(cfg, "hydra.sweeper.params") or {}).items()]
+    hydra = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
+    task = [o for o in overrides if o not in hydra]
+    parsed = OverridesParser.create().parse_overrides(params + task)
+    jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    with _configs():
+        composed = [hydra_compose(cfg.hydra.job.config_name, overrides=[*hydra, *job], return_hydra_config=True)
+                    for job in jobs]
+    computed = {}  # fingerprints, computed once for the jobs that share a model, data and method
+    for num, job in enumerate(composed):
+        with open_dict(job):
+            job.hydra.job.num = num
+        out = path / str(OmegaConf.select(job, "hydra.sweep.subdir"))
+        resume_check(out, _read_json(out / "summary.json"), job, command, computed)
 
 
 def failed_jobs(path: Path | None, multirun: bool, since: float) -> list[str]:
@@ -306,6 +340,8 @@ def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None) -
 
     if job is None:
         fields = job_fields(command, cfg, HydraConfig.get().overrides.task)
+        if cfg.get("resume", False):
+            resume_check(run_dir, _read_json(run_dir / "summary.json"), cfg, command)
         job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)))
     if job.finished:
         log.info("%s: finished already; nothing to resume", run_dir)
@@ -365,7 +401,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     multirun = any(a in ("-m", "--multirun") for a in argv)
     out_dir, claimed = None, None
     if not any(a in ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i") for a in argv):
-        out_dir, claimed = claim_output_dir(cfgs, multirun, command)
+        out_dir, claimed = claim_output_dir(cfgs, multirun, command, split_overrides(argv))
         if claimed is not None and claimed.finished:
             print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
             return 0
@@ -373,6 +409,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
             argv = [*argv, f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"]
     since = time.time()
     main_pid = os.getpid()
+    refused = []  # a single run's error that left no trace on disk (a resume refused by its replay: records given back)
 
     @functools.wraps(task)
     def job(cfg):
@@ -383,6 +420,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         except UserError as e:
             print(f"adaptsim {command}: error: {e}", file=sys.stderr)
             record_failed_job(*_job_dirs(), str(e))
+            refused.append(str(e))
             if os.getpid() != main_pid:
                 raise
 
@@ -399,7 +437,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     if multirun and out_dir is not None and command in ("run", "bench"):  # the README's next step needs the path
         print(f"adaptsim {command}: the sweep's outputs are in {out_dir} (python -m adaptsim table {out_dir})",
               file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or (refused and not multirun) else 0
 
 
 # configs/ folders that are not groups a run composes: files code reads itself (method=fixed's lists, LitTER's

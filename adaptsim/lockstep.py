@@ -14,8 +14,9 @@ own.
 What the runs must share: the model, the data, the decoding settings, the device and threads (anything else —
 method, learning rates, update rule, reset, seed, metrics — may differ). A run that fails (divergence under
 `update.on_divergence=stop`) is closed as failed and the others go on. With `resume=true` (and the interrupted
-sweep's `hydra.sweep.dir`) finished runs are left alone and each interrupted run replays the steps it wrote,
-as it would alone, and joins the joint search at its first unwritten segment. The Hydra launcher that makes the
+sweep's `hydra.sweep.dir`) every job's recorded run is checked first, before Hydra writes into the sweep
+(adaptsim/resume.py), finished runs are left alone and each interrupted run replays the steps it wrote, as it
+would alone, and joins the joint search at its first unwritten segment. The Hydra launcher that makes the
 jobs' directories and closes their summaries is hydra_plugins/adaptsim_lockstep.
 The gain is the weights read once for several runs, so it grows with the tensors the runs share and with the
 model's size; where no lean search applies (other architectures, `memory`), the runs decode one by one.

@@ -68,18 +68,30 @@ def offsets_bytes(snapshot: Snapshot) -> int:
 
 def save_offsets(snapshot: Snapshot, directory: Path, doc_id: str) -> int:
     """Write `offsets(snapshot)` to `directory/<doc_id>.safetensors` (doc_id made file-safe; kept in the
-    metadata). Returns the file size."""
+    metadata). A file of the same document is replaced (a resumed run writes the documents it replays again, the same
+    bytes), one of another document whose id reads the same once made file-safe is not. Returns the file size."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^\w.-]", "_", doc_id) or "_"
     path, n = directory / f"{stem}.safetensors", 1
-    while path.exists():  # two ids that read the same once made file-safe
+    while path.exists() and _document_of(path) not in (doc_id, None):  # two ids that read the same once file-safe
         n += 1
         path = directory / f"{stem}-{n}.safetensors"
     save_file({k: v.contiguous().cpu() for k, v in offsets(snapshot).items()}, str(path), {"doc_id": doc_id})
     return path.stat().st_size
+
+
+def _document_of(path: Path) -> str | None:
+    """The document an offsets file is of (its metadata); None where it cannot be read (cut short by a kill)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            return (f.metadata() or {}).get("doc_id")
+    except Exception:  # noqa: BLE001 (safetensors raises its own error types for a truncated file)
+        return None
 
 
 @torch.no_grad()

@@ -6,7 +6,8 @@ error) or interrupted. A run's other files are written by `RunWriter`: steps.jso
 line, curves.csv, offsets/.
 
 A job owns its directory: two runs writing into one directory interleaved their steps and mixed one's
-summary with the other's config, and a re-run truncated the old run's steps. So summary.json is created
+summary with the other's config, and a re-run truncated the old run's steps. (Whether a resume may take over
+a run is decided before any of this writes: adaptsim/resume.py.) So summary.json is created
 exclusively, and a directory that already holds another run's outputs is refused, unless the job is
 resuming that run (`resume=True`: files are appended to, never truncated). Each line is written whole,
 and a failed write (a full disk) is cut back to the last complete line, so steps.jsonl never ends in
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -48,6 +48,7 @@ JOB_KEYS = {  # every command's job, from its start
 RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "reset": "document | never", "metrics_scope": "document | corpus: where occurrence counting restarts",
     "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
+    "model_fingerprint": "hash of the model directory's files: runs of one model share it, whatever its path",
     "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
     "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",
     "scores": "corpus scores: R0, R1, R0+1 (subword., novel. variants), BLEU, SBLEU, TER, chrF",
@@ -146,7 +147,7 @@ class JobSummary:
         if pid is not None and pid != os.getpid() and alive(pid):
             raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")
         self.finished = previous.get("status") == "finished"
-        self.previous = previous  # the interrupted run's summary ({} if none): what resuming checks against
+        self.given_back = False  # (give_back)
         self.data = previous if self.finished else {**fields, "status": "running"}
         if not self.finished:
             if not resume:  # the claim: exclusive, so a second job started into this directory is refused
@@ -158,6 +159,19 @@ class JobSummary:
                 except OSError as e:
                     raise _os_error(self.path, e, "create") from None
             self._write()
+
+    def give_back(self, records: dict[str, bytes]) -> None:
+        """Write `records` (file name under the directory → bytes, as a resume found them) back, and nothing more from
+        now on: a resume refused by its replay leaves the run's records as they were."""
+        for name, data in records.items():
+            tmp = self.dir / (name + ".given-back.tmp")
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, self.dir / name)
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                log.error("%s", _os_error(self.dir / name, e, "write back"))
+        self.given_back = True
 
     def update(self, **fields) -> None:
         """Add or replace fields and write the file (atomically)."""
@@ -174,6 +188,8 @@ class JobSummary:
             log.error("%s", e)
 
     def _write(self) -> None:
+        if self.given_back:
+            return
         data = dict(self.data)  # while running it also names its process, so readers can tell a live job
         if data.get("status") == "running":  # from a killed one (SIGKILL leaves `running` behind)
             data["process"] = {"pid": os.getpid(), "host": socket.gethostname()}
@@ -187,6 +203,33 @@ class JobSummary:
 
 def _hyp_line(hypothesis: str) -> str:
     return hypothesis.replace("\n", " ") + "\n"
+
+
+def written_steps(run_dir: Path) -> tuple[list[dict], int]:
+    """The whole steps of an interrupted run's steps.jsonl and the bytes they take: its lines up to the first one
+    a kill cut short (no newline, or not JSON: a torn write). A line that is not JSON with whole lines after it is no
+    torn write but a damaged file: resuming from before it would drop the later steps without a word, so that is
+    refused (one line naming the line and how many steps it would drop)."""
+    path = Path(run_dir) / "steps.jsonl"
+    records, keep = [], 0
+    if not path.is_file():
+        return records, keep
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    for n, line in enumerate(lines, 1):
+        if not line.endswith(b"\n"):
+            break
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            later = sum(1 for rest in lines[n:] if rest.endswith(b"\n"))
+            if later:
+                raise UserError(f"{path}:{n}: not a whole step record, and {later} step(s) follow it: resuming "
+                                f"would drop them; repair line {n}, or keep the first {n - 1} lines to resume "
+                                f"after step {n - 1}") from None
+            break
+        keep += len(line)
+    return records, keep
 
 
 class RunWriter:
@@ -213,21 +256,11 @@ class RunWriter:
             raise _os_error(e.filename or self.dir, e, "create") from None
 
     def resume_steps(self) -> list[dict]:
-        """The steps an interrupted run wrote, whole lines only: steps.jsonl is cut back to them and hyps.txt,
+        """The steps an interrupted run wrote (`written_steps`): steps.jsonl is cut back to them and hyps.txt,
         which only repeats their hypotheses, is written again from them (a kill between the two files' writes
         leaves them one line apart), so the run goes on where its last complete step ended. (A step's line is
         written after its update.)"""
-        path = self.dir / "steps.jsonl"
-        records, keep = [], 0
-        with open(path, "rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break
-                try:
-                    records.append(json.loads(line))
-                except ValueError:
-                    break
-                keep += len(line)
+        records, keep = written_steps(self.dir)
         os.ftruncate(self._fds["steps.jsonl"], keep)
         os.ftruncate(self._fds["hyps.txt"], 0)
         data = "".join(_hyp_line(r["hypothesis"]) for r in records).encode("utf-8")
@@ -264,10 +297,6 @@ class RunWriter:
         from adaptsim.offsets import save_offsets
 
         return save_offsets(theta0, self.dir / "offsets", doc_id)
-
-    def clear_offsets(self) -> None:
-        """Remove offsets/ (a resumed run writes it again, identically, as its replay passes each document)."""
-        shutil.rmtree(self.dir / "offsets", ignore_errors=True)
 
     def close(self) -> None:
         for fd in self._fds.values():

@@ -83,6 +83,18 @@ class Session:
         # the moments of adaptation before translating (tm): segments with matches, matches, updates, seconds
         self.temporary = {"retrievals": 0, "matches": 0, "updates": 0, "seconds": 0.0, "divergences": 0}
 
+    def moment_since(self, before: dict) -> dict | None:
+        """What the moments added to `temporary` since it was `before` (a step's share of the record); None if
+        nothing."""
+        added = {k: v - before[k] for k, v in self.temporary.items()}
+        return added if any(v for k, v in added.items() if k != "seconds") else None
+
+    def add_moment(self, added: dict) -> None:
+        """A replayed step's moment (`moment_since`, as its steps.jsonl line recorded it) counted again: a resumed
+        run's record is the uninterrupted run's."""
+        for k, v in added.items():
+            self.temporary[k] = self.temporary.get(k, 0) + v
+
     def restart(self) -> None:
         """Back to θ0: the tensors, then the method's own state."""
         self.theta0.restore()

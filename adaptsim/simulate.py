@@ -18,11 +18,12 @@ from contextlib import ExitStack
 import torch
 from omegaconf import DictConfig
 
-from adaptsim import interactive
+from adaptsim import interactive, resume
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
 from adaptsim.model import Seq2SeqModel, Translation
+from adaptsim.model import fingerprint as model_fingerprint
 from adaptsim.outputs import JobSummary, RunWriter
 from adaptsim.progress import progress
 from adaptsim.session import Session, load
@@ -30,6 +31,11 @@ from adaptsim.update import UpdateResult
 
 log = logging.getLogger("adaptsim")
 RSS_EVERY = 100  # segments between two readings of the resident memory (summary.json timing.rss_mb)
+
+
+class ReplayRefused(UserError):
+    """A resumed run's replayed step is not the recorded one (other software or arithmetic: what no setting names).
+    Its records are given back as the resume found them (adaptsim/resume.py), so the refusal changes nothing."""
 
 
 def fingerprint(documents) -> str:
@@ -75,11 +81,13 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
             runs[k].session.start_document(d)
         for seg in doc.segments:
             fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
-            hyps, efforts, seconds = {}, {}, 0.0
+            hyps, efforts, seconds, moments = {}, {}, 0.0, {}
             if fresh:  # before the references are seen; a method may adapt for this segment alone first (tm)
+                before = {k: dict(runs[k].session.temporary) for k in fresh}
                 with ExitStack() as moment:
                     for k in fresh:
                         moment.enter_context(runs[k].session.adapted_for(seg.source))
+                    moments = {k: runs[k].session.moment_since(before[k]) for k in fresh}
                     t = time.perf_counter()
                     models = [runs[k].session.model for k in fresh]
                     hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
@@ -91,10 +99,12 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
                     adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg),
                                                 (seg.source, seg.reference))
                     if k in hyps:
-                        run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k])
+                        run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k], moment=moments[k])
                     else:
                         run.replay(seg, done[k][run.index], *adapted)
                 except UserError as e:
+                    if isinstance(e, ReplayRefused):  # the run's records as they were, and nothing more written
+                        run.job.give_back(resume.recorded(run.job.dir))
                     run.job.close("failed", str(e))
                     if len(runs) > 1:  # alone, its command reports the error
                         log.error("%s: %s", run.job.dir, e)
@@ -125,6 +135,7 @@ class Simulation:
                                                [s.doc_id for s in self.segments], subword_tokenize=model.pieces,
                                                scope=scope)
         job.update(reset=cfg.reset, metrics_scope=scope, data_fingerprint=fingerprint(documents),
+                   model_fingerprint=model_fingerprint(cfg.model.path),
                    documents=len(documents), segments=len(self.segments), skipped=skipped,
                    model_parameters=sum(p.numel() for p in model.net.parameters()),
                    trainable_parameters=sum(p.numel() for p in session.updater.params),
@@ -154,7 +165,8 @@ class Simulation:
 
     def resumable_steps(self) -> list[dict]:
         """The steps an interrupted run in this directory wrote (`resume: true`; none otherwise), checked to fit
-        the data; their number goes into the summary as `timing.resumed_after_steps`."""
+        the data; their number goes into the summary as `timing.resumed_after_steps`. (That the settings, the model,
+        the data and tm's TM are the interrupted run's was checked before anything was written: adaptsim/resume.py.)"""
         if not self.cfg.resume:
             return []
         done = self.writer.resume_steps()
@@ -164,14 +176,6 @@ class Simulation:
         if any("pieces" not in record for record in done):
             raise UserError(f"{self.writer.dir}: cannot resume: its steps were written by an adaptsim that did not "
                             "record the generated pieces; run it again in a new directory")
-        tms = [((info or {}).get("external") or {}) for info in (self.job.previous.get("method_info"),
-                                                                  self.session.method.info())]
-        if done and tms[0].get("fingerprint") != tms[1].get("fingerprint"):  # tm's retrievals are not replayed
-            raise UserError(f"{self.writer.dir}: cannot resume: the interrupted run's external TM "
-                            f"({tms[0].get('path', 'none')}, fingerprint {tms[0].get('fingerprint')}) is not this "
-                            f"one ({tms[1].get('path', 'none')}, {tms[1].get('fingerprint')})")
-        if done and self.cfg.save_offsets:
-            self.writer.clear_offsets()
         log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
         self.resumed_after = len(done)
         return done
@@ -187,9 +191,11 @@ class Simulation:
                                     lambda: system.calls)
 
     def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
-             write: bool = True, effort: Effort | None = None) -> None:
+             write: bool = True, effort: Effort | None = None, moment: dict | None = None) -> None:
         """Record segment `seg`: its hypothesis (translated in `seconds`), what correcting it cost the simulated
-        translator (`effort`, if one works), and the adaptation on its pair."""
+        translator (`effort`, if one works), the adaptation on its pair, and what the moment's adaptation before
+        translating it did (`moment`: tm's retrieval record of this step, `Session.moment_since`; the step's
+        line keeps it, so a resumed run's summary counts the replayed steps' moments too)."""
         i = self.index
         hyp, hyp_pieces = translation.text, translation.pieces
         self.translate_s.append(seconds)
@@ -210,6 +216,8 @@ class Simulation:
                               "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
                               "logprobs": result.logprobs, "ref_pieces": self.session.model.label_pieces(seg.reference),
                               **({"cut": True} if translation.cut else {}),
+                              **({"moment": {k: v for k, v in moment.items() if k != "seconds"},
+                                  "moment_s": moment["seconds"]} if moment else {}),
                               "translate_s": seconds, "update_s": result.seconds, **scores})
         self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
         if self.index % RSS_EVERY == 0:
@@ -232,8 +240,8 @@ class Simulation:
         if not same_segment or replayed != recorded:
             what = ("another segment" if not same_segment
                     else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
-            raise UserError(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
-                            "resume with the interrupted run's settings, threads and software")
+            raise ReplayRefused(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
+                                "resume with the interrupted run's settings, threads and software")
         effort = None
         if self.interactive != "off":
             effort = Effort.of_record(record["effort"]) if "effort" in record else None
@@ -242,6 +250,8 @@ class Simulation:
                 raise UserError(f"{self.writer.dir}: cannot resume with metrics.interactive={self.interactive}, "
                                 f"interactive_costs={costs}: its steps were written with "
                                 + (f"{effort.level}, {effort.costs}" if effort else "off"))
+        if "moment" in record:
+            self.session.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
 

@@ -365,7 +365,7 @@ def test_efforts_of_unlike_translators_are_not_compared_and_unlike_resumes_are_r
     assert "KSMR" not in capsys.readouterr().out
     (word / "summary.json").write_text(json.dumps({**summary(word), "status": "interrupted"}))
     run(word, tiny_model_dir, tiny_tsv, "method=none", "metrics.interactive=char", "resume=true", code=1)
-    assert "written with word, nmt-keras" in capsys.readouterr().err
+    assert "metrics.interactive: word → char" in capsys.readouterr().err
     run(word, tiny_model_dir, tiny_tsv, "method=none", "metrics.interactive=word", "metrics.interactive_costs=adaptsim",
         "resume=true", code=1)
-    assert "written with word, nmt-keras" in capsys.readouterr().err
+    assert "metrics.interactive_costs: nmt-keras → adaptsim" in capsys.readouterr().err

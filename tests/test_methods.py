@@ -248,11 +248,14 @@ def test_offsets_store_changed_groups_only_and_restore_the_adapted_model(tied, t
 
 
 def test_offsets_file_is_written_once_per_document_name(tied, tmp_path):
+    """Two ids that read the same once made file-safe get a file each; a document written again (a resumed run
+    replaying it) replaces its own file."""
     method = methods.build(method_cfg("bias"), tied)
     theta0 = adapt(tied, method, PAIRS[:1])
-    save_offsets(theta0, tmp_path, "a")
-    save_offsets(theta0, tmp_path, "a")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-2.safetensors", "a.safetensors"]
+    save_offsets(theta0, tmp_path, "a/b")
+    save_offsets(theta0, tmp_path, "a_b")
+    save_offsets(theta0, tmp_path, "a/b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_b-2.safetensors", "a_b.safetensors"]
 
 
 def test_updater_gives_frozen_tensors_no_gradient(tied):

@@ -73,7 +73,8 @@ def test_tm_in_lockstep_is_tm_alone_and_resumes_to_the_uninterrupted_run(tmp_pat
     (cut / "summary.json").write_text(json.dumps({**summary(alone), "status": "interrupted"}))
     run(cut, tiny_model_dir, stream, "method=tm", "resume=true")
     assert steps(cut) == steps(alone)
-    assert summary(cut)["cost"]["temporary"]["retrievals"] < summary(alone)["cost"]["temporary"]["retrievals"]
+    counts = [{k: v for k, v in summary(d)["cost"]["temporary"].items() if k != "seconds"} for d in (cut, alone)]
+    assert counts[0] == counts[1]  # the retrieval record counts the replayed steps' moments too
 
 
 def test_repeated_words_fall_into_the_band_of_the_sentence_they_were_last_seen_in():

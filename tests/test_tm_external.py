@@ -260,7 +260,7 @@ def test_a_resume_with_another_tm_is_refused(tmp_path, capsys):
     out = run(tmp_path / "run", stream, "method=tm", "method.external.format=tsv", f"method.external.path={one}")
     (out / "summary.json").write_text(json.dumps({**summary(out), "status": "interrupted"}))
     run(out, stream, "method=tm", "method.external.format=tsv", f"method.external.path={other}", "resume=true", code=1)
-    assert "cannot resume: the interrupted run's external TM" in capsys.readouterr().err
+    assert "cannot resume with other settings than its own (method.external.path: " in capsys.readouterr().err
 
 
 def test_a_fractional_threshold_is_refused_with_the_percentage_it_means():

@@ -1,7 +1,7 @@
 """Which runs may share a table, how their rows are named, and which run is the baseline.
 
 The rule (docs/reports.md): a table compares methods on one model, so all runs must share the model
-(its path). Runs on the same data (same `data_fingerprint`, the hash of the segments themselves)
+(its files' fingerprint; the path for runs recorded without one). Runs on the same data (same `data_fingerprint`, the hash of the segments themselves)
 form one block; several data sets give several blocks, like the paper's Table 5. A data set name
 that comes with two different fingerprints is refused (same name, different data: a changed file, a
 different `limit`), and so is a block whose runs scored with different metric settings (signatures).
@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from adaptsim.errors import UserError
+from adaptsim.resume import FREE
 from adaptsim.metrics.effort import RATES
 from adaptsim.report.runs import Run
 
@@ -24,7 +25,7 @@ LOWER_IS_BETTER = {"TER", *RATES}  # TER and the translator's effort (KSMR, KSR,
 PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
 ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper
 # Config keys that do not change results: left out when telling two runs of one method apart.
-_NOT_RESULTS = ("hydra", "progress", "progress_every", "allocator", "threads", "device", "save_offsets", "malloc_tuning")
+_NOT_RESULTS = (*FREE, "hydra", "device", "save_offsets")  # no method variant: not in a label
 
 
 @dataclass
@@ -77,12 +78,15 @@ def blocks(runs: list[Run]) -> list[Block]:
 
 
 def _one_model(runs: list[Run]) -> None:
+    """A model is known by its files (summary.json `model_fingerprint`), whatever path reached it; runs recorded
+    before that fingerprint are known by their path (then all are)."""
+    by_files = all(run.summary.get("model_fingerprint") for run in runs)
     models: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
-        models[run.model_path].append(run)
+        models[run.summary["model_fingerprint"] if by_files else run.model_path].append(run)
     if len(models) > 1:
-        listed = "; ".join(f"{g[0].model} at {path} ({len(g)} run{'s' * (len(g) > 1)}, e.g. {g[0].dir})"
-                           for path, g in models.items())
+        listed = "; ".join(f"{g[0].model} at {g[0].model_path}{f' (files {key})' if by_files else ''} "
+                           f"({len(g)} run{'s' * (len(g) > 1)}, e.g. {g[0].dir})" for key, g in models.items())
         raise UserError(f"runs use different models, and a table compares methods on one model: {listed}")
 
 

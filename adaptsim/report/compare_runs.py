@@ -2,7 +2,8 @@
 difference to RUN_A with its interval and p-value (paired, on the per-segment statistics of steps.jsonl).
 
 RUN_A is usually the baseline (method=none), but any run can be the reference: runs are paired segment by
-segment, so all must be on the same data (data_fingerprint) and scored with the same metric settings.
+segment, so all must be on the same data (data_fingerprint) and scored with the same metric settings, and of one
+model (model_fingerprint; model_path for runs recorded before it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import effort
 from adaptsim.report import cxmi
 from adaptsim.report import significance as sig
-from adaptsim.report.blocks import LOWER_IS_BETTER, _labels
+from adaptsim.report.blocks import LOWER_IS_BETTER, _labels, _one_model
 from adaptsim.report.notes import notes
 from adaptsim.report.runs import Run, discover
 
@@ -43,6 +44,7 @@ def main(argv: list[str]) -> int:
     signatures = {json.dumps(r.summary.get("signatures"), sort_keys=True) for r in runs}
     if len(signatures) > 1:
         raise UserError("the runs were scored with different metric settings (summary.json signatures differ)")
+    _one_model(runs)  # methods compared on one model: known by its files (the path for runs recorded before)
     wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
     sig.scores(runs, wanted)  # CXMI, if asked for: RUN_A must then be the baseline (method=none)
     metrics = [m for m in wanted if all(m in r.scores for r in runs)]

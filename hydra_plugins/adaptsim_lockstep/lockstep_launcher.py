@@ -84,3 +84,5 @@ def _run_together(collected, sweep: Path) -> None:
     for job in jobs:
         if job.data.get("status") == "failed":
             print(f"adaptsim run: error: {job.data.get('error', 'failed')}", file=sys.stderr)
+            if job.given_back:  # a resume refused by its replay: its records as they were, the refusal in the sweep's
+                record_failed_job(sweep, job.dir, job.data.get("error", "failed"))

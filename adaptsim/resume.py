@@ -1,0 +1,144 @@
+"""What a resume must match (docs/design.md §6): all of an interrupted run, or nothing.
+
+`resume=true` goes on with the run its directory records. Its steps are replayed and checked against the recorded
+perplexities, but most settings do not show in those (the beam, the metrics, a TM consulted only before translating,
+the data after the interruption), and a run that went on under other settings would record one setting for steps
+made under another. So before anything is written — summary.json, Hydra's .hydra/ files, a step — the requested run
+is compared with the recorded one: every resolved setting but those in `FREE`, which cannot change an output, and the
+fingerprints of what the settings only name (the model's files, the data's segments, a method's external resources
+such as tm's `method.external`). Any difference refuses with one line listing each differing key, recorded →
+requested, and the directory stays as it was, byte for byte. A setting added later is compared without a word here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from adaptsim.errors import UserError
+
+# The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
+# other than timings). The one list of them; everything else is compared.
+FREE = ("threads", "progress", "progress_every", "allocator", "resume", "malloc_tuning")
+
+
+def flatten(node, prefix: str = "") -> dict:
+    """{dotted key: value} of nested settings."""
+    if not isinstance(node, dict) or not node:
+        return {prefix: node}
+    out = {}
+    for k, v in node.items():
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def differences(recorded: dict, requested: dict, also_free: tuple[str, ...] = ()) -> list[str]:
+    """`key: recorded → requested` for every compared key (not in `FREE` nor `also_free`) whose values differ (a key
+    only one side has: absent)."""
+    a, b = flatten(recorded), flatten(requested)
+    free = (*FREE, *also_free)
+
+    def compared(key: str) -> bool:
+        return not any(key == f or key.startswith(f + ".") for f in free)
+
+    def show(d: dict, key: str) -> str:
+        return json.dumps(d.get(key, "(absent)"), sort_keys=True, default=str)
+
+    return [f"{k}: {_show(a.get(k, '(absent)'))} → {_show(b.get(k, '(absent)'))}"
+            for k in sorted({*a, *b}) if compared(k) and show(a, k) != show(b, k)]
+
+
+def _show(value) -> str:
+    return "null" if value is None else str(value)
+
+
+def recorded_fingerprints(summary: dict) -> dict:
+    """The fingerprints a run's summary.json records: its model's files, its data, and every resource of its method
+    with one (`method_info.<name>.fingerprint`, e.g. tm's external TM)."""
+    out = {k: summary[k] for k in ("model_fingerprint", "data_fingerprint") if summary.get(k)}
+    for name, value in (summary.get("method_info") or {}).items():
+        if isinstance(value, dict) and value.get("fingerprint"):
+            out[f"method_info.{name}.fingerprint"] = value["fingerprint"]
+    return out
+
+
+# The files that record what a run is, as the check found them (by run directory and resolved config): a resume
+# refused only by its replay (§1: what no setting names) writes them back (`recorded`).
+RECORDS = ("summary.json", ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
+_PASSED: dict[tuple[str, str], dict[str, bytes]] = {}
+
+
+def _records(run_dir: Path) -> dict[str, bytes]:
+    return {name: (Path(run_dir) / name).read_bytes() for name in RECORDS if (Path(run_dir) / name).is_file()}
+
+
+def recorded(run_dir: Path) -> dict[str, bytes]:
+    """The records of the run in `run_dir` as `check` found them before anything was written ({} if unchecked)."""
+    return next((records for (d, _), records in _PASSED.items() if d == str(run_dir)), {})
+
+
+def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None) -> None:
+    """Refuse (one line) to resume the run `previous` (its summary.json) in `run_dir` with `cfg` unless they agree on
+    every setting but `FREE` and every recorded fingerprint, and its steps.jsonl can be resumed whole. Reads only.
+    `computed`: the model's and data's fingerprints computed already (the jobs of one sweep share them); a
+    directory this process checked already with the same config and whose summary.json is unchanged since (a
+    sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
+    from adaptsim.hydra_app import job_fields
+    from adaptsim.outputs import written_steps
+
+    requested = job_fields(command, cfg, [])["config"]
+    key = json.dumps(requested, sort_keys=True, default=str)
+    if not previous:
+        return
+    if (Path(run_dir) / "summary.json").read_bytes() == _PASSED.get((str(run_dir), key), {}).get("summary.json"):
+        return  # checked already, and unchanged since
+    where = f"{run_dir}: cannot resume"
+    if "config" not in previous:
+        raise UserError(f"{where}: its summary.json records no settings to check (written by an older adaptsim); "
+                        "run it again in a new directory")
+    # a model is known by its files: where the run recorded their fingerprint, another path to them is the same model
+    differ = differences(previous["config"], requested,
+                         ("model.path",) if previous.get("model_fingerprint") else ())
+    if differ:
+        raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
+                        f"change only {', '.join(FREE)}, or start a new run in another directory")
+    written_steps(run_dir)
+    recorded = recorded_fingerprints(previous)
+    if recorded:
+        current = _fingerprints(cfg, command, {} if computed is None else computed,
+                                any(k.startswith("method_info.") for k in recorded))
+        differ = [f"{k}: {v} → {current.get(k)}" for k, v in recorded.items() if current.get(k) != v]
+        if differ:
+            raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}; recorded → "
+                            "requested: another model, other data or another resource at the same path); start a "
+                            "new run in another directory")
+    for checked in [k for k in _PASSED if k[0] == str(run_dir)]:
+        del _PASSED[checked]
+    _PASSED[(str(run_dir), key)] = _records(run_dir)
+
+
+def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
+    """The fingerprints a run with `cfg` would record (as `recorded_fingerprints` reads them), computed as the run
+    computes them: the model's files, the data as the run reads it (lengths checked, a bench's first segments) and,
+    if `resources`, the method's resources (its method built on a model of its own: building may change a model).
+    `computed`: the model's and data's, by their settings, for the jobs of a sweep that share them."""
+    from omegaconf import OmegaConf
+
+    from adaptsim import methods
+    from adaptsim.data import check_lengths, load_documents
+    from adaptsim.model import Seq2SeqModel
+    from adaptsim.model import fingerprint as model_fingerprint
+    from adaptsim.simulate import fingerprint, first_segments
+
+    key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True), OmegaConf.to_container(cfg.dataset, resolve=True),
+                      command, cfg.get("segments")], sort_keys=True, default=str)
+    if key not in computed:
+        model = Seq2SeqModel.from_config(cfg.model)
+        documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens)
+        if command == "bench":
+            documents = first_segments(documents, cfg.segments)
+        computed[key] = {"model_fingerprint": model_fingerprint(cfg.model.path), "data_fingerprint": fingerprint(documents)}
+    out = dict(computed[key])
+    if resources:
+        out["method_info"] = methods.build(cfg.method, Seq2SeqModel.from_config(cfg.model)).info()
+    return recorded_fingerprints(out)
