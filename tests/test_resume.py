@@ -109,7 +109,7 @@ def test_the_same_settings_naming_other_files_are_refused_and_change_nothing(tmp
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
     tm = tmp_path / "tm.tsv"
-    tm.write_text("source\treference\nThe man sees the dog.\tDer Mann sieht den Hund.\n")
+    tm.write_text("source\treference\nThe man sees the dog.\tDer Mann erblickt den Hund.\n")  # no stream pair
     args = common(model, stream, "method=tm", "method.external.format=tsv", f"method.external.path={tm}")
     out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 3)
     before = files(out)
