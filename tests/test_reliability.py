@@ -177,7 +177,7 @@ def composed(*overrides):
     (["metrics.k_max=0"], "metrics.k_max=0: must be an integer ≥ 1"),
     (["metrics.scope=documents"], "metrics.scope='documents': choose null | 'document' | 'corpus'"),
     (["+resets=never"], "resets='never': unknown setting"),
-    (["+decode.beams=4"], "decode.beams=4: unknown setting; decode.* are: beam_size, length_penalty, max_length"),
+    (["+decode.beams=4"], "decode.beams=4: unknown setting; decode.* are: beam_size, dtype, length_penalty, max_length"),
 ])
 def test_invalid_settings_are_one_line_naming_key_value_and_rule(overrides, message):
     from adaptsim.validate import validate
