@@ -26,8 +26,8 @@ Doc = TypeVar("Doc")
 
 
 def load(cfg: DictConfig) -> tuple[Seq2SeqModel, Dataset]:
-    """Settings checked, seed, threads, allocator (glibc tuned where jemalloc is not in use), data, then the model (bad data fails before a model is
-    loaded)."""
+    """Settings checked, seed, threads, allocator (glibc's tuned where jemalloc is not in use), data, then the model
+    (bad data fails before a model is loaded)."""
     validate(cfg)
     torch.manual_seed(cfg.seed)
     if cfg.threads:
