@@ -96,6 +96,12 @@ def tiny_model_dir_untied(tmp_path_factory, tiny_corpus, _tiny_tokenizer_dir) ->
     return _build(tmp_path_factory.mktemp("tiny_untied") / "model", tiny_corpus, False, _tiny_tokenizer_dir)
 
 
+def tsv_of(path: Path, rows) -> Path:
+    """A TSV stream of (doc_id, seg_id, source, reference) rows."""
+    path.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(f"{d}\t{i}\t{s}\t{r}\n" for d, i, s, r in rows))
+    return path
+
+
 @pytest.fixture
 def tiny_tsv(tmp_path, tiny_corpus) -> Path:
     rows = ["doc_id\tseg_id\tsource\treference"]

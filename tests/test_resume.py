@@ -10,11 +10,7 @@ import shutil
 import pytest
 
 from adaptsim.cli import main
-
-
-def tsv_of(path, rows):
-    path.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(f"{d}\t{i}\t{s}\t{r}\n" for d, i, s, r in rows))
-    return path
+from conftest import tsv_of
 
 
 @pytest.fixture
