@@ -242,14 +242,8 @@ class Simulation:
                     else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
             raise ReplayRefused(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
                                 "resume with the interrupted run's settings, threads and software")
-        effort = None
-        if self.interactive != "off":
-            effort = Effort.of_record(record["effort"]) if "effort" in record else None
-            costs = self.cfg.metrics.interactive_costs
-            if effort is None or (effort.level, effort.costs) != (self.interactive, costs):
-                raise UserError(f"{self.writer.dir}: cannot resume with metrics.interactive={self.interactive}, "
-                                f"interactive_costs={costs}: its steps were written with "
-                                + (f"{effort.level}, {effort.costs}" if effort else "off"))
+        # the translator's level and counting are the recorded run's: resume.check compared every setting
+        effort = Effort.of_record(record["effort"]) if self.interactive != "off" and "effort" in record else None
         if "moment" in record:
             self.session.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from omegaconf import DictConfig, OmegaConf
 
-from adaptsim import CONFIG_DIR
+from adaptsim import CONFIG_DIR, allocator
 from adaptsim.decode import SEARCHES
 from adaptsim.errors import UserError
 from adaptsim.methods import check_method
@@ -34,6 +34,7 @@ log = logging.getLogger("adaptsim")
 # Below this many new tokens hypotheses are cut off (or empty); allowed, but said.
 SHORT_MAX_LENGTH = 8
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+DTYPES = ("float32", "bfloat16")  # update.dtype, decode.dtype, train.dtype
 
 # The type and allowed values of every setting of run/bench/select-fixed other than the method's (a method
 # declares its own: Method.settings) and the dataset's (its reader checks it). Keys a config does not have
@@ -43,18 +44,18 @@ SETTINGS: dict[str, Rule] = {
     "threads": Integer(1, null="torch's default"),
     "reset": Choice(("document", "never")),
     "progress": Boolean(), "save_offsets": Boolean(), "resume": Boolean(), "malloc_tuning": Boolean(),
-    "progress_every": Number(above=0), "allocator": Choice(("jemalloc", "system")),
+    "progress_every": Number(above=0), "allocator": Choice(allocator.CHOICES),
     "decode.beam_size": Integer(1),
     "decode.max_length": Integer(1),
     "decode.length_penalty": Number(),
     "decode.search": Choice(SEARCHES),
-    "decode.dtype": Choice(("float32", "bfloat16")),
+    "decode.dtype": Choice(DTYPES),
     "update.clip_norm": Number(above=0),
     "update.ppl_threshold": Number(at_least=1, why="a perplexity is never below 1"),
     "update.min_updates": Integer(0),
     "update.max_updates": Integer(1),
     "update.on_divergence": Choice(("stop", "rollback")),
-    "update.dtype": Choice(("float32", "bfloat16")),
+    "update.dtype": Choice(DTYPES),
     "metrics.k_max": Integer(1),
     "metrics.scope": Choice((None, *SCOPES)),  # null: follow `reset`
     "metrics.case": Choice(CASES),

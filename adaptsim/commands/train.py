@@ -37,7 +37,6 @@ from adaptsim.scratch_model import build_model, count_parameters, train_tokenize
 log = logging.getLogger("adaptsim.commands.train")
 
 STATE = "trainer_state.pt"
-DTYPES = ("float32", "bfloat16")  # train.dtype
 
 
 def main(argv: list[str]) -> int:
@@ -238,7 +237,7 @@ def train(cfg: DictConfig) -> dict:
 
 def check_settings(cfg: DictConfig) -> None:
     """What can be checked before anything is read or written."""
-    from adaptsim.validate import check_device, check_threads
+    from adaptsim.validate import DTYPES, check_device, check_threads
 
     if "arch" not in cfg.model or cfg.model.arch is None:
         raise UserError(f"model={cfg.model.get('name')}: no `arch` block, so there is nothing to train "
