@@ -75,7 +75,9 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
            "units": result.units, "resamples": result.settings.resamples, "seed": result.settings.seed,
            "alpha": sig.ALPHA, "runs": [{"label": lb, "run_dir": str(r.dir), "method": r.method}
                                         for lb, r in zip(labels, runs)],
-           "metrics": {}, **({"notes": notes(zip(labels, runs))} if notes(zip(labels, runs)) else {})}
+           "metrics": {}}
+    if said := notes(zip(labels, runs)):
+        out["notes"] = said
     if effort.note(runs[0].summary, metrics):  # how the effort was counted (the runs' alike: sig.check_effort)
         out["effort"] = effort.counting(runs[0].summary)
     for m in metrics:
