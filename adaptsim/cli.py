@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cxmi": ("adaptsim.report.cxmi_report:main", "CXMI: what adapted models gained from the post-edited history, by word role"),
     "litter": ("adaptsim.report.litter_report:main", "LitTER: literal translation errors of idioms over the stream (LitTER0, LitTER1, repeats)"),
     "terms": ("adaptsim.report.terms_report:main", "terminology consistency: later hypotheses reusing the previous post-edit's rendering of a term"),
+    "forgetting": ("adaptsim.report.forgetting:main", "forgetting: a general-domain probe's scores along the stream (metrics.probe) beside the stream's"),
     "compare": ("adaptsim.report.compare_runs:main", "scores with 95% intervals, differences to the first run and p-values"),
     "data-stats": ("adaptsim.commands.data_stats:main", "documents, segments, tokens and content-word repetition of a dataset"),
     "convert": ("adaptsim.commands.convert:main", "convert a fairseq transformer checkpoint into a model directory run loads"),

@@ -22,6 +22,7 @@ from adaptsim import interactive, resume
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
+from adaptsim.metrics.forgetting import Probe
 from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.model import fingerprint as model_fingerprint
 from adaptsim.outputs import JobSummary, RunWriter
@@ -81,6 +82,8 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
             runs[k].session.start_document(d)
         for seg in doc.segments:
             fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
+            for k in fresh:
+                runs[k].probe_before()
             hyps, efforts, seconds, moments = {}, {}, 0.0, {}
             if fresh:  # before the references are seen; a method may adapt for this segment alone first (tm)
                 before = {k: dict(runs[k].session.temporary) for k in fresh}
@@ -148,6 +151,10 @@ class Simulation:
         if self.interactive != "off":
             model.piece_index()  # a vocabulary the simulated translator cannot spell with fails before the first segment
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
+        self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang)
+        self.probes: list[dict] = []  # the probe's points so far (metrics.probe), and the one for the next step
+        self.probed: dict | None = None
+        self.probe_s = 0.0
         self.rss: dict[int, float | None] = {}
         self.unwritten_curves: list[dict] = []  # curves.csv rows since its last write (`step`)
         self.curves_started = False  # whether this process has written curves.csv (then it appends)
@@ -180,6 +187,18 @@ class Simulation:
         self.resumed_after = len(done)
         return done
 
+    def probe_before(self) -> None:
+        """θ as the stream has left it, probed before the next segment where `metrics.probe` says so
+        (adaptsim/metrics/forgetting.py); `step` records it."""
+        if self.probe is not None and self.probe.due(self.index):
+            self.probed = self._probe()
+
+    def _probe(self) -> dict:
+        start = time.perf_counter()
+        point = {"after": self.index, **self.probe.score(self.session.model, self.cfg.decode)}
+        self.probe_s += time.perf_counter() - start
+        return point
+
     def interact(self, seg, translation: Translation) -> Effort | None:
         """The simulated translator's corrections of this hypothesis (`metrics.interactive`; None when off), with
         the model as it translated it."""
@@ -207,6 +226,9 @@ class Simulation:
         self.cut += translation.cut
         if effort is not None:
             self.efforts.append(effort)
+        probed, self.probed = self.probed, None
+        if probed is not None:
+            self.probes.append(probed)
         scores = self.evaluator.segment(i, hyp, hyp_pieces, effort)
         running = self.evaluator.running()  # the curve's next row (what `finish` writes whole), and the bar's
         if write:
@@ -218,6 +240,7 @@ class Simulation:
                               **({"cut": True} if translation.cut else {}),
                               **({"moment": {k: v for k, v in moment.items() if k != "seconds"},
                                   "moment_s": moment["seconds"]} if moment else {}),
+                              **({"probe": probed} if probed is not None else {}),
                               "translate_s": seconds, "update_s": result.seconds, **scores})
         self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
         if self.index % RSS_EVERY == 0:
@@ -246,6 +269,7 @@ class Simulation:
         effort = Effort.of_record(record["effort"]) if self.interactive != "off" and "effort" in record else None
         if "moment" in record:
             self.session.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
+        self.probed = record.get("probe")  # the interrupted run's probe before this step
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
 
@@ -259,6 +283,9 @@ class Simulation:
     def finish(self, **timing) -> dict:
         """Curves and corpus scores written; the summary filled in and returned."""
         self.bar.close()
+        if self.probe is not None:  # the final θ's
+            self.probes.append(self._probe())
+            self.job.update(probe={**self.probe.info(), "points": self.probes})
         total = time.perf_counter() - self.start
         efforts = self.efforts or None
         self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, efforts))
@@ -280,6 +307,7 @@ class Simulation:
                     "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
                     "update_total_s": sum(self.update_s), "rss_mb": self.rss,
+                    **({"probe_total_s": self.probe_s} if self.probe is not None else {}),
                     **({"resumed_after_steps": self.resumed_after} if self.resumed_after else {}), **timing})
         log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, total,
                  {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None}, self.writer.dir)

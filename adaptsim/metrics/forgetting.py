@@ -1,0 +1,75 @@
+"""Forgetting (`metrics.probe`): what adapting on the stream does to the model's translations of a general-domain
+probe set, scored with θ_i along the stream.
+
+The paper measures only the stream itself. Continual-learning MT work reports the other side of the trade-off as a
+matter of course: how much of the base model's general competence an adapted model keeps. A run with a probe
+translates the probe set with θ0 (before segment 1), with θ_i before every `every`-th segment i, and with the
+final θ (after the last segment), and records corpus BLEU and chrF of those translations (sacrebleu's defaults, as
+the run's own scores) and the token-weighted mean cross-entropy of the probe's references (nats/token, teacher
+forced, no update): BLEU is what readers compare, the cross-entropy is smooth where BLEU on a few hundred
+segments moves by chance. The probe uses the run's `decode` settings. Choices the literature leaves open:
+- the probe is read before a method's moment of adaptation (tm's): θ_i is the model the stream has left, not one
+  fine-tuned for a segment;
+- under reset=document θ_i is the current document's (a probe at a document's first segment sees θ0 again);
+- a probe's record goes into the step line of the segment it precedes (`probe`), so a resumed run keeps the
+  interrupted run's probes and computes only the later ones; the final one is taken when the run finishes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from adaptsim.data.textio import read_lines
+from adaptsim.errors import UserError
+from adaptsim.metrics.sacre import SacreMetrics
+
+
+@dataclass
+class Probe:
+    name: str
+    sources: list[str]
+    references: list[str]
+    every: int
+
+    @classmethod
+    def from_config(cls, probe_cfg, source_lang: str, target_lang: str) -> Probe | None:
+        """The probe `metrics.probe` asks for, or None when its path is null."""
+        if not probe_cfg or not probe_cfg.get("path"):
+            return None
+        if int(probe_cfg.every) < 1 or int(probe_cfg.segments) < 1:
+            raise UserError(f"metrics.probe.every={probe_cfg.every}, metrics.probe.segments={probe_cfg.segments}: "
+                            "both must be at least 1")
+        files = [f"{probe_cfg.path}.{lang}" for lang in (source_lang, target_lang)]
+        try:
+            sources, references = (read_lines(f)[:int(probe_cfg.segments)] for f in files)
+        except UserError as e:  # the reader's one line (file not found, not UTF-8, …), with the setting that named it
+            raise UserError(f"metrics.probe.path={probe_cfg.path}: {e} (the path is a prefix: PATH.{source_lang} and "
+                            f"PATH.{target_lang})") from None
+        if len(sources) != len(references) or not sources:
+            raise UserError(f"metrics.probe.path={probe_cfg.path}: {files[0]} has {len(sources)} lines and "
+                            f"{files[1]} {len(references)} (of the first {probe_cfg.segments}); they must pair up")
+        return cls(str(probe_cfg.path), sources, references, int(probe_cfg.every))
+
+    def due(self, index: int) -> bool:
+        """Whether θ is probed before the segment at `index` (0-based) of the stream."""
+        return index % self.every == 0
+
+    def score(self, model, decode) -> dict:
+        """BLEU, chrF and the references' cross-entropy of the probe set under `model` as it is now."""
+        hyps = [model.translate(src, **decode).text for src in self.sources]
+        sacre = SacreMetrics(["BLEU", "chrF"])
+        scores = sacre.corpus(sacre.stats(hyps, self.references))
+        nll = tokens = 0.0
+        with torch.no_grad():
+            for src, ref in zip(self.sources, self.references):
+                batch = model.pair(src, ref)
+                values = model.token_nll(batch)
+                nll += float(values.sum())
+                tokens += values.numel()
+        return {"BLEU": scores["BLEU"], "chrF": scores["chrF"], "nll": nll / tokens}
+
+    def info(self) -> dict:
+        """What summary.json says about the probe beside its points."""
+        return {"path": self.name, "segments": len(self.sources), "every": self.every}

@@ -1,0 +1,96 @@
+"""`adaptsim forgetting DIR… [--out FILE.png]`: what adapting on the stream cost on a general-domain probe
+(`metrics.probe`, adaptsim/metrics/forgetting.py) beside what it gained on the stream — the trade-off between
+full, lasso, l2 and lora that continual-learning MT reports as a matter of course.
+
+Per data set and model, one row per run that recorded a probe: the probe's BLEU with θ0 and with the final θ,
+the change of BLEU, chrF and the probe references' cross-entropy (nats/token; up is forgetting), and the run's
+R0 and R1 on the stream minus the baseline's. The probe is one fixed set translated by every run, so its
+differences are those of 200-odd sentences: no interval is given (the run records corpus scores of the probe,
+not per-sentence statistics). --out draws the probe's BLEU along the stream, one line per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from adaptsim.errors import UserError
+from adaptsim.report.blocks import BASELINE, blocks
+from adaptsim.report.runs import finished_runs
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adaptsim forgetting", description=__doc__.split("\n\n")[0])
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories (searched recursively)")
+    p.add_argument("--out", help="also draw the probe's BLEU along the stream into this image (.png, .pdf, .svg)")
+    return p
+
+
+def _delta(run, baseline, metric: str) -> str:
+    if baseline is None or run is baseline or metric not in run.scores or metric not in baseline.scores:
+        return "–"
+    return f"{run.scores[metric] - baseline.scores[metric]:+.1f}"
+
+
+def markdown(block) -> str | None:
+    probed = [(label, run) for label, run in block.rows if run.summary.get("probe")]
+    if not probed:
+        return None
+    baseline = next((run for _, run in block.rows if run.method == BASELINE), None)
+    info = probed[0][1].summary["probe"]
+    lines = [f"**{block.dataset} · model {block.model} · probe {Path(info['path']).name} ({info['segments']} "
+             f"segments, every {info['every']} segments of the stream)**", "",
+             "| run | probes | probe BLEU θ0 | final | Δ BLEU | Δ chrF | Δ nats/token | stream Δ R0 | stream Δ R1 |",
+             "|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for label, run in probed:
+        points = run.summary["probe"]["points"]
+        first, last = points[0], points[-1]
+        lines.append(f"| {label} | {len(points)} | {first['BLEU']:.1f} | {last['BLEU']:.1f} | "
+                     f"{last['BLEU'] - first['BLEU']:+.1f} | {last['chrF'] - first['chrF']:+.1f} | "
+                     f"{last['nll'] - first['nll']:+.3f} | {_delta(run, baseline, 'R0')} | {_delta(run, baseline, 'R1')} |")
+    return "\n".join(lines)
+
+
+def draw(block, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from adaptsim.report.plot import line_style
+
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    for k, (label, run) in enumerate((lb, r) for lb, r in block.rows if r.summary.get("probe")):
+        points = run.summary["probe"]["points"]
+        ax.plot([p["after"] for p in points], [p["BLEU"] for p in points], marker="o", ms=3, label=label,
+                **line_style(k))
+    ax.set_xlabel("segments of the stream adapted on")
+    ax.set_ylabel("probe BLEU")
+    ax.grid(alpha=0.3, lw=0.5)
+    ax.legend(frameon=False, fontsize=9)
+    ax.set_title(f"{block.dataset}: forgetting on the probe (model {block.model})", fontsize=11)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=130)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write it ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    groups = blocks(finished_runs(args.dirs, "forgetting").runs)
+    texts = [(block, markdown(block)) for block in groups]
+    texts = [(block, text) for block, text in texts if text]
+    if not texts:
+        raise UserError("no finished run recorded a probe (run with metrics.probe.path=PREFIX)")
+    print("\n\n".join(text for _, text in texts) + "\n\n_Probe: BLEU and chrF with sacrebleu's defaults, the "
+          "references' mean cross-entropy under θ (up: forgotten); stream Δ: the run's score minus the baseline's; "
+          "adaptsim/report/forgetting.py._")
+    if args.out:
+        if len(texts) > 1:
+            raise UserError(f"--out draws one data set; the runs cover {len(texts)}: pass one data set's directories")
+        draw(texts[0][0], Path(args.out))
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,80 @@
+"""Forgetting (metrics.probe, adaptsim/metrics/forgetting.py): a general-domain probe scored with θ0, θ_i every N
+segments and the final θ; a model that never changes forgets nothing, one that adapts does move; a resumed run's
+probe record is the uninterrupted run's; `adaptsim forgetting` reports it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_resume import common, cut, files, last_error, run
+
+
+@pytest.fixture
+def probe(tmp_path, tiny_corpus):
+    """A probe set of 4 pairs the stream does not hold (the tiny corpus's last ones)."""
+    pairs = tiny_corpus[-4:]
+    for side, lang in enumerate(("en", "de")):
+        (tmp_path / f"probe.{lang}").write_text("".join(p[side] + "\n" for p in pairs))
+    return tmp_path / "probe"
+
+
+@pytest.fixture
+def stream(tmp_path, tiny_corpus):
+    from conftest import tsv_of
+    return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
+
+
+def probed(tiny_model_dir, stream, probe, *extra):
+    return common(tiny_model_dir, stream, f"metrics.probe.path={probe}", "metrics.probe.every=4",
+                  "metrics.probe.segments=3", "reset=never", *extra)
+
+
+def points(out) -> list[dict]:
+    return json.loads((out / "summary.json").read_text())["probe"]["points"]
+
+
+def test_probe_points_along_the_stream_and_only_adaptation_moves_them(tmp_path, tiny_model_dir, stream, probe):
+    base = points(run(tmp_path / "none", *probed(tiny_model_dir, stream, probe, "method=none")))
+    assert [p["after"] for p in base] == [0, 4, 8, 10]  # θ0, before segments 5 and 9, the final θ
+    assert len({(p["BLEU"], p["chrF"], p["nll"]) for p in base}) == 1  # θ never changed: nothing forgotten
+    full = points(run(tmp_path / "full", *probed(tiny_model_dir, stream, probe, "method=full", "method.lr=0.5")))
+    assert full[0] == base[0]  # the same θ0
+    assert full[-1]["nll"] != base[-1]["nll"]  # adapting on the stream moved the probe
+
+
+def test_a_resumed_run_keeps_the_interrupted_runs_probes(tmp_path, tiny_model_dir, stream, probe):
+    args = probed(tiny_model_dir, stream, probe, "method=full", "method.lr=0.5")
+    whole = run(tmp_path / "whole", *args)
+    resumed = run(cut(whole, tmp_path / "cut", 6), *args, "resume=true")
+    assert points(resumed) == points(whole)
+    steps = [json.loads(line) for line in (resumed / "steps.jsonl").read_text().splitlines()]
+    assert [s["index"] for s in steps if "probe" in s] == [0, 4, 8]
+
+
+def test_a_probe_that_cannot_be_read_is_one_line_and_runs_nothing(tmp_path, tiny_model_dir, stream, probe, capsys):
+    run(tmp_path / "bad", *common(tiny_model_dir, stream, f"metrics.probe.path={tmp_path}/nothing"), code=1)
+    error = last_error(capsys)
+    assert "metrics.probe.path=" in error and "nothing.en" in error and "PATH.en" in error
+    (tmp_path / "short.en").write_text("a\nb\n")
+    (tmp_path / "short.de").write_text("a\n")
+    run(tmp_path / "short", *common(tiny_model_dir, stream, f"metrics.probe.path={tmp_path}/short"), code=1)
+    assert "must pair up" in last_error(capsys)
+    steps = tmp_path / "short" / "steps.jsonl"
+    assert not steps.exists() or not steps.read_text()  # no segment was translated
+
+
+def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, tiny_model_dir, stream, probe, capsys):
+    from adaptsim.cli import main
+    for method in ("none", "full"):
+        run(tmp_path / "sweep" / method, *probed(tiny_model_dir, stream, probe, f"method={method}", "method.lr=0.5"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["forgetting", str(tmp_path / "sweep"), "--out", str(tmp_path / "f.png")])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in out.splitlines() if line.startswith("| ")}
+    assert rows["baseline"][4].strip() == "+0.0" and rows["baseline"][6].strip() == "+0.000"  # nothing forgotten
+    assert rows["full"][6].strip() != "+0.000" and rows["full"][1].strip() == "4"  # four probes, the last one moved
+    assert (tmp_path / "f.png").stat().st_size > 0
