@@ -75,6 +75,6 @@ def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, tiny_m
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in out.splitlines() if line.startswith("| ")}
-    assert rows["baseline"][4].strip() == "+0.0" and rows["baseline"][6].strip() == "+0.000"  # nothing forgotten
-    assert rows["full"][6].strip() != "+0.000" and rows["full"][1].strip() == "4"  # four probes, the last one moved
+    assert rows["baseline"][3].strip() == "+0.0" and rows["baseline"][5].strip() == "+0.000"  # nothing forgotten
+    assert rows["full"][5].strip() != "+0.000" and rows["full"][0].strip() == "4"  # four probes, the last one moved
     assert (tmp_path / "f.png").stat().st_size > 0
