@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import Block, blocks
 from adaptsim.report.notes import notes
+from adaptsim.report.power import effects_markdown, power_markdown
 from adaptsim.report.runs import Run, finished_runs
 from adaptsim.report.stats import TESTS
 
@@ -42,12 +43,24 @@ CLOSE = 1.0  # finding 5: points within which every difference of bias to the ba
 
 
 @dataclass
+class Part:
+    """One comparison a finding rests on: `plus` − `minus` (None: the baseline) on `metric`, in the direction `sign`
+    (+1 up, −1 down, 0: close to zero), and its measured difference."""
+    metric: str
+    plus: str
+    minus: str | None
+    sign: int
+    diff: object  # stats.Difference
+
+
+@dataclass
 class Finding:
     number: int
     claim: str
     evidence: str
     p: float | None
     verdict: str
+    ways: list[list[Part]] = field(default_factory=list)  # ways it can hold, each a list of parts that must all hold
 
 
 def verdict(holds: bool, p: float | None) -> str:
@@ -101,7 +114,8 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
         diffs = [vs_base[m][metric] for m in methods]
         p = max(d.p for d in diffs)
         out.append(Finding(number, claim, "; ".join(_d(d, metric, m) for m, d in zip(methods, diffs)), p,
-                           verdict(all(sign * d.diff > 0 for d in diffs), p)))
+                           verdict(all(sign * d.diff > 0 for d in diffs), p),
+                           [[Part(metric, m, None, sign, d) for m, d in zip(methods, diffs)]]))
 
     direction(1, "full raises R1", ("full",), "R1", +1)
     direction(2, "full lowers R0", ("full",), "R0", -1)
@@ -118,7 +132,8 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
         p = max(d.p for d in diffs)
         evidence = "; ".join(f"{m} − lasso {d.diff:+.1f} [{d.ci[0]:+.1f}, {d.ci[1]:+.1f}]"
                              for m, d in zip(others, diffs))
-        out.append(Finding(number, claim, evidence, p, verdict(all(d.diff <= 0 for d in diffs), p)))  # ties: best too
+        out.append(Finding(number, claim, evidence, p, verdict(all(d.diff <= 0 for d in diffs), p),  # ties: best too
+                           [[Part(metric, m, "lasso", -1, d) for m, d in zip(others, diffs)]]))
     claim = f"bias stays close to the baseline (every 95% interval within ±{CLOSE:g} points)"
     if not untestable(5, claim, ("bias",), tuple(METRICS)):
         diffs = {m: vs_base["bias"][m] for m in METRICS}
@@ -126,21 +141,24 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
         close = all(-CLOSE <= d.ci[0] and d.ci[1] <= CLOSE for d in diffs.values())
         differ = any(sig.significant(d.p) for d in diffs.values())
         out.append(Finding(5, claim, "; ".join(_d(d, m, "bias") for m, d in diffs.items()), p,
-                           "reproduced" if close else "not reproduced" if differ else "not significant"))
+                           "reproduced" if close else "not reproduced" if differ else "not significant",
+                           [[Part(m, "bias", None, 0, d) for m, d in diffs.items()]]))
     direction(6, "fixed and top lower R0", ("fixed", "top"), "R0", -1)
     direction(7, "full, lasso and fixed raise BLEU", ("full", "lasso", "fixed"), "BLEU", +1)
     claim = "BLEU and R0 disagree for some method (BLEU up, R0 down)"
     if not present:
         out.append(Finding(8, claim, "no adapted method", None, "not testable"))
     elif not untestable(8, claim, tuple(present), ("BLEU", "R0")):
+        ways = [[Part("BLEU", m, None, +1, vs_base[m]["BLEU"]), Part("R0", m, None, -1, vs_base[m]["R0"])]
+                for m in present]
         disagree = [(min(1.0, len(present) * max(vs_base[m]["BLEU"].p, vs_base[m]["R0"].p)), m) for m in present
                     if vs_base[m]["BLEU"].diff > 0 and vs_base[m]["R0"].diff < 0]
         if disagree:
             p, m = min(disagree)
             evidence = f"{_d(vs_base[m]['BLEU'], 'BLEU', m)}; {_d(vs_base[m]['R0'], 'R0', m)} (p × {len(present)})"
-            out.append(Finding(8, claim, evidence, p, verdict(True, p)))
+            out.append(Finding(8, claim, evidence, p, verdict(True, p), ways))
         else:
-            out.append(Finding(8, claim, "no method raises BLEU while lowering R0", None, "not reproduced"))
+            out.append(Finding(8, claim, "no method raises BLEU while lowering R0", None, "not reproduced", ways))
     return sorted(out, key=lambda f: f.number)
 
 
@@ -158,15 +176,36 @@ def markdown(block: Block, findings: list[Finding]) -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim findings", description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories (searched recursively)")
+    p.add_argument("--effects", action="store_true",
+                   help="also each method's relative difference to the baseline with its interval, beside the paper's "
+                        "Table 5 (adaptsim/report/power.py)")
+    p.add_argument("--power", action="store_true",
+                   help="also, per finding, the smallest difference this stream can detect and the documents the "
+                        "paper's effect would need (80%% power)")
     sig.add_arguments(p)
     return p
+
+
+def report(block: Block, cfg: sig.Settings, effects: bool, power: bool) -> str:
+    """One block's findings, with its effect sizes and power where asked for."""
+    findings = check(block, cfg)
+    parts = [markdown(block, findings)]
+    if effects or power:
+        runs, baseline = _by_method(block), block.need_baseline("findings")
+    if effects:
+        present = [m for m in ADAPTED if m in runs]
+        metrics = [m for m in METRICS if all(m in r.scores for r in (baseline, *(runs[k] for k in present)))]
+        result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings", warn=False)
+        parts.append(effects_markdown(block, present, result, metrics))
+    if power:
+        parts.append(power_markdown(block, findings, baseline, cfg.unit, CLOSE))
+    return "\n\n".join(parts) + "".join(f"\n\n_Note: {n}._" for n in notes(block.rows))
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     cfg = sig.settings(args)
-    texts = [markdown(block, check(block, cfg)) + "".join(f"\n\n_Note: {n}._" for n in notes(block.rows))
-             for block in blocks(finished_runs(args.dirs, "findings").runs)]
+    texts = [report(block, cfg, args.effects, args.power) for block in blocks(finished_runs(args.dirs, "findings").runs)]
     print("\n\n".join(texts) + f"\n\n_p: {TESTS[cfg.test]}, {cfg.resamples} resamples of {cfg.unit}s, seed "
           f"{cfg.seed}; reproduced: the paper's direction at p < {sig.ALPHA} (finding 5: every interval within "
           f"±{CLOSE:g} points), not significant: its direction at p ≥ that (5: neither close nor different), not "
