@@ -2,6 +2,7 @@
 
     python scripts/experiments/prepare_ende.py OUT [--ape-block 100 --ape-test-blocks 20 --ape-heldout-blocks 5]
         [--heldout-topics a11y,user,bluetooth,sound,backup,sharing --heldout-segments 60] [--train-pairs N]
+        [--heldout-articles N]
 
 ape-it (WMT16/17 APE, IT domain) has no documents: it is read in file order, detokenised, and cut into blocks of
 `--ape-block` triplets (`dataset.split_every`, so the sweep's document-level bootstrap resamples blocks). Blocks
@@ -12,7 +13,9 @@ Writes into OUT:
 - train.en, train.de: ../shared/data/general/train, then the ape-it training blocks (the first `--train-pairs`
   pairs of that, if given: for quick trials);
 - heldout.tsv: the first `--heldout-segments` segments of each held-out GNOME help topic, then the held-out ape-it
-  blocks (documents `ape/<block>`); what select-fixed and the lasso grid run on, never the test streams;
+  blocks (documents `ape/<block>`), then the first `--heldout-articles` articles of Business Central's held-out
+  file, whole (dataset=business-central-heldout; documents `bc/<article>`); what select-fixed and the lasso grid
+  run on, never the test streams;
 - split.json: the counts and which ape-it blocks went where.
 """
 
@@ -42,6 +45,7 @@ def main() -> None:
     ap.add_argument("--heldout-topics", default="a11y,user,bluetooth,sound,backup,sharing")
     ap.add_argument("--heldout-segments", type=int, default=60)
     ap.add_argument("--train-pairs", type=int, default=None)
+    ap.add_argument("--heldout-articles", type=int, default=0)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -61,8 +65,12 @@ def main() -> None:
     topics = args.heldout_topics.split(",")
     gnome = load_documents(compose("run", ["dataset=gnome_help", f"dataset.documents=[{','.join(topics)}]",
                                            f"dataset.max_segments={args.heldout_segments}"]).dataset)
+    articles = load_documents(compose("run", ["dataset=business-central-heldout",
+                                              f"dataset.max_documents={args.heldout_articles}"]).dataset) \
+        if args.heldout_articles else []
     rows = ["doc_id\tseg_id\tsource\treference"]  # TSV without quoting, as adaptsim reads it
-    for doc_id, doc in [*((d.doc_id, d) for d in gnome), *((f"ape/{d.doc_id.split('/')[-1]}", d) for d in heldout_ape)]:
+    for doc_id, doc in [*((d.doc_id, d) for d in gnome), *((f"ape/{d.doc_id.split('/')[-1]}", d) for d in heldout_ape),
+                        *((f"bc/{d.doc_id}", d) for d in articles)]:
         rows += [f"{doc_id}\t{s.seg_id}\t{one_line(s.source)}\t{one_line(s.reference)}" for s in doc.segments]
     (args.out / "heldout.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
 
@@ -70,7 +78,8 @@ def main() -> None:
              "ape_test_blocks": [1, args.ape_test_blocks],
              "ape_heldout_blocks": [args.ape_test_blocks + 1, first_train],
              "ape_train_blocks": [first_train + 1, len(ape)], "ape_train_pairs": len(ape_pairs),
-             "heldout_gnome_topics": topics, "heldout_segments": sum(len(d.segments) for d in gnome + heldout_ape)}
+             "heldout_gnome_topics": topics, "heldout_articles": len(articles),
+             "heldout_segments": sum(len(d.segments) for d in [*gnome, *heldout_ape, *articles])}
     (args.out / "split.json").write_text(json.dumps(split, indent=1) + "\n")
     print(json.dumps(split))
 

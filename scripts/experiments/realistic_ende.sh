@@ -20,13 +20,17 @@
 #    part of lasso changed at a time — no selection, no prox, no embedding rows, no second bias, hysteresis — and
 #    neither selection nor prox);
 # 3. the six methods (+experiment=paper_methods: one stream per test set, reset=never, corpus scope) on all TED
-#    talks, on GNOME help as one stream of topics (GNOME_TEST) and on the ape-it test blocks (there with l2,
-#    lora, memory too), in lockstep, one process per data set; the methods that need no held-out choice start
-#    beside step 2, `fixed` and `lasso` join the same sweeps (resume=true) once step 2 is done;
+#    talks, on GNOME help as one stream of topics (GNOME_TEST), on the ape-it test blocks and on the first
+#    BC_ARTICLES Business Central test articles (on the last two with BEYOND's methods too), in lockstep, one
+#    process per data set; the methods that need no held-out choice start beside step 2, `fixed` and `lasso` join
+#    the same sweeps (resume=true) once step 2 is done; with PROBE, every stream's runs also translate a
+#    general-domain probe along the stream (metrics.probe: forgetting);
 # 4. per stream, as soon as its sweep is done: its text-free record into $RESULTS/runs/<stream> (summaries,
 #    per-segment statistics, curves; no source, reference or hypothesis text), from which tables (absolute,
 #    relative; † = the 95% bootstrap interval over documents excludes 0: talks, topics, ape-it blocks; ms per update,
-#    bytes per stored document), the paper's findings checked (`adaptsim findings`) and curves with 95% bands
+#    bytes per stored document), the paper's findings checked with effect sizes beside the paper's and the power
+#    to show them (`adaptsim findings --effects --power`), forgetting on the probe (`adaptsim forgetting`, with
+#    PROBE) and curves with 95% bands
 #    are made, so a finished stream never has to run twice; and R0 split by whether the stream has already
 #    shown every piece of the word (scripts/experiments/r0_by_pieces.py, from the runs themselves).
 # Run outputs go to $SWEEPS (they hold the test text: not committed). Every step is seeded. Run it again after
@@ -51,6 +55,12 @@
 #   GNOME_TEST       the GNOME help topics of the test stream, in file order [printing,power,color,disk,mouse]
 #   GNOME_HELDOUT    held-out GNOME topics [a11y,user,bluetooth,sound,backup,sharing]
 #   HELDOUT_SEGMENTS segments of each held-out GNOME topic [60]
+#   HELDOUT_ARTICLES Business Central held-out articles (whole) added to heldout.tsv [0]
+#   STREAMS          the test streams, in the order of the reports [ted gnome_help ape_it business_central]
+#   BC_ARTICLES      Business Central test articles of its stream, in file order [100]
+#   BEYOND           the methods beyond the paper run on ape_it and business_central [l2,lora,memory,tm]
+#   PROBE            plain-format prefix of a forgetting probe for the test streams' runs, e.g.
+#                    $SHARED/data/general/dev [none]; PROBE_SEGMENTS [200], PROBE_EVERY [1000]
 #   FIXED_SEGMENTS   select-fixed simulates ~40 candidate lists: on the first N segments of each held-out
 #                    document [30]
 #   ABLATIONS        the held-out variants (configs in scripts/experiments/configs/method) [all of them]
@@ -80,6 +90,9 @@ APE_HELDOUT_BLOCKS=${APE_HELDOUT_BLOCKS:-5}
 GNOME_TEST=${GNOME_TEST:-printing,power,color,disk,mouse}
 GNOME_HELDOUT=${GNOME_HELDOUT:-a11y,user,bluetooth,sound,backup,sharing}
 HELDOUT_SEGMENTS=${HELDOUT_SEGMENTS:-60}
+HELDOUT_ARTICLES=${HELDOUT_ARTICLES:-0}
+BC_ARTICLES=${BC_ARTICLES:-100}
+read -r -a STREAMS <<<"${STREAMS:-ted gnome_help ape_it business_central}"  # the order of the reports
 FIXED_SEGMENTS=${FIXED_SEGMENTS:-30}
 ABLATIONS=${ABLATIONS:-$(cd scripts/experiments/configs/method && ls -- *.yaml | sed 's/\.yaml$//' | paste -sd, -)}
 DIAGNOSE=${DIAGNOSE-$(cd scripts/experiments/diagnose/method && ls -- *.yaml | sed 's/\.yaml$//' | paste -sd, -)}
@@ -105,8 +118,8 @@ SKIP=(dataset.on_too_long=skip)  # GNOME help has a 288-token reference; skipped
 LIMIT=(${MAX_SEGMENTS:+dataset.max_segments=$MAX_SEGMENTS})
 FIRST=none,full,bias,top           # need no held-out choice: they start beside step 2
 LATER=fixed,lasso_heldout          # fixed's list and lasso's variant come from step 2 (lasso_heldout is named lasso)
-BEYOND=${BEYOND-l2,lora,memory}    # on the ape-it stream, the real post-edits, last (runs are named by method, so
-                                   # a sweep can grow by methods)
+BEYOND=${BEYOND-l2,lora,memory,tm}  # on the ape-it and Business Central streams, last (runs are named by method,
+                                     # so a sweep can grow by methods)
 STAGE_START=$SECONDS
 printf 'stage\tseconds\n' >"$RESULTS/timing.tsv"
 stage_done() { printf '%s\t%d\n' "$1" $((SECONDS - STAGE_START)) >>"$RESULTS/timing.tsv"; STAGE_START=$SECONDS; }
@@ -124,12 +137,17 @@ sweep() {  # a lockstep sweep in the paper's setting that resumes: directory nam
 log "== 0. data splits → $DATA"
 python scripts/experiments/prepare_ende.py "$DATA" --ape-block "$APE_BLOCK" --ape-test-blocks "$APE_TEST_BLOCKS" \
   --ape-heldout-blocks "$APE_HELDOUT_BLOCKS" --heldout-topics "$GNOME_HELDOUT" \
-  --heldout-segments "$HELDOUT_SEGMENTS" ${TRAIN_PAIRS:+--train-pairs "$TRAIN_PAIRS"}
+  --heldout-segments "$HELDOUT_SEGMENTS" --heldout-articles "$HELDOUT_ARTICLES" ${TRAIN_PAIRS:+--train-pairs "$TRAIN_PAIRS"}
 cp "$DATA/split.json" "$RESULTS/split.json"
 HELDOUT=(dataset=tsv dataset.name=heldout dataset.path="$DATA/heldout.tsv" dataset.on_duplicate_id=keep "${SKIP[@]}")
 declare -A STREAM=([ted]="dataset=ted" [gnome_help]="dataset=gnome_help dataset.documents=[$GNOME_TEST]"
-                   [ape_it]="dataset=ape_it dataset.split_every=$APE_BLOCK dataset.max_documents=$APE_TEST_BLOCKS")
-STREAMS=(ted gnome_help ape_it)  # the order of the reports
+                   [ape_it]="dataset=ape_it dataset.split_every=$APE_BLOCK dataset.max_documents=$APE_TEST_BLOCKS"
+                   [business_central]="dataset=business-central dataset.max_documents=$BC_ARTICLES")
+for name in "${STREAMS[@]}"; do
+  [ -n "${STREAM[$name]:-}" ] || { echo "realistic_ende.sh: STREAMS: no stream $name (${!STREAM[*]})" >&2; exit 1; }
+done
+PROBING=(${PROBE:+"metrics.probe.path=$PROBE" "metrics.probe.segments=${PROBE_SEGMENTS:-200}"
+         "metrics.probe.every=${PROBE_EVERY:-1000}"})
 stage_done data
 
 if [ "$TRAIN" = 1 ]; then
@@ -176,14 +194,13 @@ task_choose() {
     "$SWEEPS/configs/method/lasso_heldout.yaml" "$RESULTS/selection.md"
 }
 # shellcheck disable=SC2086
-first() { local -; set -f; sweep "$1" method="$FIRST" ${STREAM[$1]} "${LIMIT[@]}"; }  # set -f: [..] is no glob
+first() { local -; set -f; sweep "$1" method="$FIRST" ${STREAM[$1]} "${LIMIT[@]}" "${PROBING[@]}"; }  # set -f: [..] is no glob
 later() {  # the same sweep with more methods (the finished ones are left alone), then its text-free record
   local -; set -f
   # shellcheck disable=SC2086
-  sweep "$1" method="$FIRST,$LATER${2:+,$2}" ${STREAM[$1]} "${LIMIT[@]}"
+  sweep "$1" method="$FIRST,$LATER${2:+,$2}" ${STREAM[$1]} "${LIMIT[@]}" "${PROBING[@]}"
   python scripts/experiments/export_runs.py "$SWEEPS/$1" "$RESULTS/runs/$1"
 }
-task_ape_it_beyond() { [ -z "$BEYOND" ] || later ape_it "$BEYOND"; }
 task_dev() {
   python -m adaptsim run "${COMMON[@]}" threads=1 method=none dataset=plain dataset.path="$SHARED/data/general/dev" \
     dataset.name=general_dev ${DEV_SEGMENTS:+dataset.max_segments=$DEV_SEGMENTS} "${SKIP[@]}" resume=true \
@@ -192,14 +209,22 @@ task_dev() {
     "$SWEEPS/general_dev/summary.json" >"$RESULTS/general_dev_bleu.txt"
 }
 declare -A DEPS=([select_fixed]="" [heldout]="" [heldout_more]="" [heldout_reset]="" [heldout_gnome]="" [dev]=""
-                 [choose]="select_fixed heldout heldout_more" [ape_it_beyond]="ape_it_later")
-for name in "${STREAMS[@]}"; do
+                 [choose]="select_fixed heldout heldout_more")
+TASKS=(select_fixed heldout)
+for name in "${STREAMS[@]}"; do  # what finishes a whole stream first
   eval "task_${name}_first() { first $name; }; task_${name}_later() { later $name; }"
   DEPS[${name}_first]=""
   DEPS[${name}_later]="${name}_first choose"
+  TASKS+=("${name}_first")
+  [ ${#TASKS[@]} != 3 ] || TASKS+=(heldout_more choose)
+  TASKS+=("${name}_later")
+  case $name in ape_it|business_central)
+    [ -z "$BEYOND" ] || { eval "task_${name}_beyond() { later $name $BEYOND; }"
+                          DEPS[${name}_beyond]="${name}_later"; TASKS+=("${name}_beyond"); } ;;
+  esac
 done
-TASKS=(select_fixed heldout ted_first heldout_more choose ted_later heldout_reset gnome_help_first gnome_help_later
-       ape_it_first ape_it_later dev ape_it_beyond heldout_gnome)  # what finishes a whole stream first
+[ ${#STREAMS[@]} -gt 0 ] || TASKS+=(heldout_more choose)
+TASKS+=(heldout_reset dev heldout_gnome)
 
 declare -A STATE PID STARTED
 for t in "${TASKS[@]}"; do STATE[$t]=pending; done
@@ -245,7 +270,13 @@ RUNS=("${STREAMS[@]/#/$RESULTS/runs/}")
 TABLE=(--significance --cost)
 python -m adaptsim table "${RUNS[@]}" "${TABLE[@]}" | tee "$RESULTS/tables_absolute.md"
 python -m adaptsim table "${RUNS[@]}" --relative "${TABLE[@]}" | tee "$RESULTS/tables_relative.md"
-python -m adaptsim findings "${RUNS[@]}" | tee "$RESULTS/findings.md"
+python -m adaptsim findings "${RUNS[@]}" --effects --power | tee "$RESULTS/findings.md"
+if [ -n "${PROBE:-}" ]; then
+  python -m adaptsim forgetting "${RUNS[@]}" | tee "$RESULTS/forgetting.md"
+  for name in "${STREAMS[@]}"; do
+    python -m adaptsim forgetting "$RESULTS/runs/$name" --out "$RESULTS/forgetting_$name.png" >/dev/null
+  done
+fi
 python -m adaptsim table "$SWEEPS/heldout_reset" --relative --significance | tee "$RESULTS/heldout_reset.md"
 [ -z "$DIAGNOSE" ] || python -m adaptsim table "$SWEEPS/heldout_gnome" --relative --significance \
   | tee "$RESULTS/heldout_gnome.md"
