@@ -1,5 +1,5 @@
-"""The allocator: `python -m adaptsim run` re-executes itself under jemalloc where it is installed, says so in one
-log line, and computes exactly what glibc's allocator computes."""
+"""The allocator: a command asked for jemalloc re-executes itself under it where it is installed (train's default;
+`run`'s is glibc's), says so in one log line, and computes exactly what glibc's allocator computes."""
 
 import json
 import subprocess
@@ -23,18 +23,19 @@ def run(out, *overrides):
 
 
 @pytest.mark.skipif(allocator.jemalloc_library() is None, reason="libjemalloc2 is not installed")
-def test_jemalloc_by_default_same_outputs_as_glibc(tmp_path):
-    log_j, steps_j = run(tmp_path / "jemalloc")
-    log_s, steps_s = run(tmp_path / "system", "allocator=system")
+def test_jemalloc_same_outputs_as_glibc(tmp_path):
+    log_j, steps_j = run(tmp_path / "jemalloc", "allocator=jemalloc")
+    log_s, steps_s = run(tmp_path / "system")
     assert "allocator: jemalloc (dirty_decay_ms:-1,muzzy_decay_ms:-1" in log_j
     assert "allocator: system (allocator=system)" in log_s
     assert len(steps_j) == 15 and steps_j == steps_s  # hypotheses, perplexities, log-probabilities, scores
 
 
 def test_the_setting_is_read_from_the_command_line_before_hydra():
-    assert allocator.requested("run", ["method=full", "allocator=system"]) == "system"
+    assert allocator.requested("run", ["method=full", "allocator=jemalloc"]) == "jemalloc"
     assert allocator.requested("train", ["++allocator=system"]) == "system"
-    assert allocator.requested("bench", []) == "jemalloc"  # configs/run.yaml
+    assert allocator.requested("bench", []) == "system"  # configs/run.yaml
+    assert allocator.requested("train", []) == "jemalloc"  # configs/train.yaml
 
 
 def test_without_the_library_the_log_says_what_to_install(monkeypatch):
