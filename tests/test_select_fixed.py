@@ -122,3 +122,28 @@ def test_an_installed_adaptsim_writes_and_reads_lists_outside_its_package(tmp_pa
     assert written.is_file() and not (fixed.LISTS / "tiny-installed.yaml").exists()
     method = methods.build(fixed_cfg(list="tiny-installed"), Seq2SeqModel.load(str(tiny_model_dir)))
     assert set(OmegaConf.load(written).params) <= set(method.parameters())  # method=fixed finds it there
+
+
+def test_an_interrupted_search_resumes_with_the_simulations_it_had_done(tmp_path, tiny_model_dir, tiny_tsv):
+    args = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}", "budget_fraction=0.3",
+            "progress=false", "prefixes=2"]
+
+    def search(name, *extra):
+        with pytest.raises(SystemExit) as exit_:
+            main(["select-fixed", *args, f"output={tmp_path / 'list.yaml'}", f"hydra.run.dir={tmp_path / name}", *extra])
+        assert exit_.value.code == 0
+        return json.loads((tmp_path / name / "summary.json").read_text())
+
+    whole = search("whole")
+    lines = (tmp_path / "whole" / "simulations.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) == whole["simulations"]
+    # an interruption after three simulations, the fourth torn as it was written
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "simulations.jsonl").write_text("".join(lines[:3]) + lines[3][:10])
+    summary = json.loads((tmp_path / "whole" / "summary.json").read_text())
+    (tmp_path / "cut" / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    resumed = search("cut", "resume=true")
+    # the torn line dropped, the three taken back, only the others simulated and appended
+    assert (tmp_path / "cut" / "simulations.jsonl").read_text().splitlines(keepends=True) == lines
+    assert {k: resumed[k] for k in ("params", "loss", "baseline_loss", "blocks", "simulations")} == \
+        {k: whole[k] for k in ("params", "loss", "baseline_loss", "blocks", "simulations")}

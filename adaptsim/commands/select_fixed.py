@@ -22,12 +22,15 @@ The search (the paper gives none; an exhaustive one over 2^tensors subsets is ou
 4. prefixes of that order (`prefixes` evenly spaced lengths, the full list among them) are simulated, and
    the best-scoring one is written.
 The budget is the paper's ~2M non-embedding parameters, capped for small models at the fraction that is of
-the paper's ~7.5M (0.27). The list records the model it was chosen for (name, parameter count, a hash of
+the paper's ~7.5M (0.27). Each simulation's loss goes to `simulations.jsonl` in the run's directory as it is
+computed; `resume=true` takes those back instead of simulating them again (a search on a large model takes hours). The list records the model it was chosen for (name, parameter count, a hash of
 tensor names and shapes), so `fixed` refuses it on any other model.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 from pathlib import Path
@@ -53,7 +56,7 @@ def main(argv: list[str]) -> int:
 
 
 def task(cfg: DictConfig, job: JobSummary) -> None:
-    report = select(cfg)
+    report = select(cfg, Path(job.dir) / "simulations.jsonl")
     job.update(**report)
     print(f"select-fixed: {len(report['params'])} tensors, {report['parameters']:,} parameters "
           f"(budget {report['budget']:,}), held-out loss {report['baseline_loss']:.4f} -> {report['loss']:.4f} "
@@ -80,19 +83,38 @@ def blocks(model: Seq2SeqModel) -> dict[str, list[str]]:
 class HeldOut:
     """Simulates `fixed` with a candidate list on the held-out documents and returns its loss."""
 
-    def __init__(self, cfg: DictConfig):
+    def __init__(self, cfg: DictConfig, record: Path | None = None):
         self.cfg = cfg
         self.model, self.documents = load(cfg)
         self.pairs = [[self.model.pair(s.source, s.reference) for s in doc.segments] for doc in self.documents]
         self.runs = 0
+        self.record = record  # simulations.jsonl: every loss as it is computed; with resume=true, taken back
+        self.done: dict[str, float] = {}
+        if record is not None and cfg.resume and record.is_file():
+            text = record.read_text(encoding="utf-8")
+            whole = text[:text.rfind("\n") + 1]  # a line torn by the interruption is dropped
+            record.write_text(whole, encoding="utf-8")
+            self.done = {r["key"]: r["loss"] for r in map(json.loads, whole.splitlines())}
+            log.info("select-fixed: %d simulations taken back from %s", len(self.done), record)
 
     def _model(self) -> Seq2SeqModel:
         return Seq2SeqModel.from_config(self.cfg.model, self.cfg.device)
 
     def loss(self, params: list[str]) -> float:
         """Token-weighted mean cross-entropy of every held-out reference before its own update."""
+        key = hashlib.sha256("\n".join(params).encode()).hexdigest()[:16]
+        if key in self.done:
+            self.runs += 1
+            return self.done[key]
         model = self._model() if self.runs else self.model  # a fresh θ0 and no hooks of earlier candidates
         self.runs += 1
+        loss = self._simulate(model, params)
+        if self.record is not None:
+            with open(self.record, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"key": key, "tensors": len(params), "loss": loss}) + "\n")
+        return loss
+
+    def _simulate(self, model: Seq2SeqModel, params: list[str]) -> float:
         session = Session(model, OmegaConf.merge(self.cfg.method, {"params": params}), self.cfg["update"],
                           self.cfg.reset, self.cfg.seed)
         nll = tokens = 0.0
@@ -105,10 +127,11 @@ class HeldOut:
         return nll / tokens
 
 
-def select(cfg: DictConfig) -> dict:
+def select(cfg: DictConfig, record: Path | None = None) -> dict:
+    """`record`: the file each simulation's loss is written to (and, with resume=true, read back from)."""
     if cfg.method.name != "fixed":
         raise UserError(f"method={cfg.method.name}: select-fixed chooses the list of method=fixed (leave method= unset)")
-    held = HeldOut(cfg)
+    held = HeldOut(cfg, record)
     if not held.documents:
         raise UserError(f"dataset={cfg.dataset.name}: no documents to select on")
     model = held.model
