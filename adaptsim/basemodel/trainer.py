@@ -1,4 +1,5 @@
-"""`adaptsim train`: train a Marian-architecture base model from scratch on parallel text.
+"""The base-model trainer (`adaptsim train`, adaptsim/commands/train.py): a Marian-architecture model trained from
+scratch on parallel text.
 
 A compact trainer in the spirit of JoeyNMT/nanoGPT: sentencepiece vocabulary, token-count batches of
 length-sorted buckets, Adam with linear warm-up and inverse-square-root decay, label smoothing, dropout,
@@ -31,25 +32,12 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from adaptsim import allocator
 from adaptsim.errors import DataError, UserError
+from adaptsim.basemodel.scratch_model import build_model, count_parameters, train_tokenizer
 from adaptsim.progress import progress
-from adaptsim.scratch_model import build_model, count_parameters, train_tokenizer
 
-log = logging.getLogger("adaptsim.commands.train")
+log = logging.getLogger("adaptsim.train")
 
 STATE = "trainer_state.pt"
-
-
-def main(argv: list[str]) -> int:
-    from adaptsim.hydra_app import launch
-
-    return launch(task, "train", argv, "train")
-
-
-def task(cfg: DictConfig, job) -> None:
-    """The job: train, and record in its summary.json what was trained where (training.json beside the
-    model keeps the same figures with the model)."""
-    summary = train(cfg)
-    job.update(output=str(Path(str(cfg.train.out)).expanduser()), **{k: v for k, v in summary.items() if k != "config"})
 
 
 # -- data -------------------------------------------------------------------------------------------

@@ -27,60 +27,32 @@ What the paper compares is a context-aware model with and without context; adapt
 adapted θ_{i−1} (the context: the post-edited history) with θ0, both on the post-edited reference.
 
 Words. A reference's pieces are grouped into words (a piece opening with ▁ starts one; a piece of punctuation
-alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces. Its
-role in the stream comes from R0/R1's counting (adaptsim.metrics.recall, the run's scope, set level): the first,
-second (recalled or missed by this run's hypothesis) or a later occurrence of a content word; "other content"
-for a word the metrics' tokenisation does not see as one content word (hyphenated compounds, a word split
-differently); a stopword; punctuation; the end of sentence (and any language token).
+alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces, and its
+role in the stream is R0/R1's (adaptsim.metrics.roles).
+
+Only the arithmetic is here: which runs may be joined (the baseline, same data, model and settings) is checked with
+the other run checks (adaptsim.report.blocks.check_joinable), the report is `adaptsim cxmi` (adaptsim.report.cxmi).
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
-from adaptsim.metrics.recall import occurrence_levels
-from adaptsim.metrics.words import WordPipeline, load_stopwords
+from adaptsim.metrics.roles import Roles
+from adaptsim.metrics.words import is_punctuation
 
 METRICS = ("CXMI", "CXMI/seg", "CXMI.sent")
-BASELINE = "none"
-ROLES = ("first", "second, recalled", "second, missed", "later", "other content", "stopword", "punctuation", "end")
-# settings that change what a reference scores or how a run's hypotheses come about: the two runs must agree
-_SAME = ("model", "decode", "update.dtype", "device")
-
-
-def check_joinable(base, run) -> None:
-    """Refuse (one line) a pair of runs whose log-probabilities cannot be compared: the θ0 side must be the
-    `none` run, on the same data, model and settings of decoding and of the update's arithmetic."""
-    if base.summary.get("method") != BASELINE:
-        raise UserError(f"{base.dir}: CXMI compares every run with the baseline (method=none), which scores the "
-                        f"references under θ0; this run's method is {base.summary.get('method')!r}")
-    if base.fingerprint != run.fingerprint:
-        raise UserError(f"{run.dir}: CXMI needs the baseline on the same data ({run.fingerprint} vs "
-                        f"{base.fingerprint} in {base.dir})")
-    a, b = base.summary.get("config") or {}, run.summary.get("config") or {}
-    for key in _SAME:
-        va, vb = _get(a, key), _get(b, key)
-        if va != vb:
-            raise UserError(f"{run.dir}: CXMI needs the baseline with the same {key} ({vb!r} here, {va!r} in "
-                            f"{base.dir})")
-
-
-def _get(config: dict, dotted: str):
-    for part in dotted.split("."):
-        config = (config or {}).get(part) if isinstance(config, dict) else None
-    return config
 
 
 def forced(config: dict) -> int:
     """How many label positions decoding forces (a multilingual model's target-language token opens the labels):
     left out of CXMI, since no translation ever predicts them."""
-    return 1 if _get(config, "model.languages.target_token") else 0
+    languages = ((config or {}).get("model") or {}).get("languages")
+    return 1 if isinstance(languages, dict) and languages.get("target_token") else 0
 
 
 def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str, skip: int = 0
@@ -117,17 +89,13 @@ def missing(values: Sequence[np.ndarray | None]) -> int:
     return sum(v is None for v in values)
 
 
-# -- words and their roles ------------------------------------------------------------------------------------
+# -- words and their roles in the stream (adaptsim.metrics.roles) --------------------------------------------
 @dataclass
 class Word:
     segment: int
     role: str
     value: float      # Σ P-CXMI over the word's pieces
     distance: int | None  # segments since the word's previous occurrence (second and later occurrences)
-
-
-def _is_punctuation(text: str) -> bool:
-    return bool(text) and all(unicodedata.category(c)[0] in "PS" for c in text)
 
 
 def _is_special(piece: str) -> bool:
@@ -142,64 +110,13 @@ def piece_words(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
     special = False  # whether the last word is a special token (</s>, a language token): a word of its own
     for j, piece in enumerate(pieces):
         text = piece.replace("▁", "")
-        if _is_special(piece) or not words or special or piece.startswith("▁") or _is_punctuation(text) \
-                or _is_punctuation(words[-1][0]):
+        if _is_special(piece) or not words or special or piece.startswith("▁") or is_punctuation(text) \
+                or is_punctuation(words[-1][0]):
             special = _is_special(piece)
             words.append(("" if special else text, [j]))
         else:  # a bare "▁" opens a word its next piece continues
             words[-1] = (words[-1][0] + text, words[-1][1] + [j])
     return words
-
-
-class Roles:
-    """Each reference word's role in the stream, by R0/R1's counting, for one run's hypotheses."""
-
-    def __init__(self, config: dict, references: Sequence[str], doc_ids: Sequence[str], scope: str):
-        metrics = config.get("metrics") or {}
-        lang = metrics.get("lang") or "de"
-        self.words = WordPipeline(lang, load_stopwords(lang, metrics.get("stopwords")), metrics.get("case", "truecase"))
-        text = metrics.get("truecase_text")  # the truecaser trained as the run's evaluator trained it
-        self.words.fit(references if text is None else read_lines(text), keep=text is None)
-        self.sets = [self.words(r) for r in references]
-        groups = list(doc_ids) if scope == "document" else [None] * len(references)
-        self.levels = occurrence_levels(self.sets, groups, 1)
-        self.previous = _previous_occurrence(self.sets, groups)
-
-    @classmethod
-    def of_run(cls, steps) -> Roles:
-        """The roles in a run's stream (its steps.jsonl, adaptsim.report.significance.Steps), counted as its
-        summary says: its metric settings and scope."""
-        summary = steps.run.summary
-        return cls(summary.get("config") or {}, [r["reference"] for r in steps.rows], steps.doc_ids,
-                   summary.get("metrics_scope", "document"))
-
-    def of(self, i: int, text: str, hypothesis_words: frozenset[str]) -> tuple[str, int | None]:
-        if not text:
-            return "end", None
-        if _is_punctuation(text):
-            return "punctuation", None
-        word = next((w for w in (text, text[:1].lower() + text[1:], text[:1].upper() + text[1:])
-                     if w in self.sets[i]), None)
-        if word is None:
-            return ("stopword" if text.lower() in self.words.stopwords or text in self.words.stopwords
-                    else "other content"), None
-        distance = self.previous[i].get(word)
-        if word in self.levels[i][0]:
-            return "first", None
-        if word in self.levels[i][1]:
-            return ("second, recalled" if word in hypothesis_words else "second, missed"), distance
-        return "later", distance
-
-
-def _previous_occurrence(sets: Sequence[frozenset[str]], groups: Sequence) -> list[dict[str, int]]:
-    """Per segment, for each of its words seen earlier in the scope, how many segments back."""
-    out, last, previous = [], {}, object()
-    for i, (words, group) in enumerate(zip(sets, groups)):
-        if group != previous:
-            last, previous = {}, group
-        out.append({w: i - last[w] for w in words if w in last})
-        last.update({w: i for w in words})
-    return out
 
 
 def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None]) -> list[Word]:

@@ -1,19 +1,8 @@
-"""Immediate-adaptation metrics (R0, R1, R0+1, Rk) and sacrebleu corpus metrics (docs/design.md §4).
+"""`Evaluator`: the metrics of one run (adaptsim/metrics/: the key names; docs/design.md §4).
 
-`Evaluator` is built once per run from the references (in corpus order, with their doc ids) and
-then scores hypotheses one at a time (`segment`, `running`: the simulation loop) or all at once
-(`corpus`, `curves`: summaries, the `score` command). All scores are percentages.
-
-Key names, shared by steps.jsonl, summary.json and curves.csv:
-
-- Recall metrics: "R0", "R1", … "R{k_max}" and the unions "R0+1", "R0+1+2", … up to k_max.
-  Variants carry a prefix: "novel.R0" (only words absent from the training vocabulary, paper
-  Table 3; needs `novel_vocab`) and "subword.R0" (sentencepiece pieces, all tokens, Table 4:
-  "the raw subword output"; needs `subword_tokenize` for the references, and scores the pieces the
-  model generated where they are given — `run` gives them — else the hypothesis re-encoded, which can
-  differ: 13 of 40 TED hypotheses of small-ende-probe re-encode to other pieces).
-- sacrebleu: "BLEU", "SBLEU" (mean sentence BLEU+1), "TER", "chrF" — all by default; the
-  `sacrebleu` setting can leave some out (sacrebleu's TER and chrF are slow on big corpora).
+It is built once per run from the references (in corpus order, with their doc ids) and then scores hypotheses
+one at a time (`segment`, `running`: the simulation loop) or all at once (`corpus`, `curves`: summaries, the
+`score` command). All scores are percentages.
 
 `segment(i, hyp)` returns for every recall metric M: "M_num", "M_den" and "M" (the segment's
 score, None when "M_den" is 0: no score, not 0), plus the sentence scores "SBLEU" and "TER", and
@@ -44,14 +33,11 @@ from pathlib import Path
 from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
-from adaptsim.metrics.curves import write_curves
 from adaptsim.metrics.effort import RATES, Effort, numerators
 from adaptsim.metrics.novel import load_known, novelty
 from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict
 from adaptsim.metrics.sacre import METRICS, Running, SacreMetrics, Stats
-from adaptsim.metrics.words import WordPipeline, load_stopwords
-
-__all__ = ["Evaluator", "write_curves", "SCOPES", "resolve_scope"]
+from adaptsim.metrics.words import content_words
 
 SCOPES = ("document", "corpus")
 _METRICS = config_defaults("metrics/default.yaml")  # the metrics' defaults (their home: configs/metrics)
@@ -84,8 +70,7 @@ class Evaluator:
             raise UserError(f"metrics k_max must be an integer ≥ 1, not {k_max!r}")
         self.lang, self.case, self.scope, self.k_max = lang, case, scope, k_max
         self.names = metric_names(k_max)
-        self.words = WordPipeline(lang, load_stopwords(lang, stopwords), case)
-        self.words.fit(self.references if truecase_text is None else truecase_text, keep=truecase_text is None)
+        self.words = content_words(self.references, lang, case, stopwords, truecase_text)
         groups = self.doc_ids if scope == "document" else [None] * n
 
         # variant prefix -> (hypothesis → unit set, per-segment reference levels)

@@ -1,8 +1,8 @@
-"""`adaptsim cxmi DIR…`: what the adapted models gained from the post-edited history (adaptsim.report.cxmi).
+"""`adaptsim cxmi DIR…`: what the adapted models gained from the post-edited history (adaptsim.metrics.cxmi).
 
 Per block of runs (one data set, one model, with its baseline run `none`): CXMI per token (adaptsim's), per
 segment (the paper's equation) and the mean of the segments' per-token CXMI (the paper's code and figures;
-adaptsim.report.cxmi says which is which) with 95% intervals and † against the baseline; the share of reference tokens whose log-probability fell; negative and
+adaptsim.metrics.cxmi says which is which) with 95% intervals and † against the baseline; the share of reference tokens whose log-probability fell; negative and
 positive flips per 100 reference content words (content words the baseline's hypothesis has and the run's lacks,
 and the reverse), with intervals; the mean P-CXMI of a word by its role in the stream; and by the distance (in
 segments) since the word's previous occurrence. --out draws CXMI against the stream position and against that
@@ -18,9 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from adaptsim.errors import UserError
-from adaptsim.report import cxmi
+from adaptsim.metrics import cxmi
+from adaptsim.metrics.roles import ROLES, Roles
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
+from adaptsim.report.figures import check_out, line_style
+from adaptsim.report.markdown import head
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.stats import Series, compare, ratio, units_of
 
@@ -39,8 +42,6 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     if args.out is not None:
-        from adaptsim.report.plot import check_out
-
         check_out(args.out)
     found = finished_runs(args.dirs, "cxmi")
     cfg = sig.settings(args)
@@ -63,7 +64,7 @@ def analyse(runs, cfg: sig.Settings) -> dict:
     steps = sig.paired(runs)
     base = steps[0]
     values = [s.cxmi_values(base) for s in steps]
-    roles = cxmi.Roles.of_run(base)
+    roles = Roles.of_run(base)
     index, n_units = units_of(base.doc_ids, cfg.unit)
     sig.warn_few(n_units, cfg, "cxmi")
     flips = [cxmi.flips(roles, base.rows, s.rows) for s in steps]
@@ -79,9 +80,8 @@ def analyse(runs, cfg: sig.Settings) -> dict:
 def render(block, labels: list[str], a: dict) -> str:
     result = a["result"]
     out = [f"**{block.dataset} · {block.segments} segments · model {block.model}**", "",
-           "| method | CXMI (nats/token) | CXMI/seg (nats; paper's eq.) | CXMI.sent (nats/token; paper's code) "
-           "| tokens < 0 | flips− /100 words | flips+ /100 words |",
-           "|:--|--:|--:|--:|--:|--:|--:|"]
+           *head("method", ["CXMI (nats/token)", "CXMI/seg (nats; paper's eq.)", "CXMI.sent (nats/token; paper's code)",
+                            "tokens < 0", "flips− /100 words", "flips+ /100 words"])]
     for i, label in enumerate(labels):
         cells = [sig.cell(result, i, m, 3 if m in cxmi.METRICS else 1) for m in (*cxmi.METRICS, *FLIPS)]
         negative = a["negative"][i]
@@ -92,15 +92,15 @@ def render(block, labels: list[str], a: dict) -> str:
         out.append(f"_{a['missing']} segment(s) without log-probabilities (written by an older adaptsim, or "
                    "diverged) are left out._")
     out += ["", "P-CXMI of a reference word by its role in the stream (nats per word; words in brackets):", "",
-            "| role | " + " | ".join(labels[1:]) + " |", "|:--" + "|--:" * (len(labels) - 1) + "|"]
-    for role in cxmi.ROLES:
+            *head("role", labels[1:])]
+    for role in ROLES:
         cells = []
         for ws in a["words"][1:]:
             v = [w.value for w in ws if w.role == role]
             cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
         out.append(f"| {role} | " + " | ".join(cells) + " |")
     out += ["", "P-CXMI of a second or later occurrence by segments since the previous one (nats per word):", "",
-            "| segments back | " + " | ".join(labels[1:]) + " |", "|:--" + "|--:" * (len(labels) - 1) + "|"]
+            *head("segments back", labels[1:])]
     for name in _bins([w for ws in a["words"][1:] for w in ws]):
         cells = []
         for ws in a["words"][1:]:
@@ -132,8 +132,6 @@ def draw(figures, out: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from adaptsim.report.plot import line_style
 
     fig, axes = plt.subplots(len(figures), 2, figsize=(11, 3.6 * len(figures)), squeeze=False)
     for (block, a), (left, right) in zip(figures, axes):

@@ -39,6 +39,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics.litter import IdiomList, Litter
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
+from adaptsim.report.markdown import head
 from adaptsim.report.resources import DEFAULT as RESOURCES
 from adaptsim.report.resources import loader, presets
 from adaptsim.report.runs import finished_runs
@@ -218,7 +219,7 @@ def render(block, labels: list[str], a: dict, scorer: Litter, preset: str, where
     out = [f"{_head(block, preset, where)}: {a['idioms']} idioms, {a['occurrences']} occurrences located in their "
            f"source, {a['judged']} with a verdict (a content word in the span)"
            + (f"; {a['not_found']}" if a["not_found"] else ""), "",
-           "| method | " + " | ".join(names) + " |", "|:--" + "|--:" * len(names) + "|"]
+           *head("method", names)]
     for i, label in enumerate(labels):
         out.append(f"| {label} | " + " | ".join(sig.cell(result, i, m) for m in names) + " |")
     missing = f"{a['not_found']} (not scored); " if a["not_found"] else ""
@@ -228,7 +229,7 @@ def render(block, labels: list[str], a: dict, scorer: Litter, preset: str, where
 
 def render_empty(block, labels: list[str], preset: str, where: str, located: list[Located]) -> str:
     """The table of a stream in which no idiom occurs: its methods, no figures, and one line saying why."""
-    out = [f"{_head(block, preset, where)}: no idiom occurs in this stream", "", "| method |", "|:--|"]
+    out = [f"{_head(block, preset, where)}: no idiom occurs in this stream", "", *head("method", [])]
     out += [f"| {label} |" for label in labels]
     labelled = any(seg.missing for seg in located)
     return "\n".join(out + ["", f"_no idiom occurs in this stream{'; ' + not_found(located) if labelled else ''}._",
