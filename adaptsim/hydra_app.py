@@ -2,21 +2,18 @@
 
 Hydra itself reports a bad override with exit code 1 and a hint about HYDRA_FULL_ERROR; we check the
 overrides first (composing once per sweep value) so the user gets a short usage line and exit code 2.
+Here: composition (`compose`), the checks before Hydra starts (overrides, the output directory, a resume), the
+launch (`launch`, `run_task`) and `--help`. The job bookkeeping every launcher shares (claims, a job's end, failed
+jobs, what runs around a job) is adaptsim/jobs.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
-import logging
 import os
-import signal
-import socket
 import sys
-import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -27,11 +24,11 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
-from adaptsim.errors import Terminated, UserError
-from adaptsim.outputs import JobSummary, alive, check_run_dir, recorded_process, write_json_atomic
+from adaptsim.errors import UserError
+from adaptsim.jobs import (SWEEP_CLAIM, claim_job, claim_sweep_dir, closing, failed_jobs, job_context, read_json,
+                           record_failed_job)
+from adaptsim.outputs import JobSummary, job_fields, write_json_atomic
 from adaptsim.resume import check as resume_check
-
-log = logging.getLogger("adaptsim")
 
 # Hydra's own flags that take a value as the next argument.
 _FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
@@ -114,51 +111,13 @@ def _output_dir(cfg, multirun: bool) -> Path | None:
 
 
 _BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
-SWEEP_CLAIM = ".adaptsim-sweep.json"  # in a sweep directory: the process of the sweep that claimed it
-FAILED_JOBS = "failed.jsonl"          # in a sweep directory: jobs that failed before they had a summary.json
-
-
-def claim_sweep_dir(path: Path, resume: bool) -> None:
-    """Claim a sweep directory before Hydra writes into it (its multirun.yaml, each job's .hydra/): two sweeps
-    started at once into one directory once both ran, one's runs recorded under the other's settings. The claim
-    is created exclusively; with `resume=true` a claim whose process is gone is taken over."""
-    check_run_dir(path, resume=resume, create=True)
-    claim = path / SWEEP_CLAIM
-    try:
-        os.close(os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    except FileExistsError:
-        if not resume:
-            raise UserError(f"{path}: holds another sweep ({SWEEP_CLAIM}); choose another hydra.sweep.dir") from None
-        pid = recorded_process(_read_json(claim))
-        if pid is not None and pid != os.getpid() and alive(pid):
-            raise UserError(f"{path}: the sweep is still going (process {pid}); cannot resume it") from None
-    else:
-        if not resume and (path / "multirun.yaml").exists():  # a sweep from before claims
-            claim.unlink()
-            raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
-    write_json_atomic(claim, {"status": "running", "process": {"pid": os.getpid(), "host": socket.gethostname()}})
-
-
-def _changed_since(path: Path, since: float) -> bool:
-    try:
-        return path.stat().st_mtime >= since
-    except OSError:  # gone since it was claimed: nothing says it finished
-        return True
-
-
-def _read_json(path: Path) -> dict:
-    """A summary (or a sweep's claim) as a dict; {} where it is missing or unreadable."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
 
 
 def claim_output_dir(cfgs: list, multirun: bool, command: str,
                      overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None]:
     """Claim the command's output directory before Hydra writes anything into it, and say which it is (so
     Hydra is given that same directory, not a second reading of ${now:…}). A single run's directory is
-    claimed by creating its job's summary.json (returned); a sweep's by `claim_sweep_dir`. With resume=true the
+    claimed by creating its job's summary.json (returned); a sweep's by `jobs.claim_sweep_dir`. With resume=true the
     runs there are checked first (`resume.check`; a sweep's with its command line's `overrides`)."""
     cfg = cfgs[0]
     path = _output_dir(cfg, multirun)
@@ -171,7 +130,7 @@ def claim_output_dir(cfgs: list, multirun: bool, command: str,
         claim_sweep_dir(path, resume)
         return path, None
     if resume:
-        resume_check(path, _read_json(path / "summary.json"), cfg, command)
+        resume_check(path, read_json(path / "summary.json"), cfg, command)
     return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume=resume)
 
 
@@ -198,156 +157,7 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> N
         with open_dict(job):
             job.hydra.job.num = num
         out = path / str(OmegaConf.select(job, "hydra.sweep.subdir"))
-        resume_check(out, _read_json(out / "summary.json"), job, command, computed)
-
-
-def failed_jobs(path: Path | None, multirun: bool, since: float) -> list[str]:
-    """The failures of the jobs a command ran, as their summaries (and a sweep's failed.jsonl) on disk say:
-    summaries written since `since` (resumed jobs that were finished already are not touched) that say
-    failed."""
-    if path is None:
-        return []
-    summaries = list(path.glob("**/summary.json")) if multirun else [path / "summary.json"]
-    out = [str(s.parent) for s in summaries if _changed_since(s, since)
-           and _read_json(s).get("status") in ("failed", None)]  # (None: missing or unreadable)
-    failed = path / FAILED_JOBS
-    if multirun and failed.is_file():
-        out += [r["job"] for r in map(json.loads, failed.read_text(encoding="utf-8").splitlines())
-                if r.get("time", 0) >= since]
-    return out
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated()
-
-
-# Launchers whose jobs run in child processes of the sweep's main process, on this machine.
-_LOCAL_LAUNCHERS = ("joblib_launcher.JoblibLauncher", "submitit_launcher.LocalLauncher")
-
-
-def _watch_main(main_pid: int, job_done: threading.Event, poll_s: float = 0.5, grace_s: float = 10.0) -> None:
-    """Stop this worker once the sweep's main process is gone. Killing the main process of a joblib sweep
-    (even with SIGKILL, which it cannot react to) left its loky workers running, re-parented to PID 1, to
-    finish their jobs unobserved. The job is stopped as if by SIGTERM, so it unwinds and records that it
-    was interrupted; then (or after `grace_s` at most) the process exits, as a loky worker would
-    otherwise wait for a parent that no longer exists."""
-    while alive(main_pid):
-        time.sleep(poll_s)
-    if not job_done.is_set():
-        os.kill(os.getpid(), signal.SIGTERM)
-        job_done.wait(grace_s)
-    os._exit(Terminated.exit_code)
-
-
-@functools.cache
-def _main_watcher(main_pid: int) -> threading.Event:
-    """In a local launcher's worker process: watch the sweep's main process (one thread per worker, started by
-    its first job); the event says whether no job is running (set between jobs)."""
-    job_done = threading.Event()
-    job_done.set()
-    threading.Thread(target=_watch_main, args=(main_pid, job_done), daemon=True, name="adaptsim-watch-main").start()
-    return job_done
-
-
-def _in_local_worker() -> bool:
-    from hydra.core.hydra_config import HydraConfig
-
-    return str(HydraConfig.get().launcher.get("_target_", "")).endswith(_LOCAL_LAUNCHERS)
-
-
-def _one_thread_per_worker() -> None:
-    """`threads: null` in a parallel launcher's worker means one torch thread: torch's default (all physical
-    cores) in each of n_jobs workers oversubscribes the machine (docs/performance.md). An explicit `threads`
-    still wins (adaptsim.session.load sets it)."""
-    import torch
-
-    torch.set_num_threads(1)
-
-
-@contextlib.contextmanager
-def job_context(main_pid: int):
-    """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated), and in a local launcher's
-    worker the sweep's main process is watched."""
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
-    job_done = None
-    if os.getpid() != main_pid:
-        if _in_local_worker():
-            job_done = _main_watcher(main_pid)
-            job_done.clear()
-        _one_thread_per_worker()
-    try:
-        yield
-    finally:
-        if job_done is not None:
-            job_done.set()
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def job_fields(command: str, cfg, overrides) -> dict:
-    """What a job is, as its summary.json names it from the start: the command, whichever of method, model and
-    data the command's config has, its command-line `overrides` and every setting resolved (`config`, without
-    Hydra's node), so that reports need no file another process could overwrite."""
-    from omegaconf import OmegaConf
-
-    keys = {"method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name"}
-    found = {k: OmegaConf.select(cfg, key, default=None) for k, key in keys.items()}
-    raw = OmegaConf.to_container(cfg, resolve=False)
-    settings = {}
-    for key in (k for k in raw if k != "hydra"):
-        try:
-            settings[key] = OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) \
-                else OmegaConf.select(cfg, key)
-        except Exception:  # an interpolation only Hydra's runtime resolves (this config is a composed one)
-            settings[key] = raw[key]
-    return {"command": command, **{k: str(v) for k, v in found.items() if v is not None},
-            "overrides": [str(o) for o in overrides], "config": settings}
-
-
-@contextlib.contextmanager
-def closing(jobs: list[JobSummary]):
-    """The one way a job ends, for the job of `run_task` and for the jobs of a lockstep sweep: on leaving the
-    block every job of `jobs` (it may grow inside the block) that is still `running` is closed as finished, as
-    failed (with the one-line error, or the traceback of a bug) or as interrupted (SIGINT, SIGTERM); a job closed
-    inside the block as failed (a lockstep run that failed alone) keeps its error; on an exception, a job the
-    block finished is closed with the exception too (its command failed), one finished before it (resume) is not.
-    """
-    def close(status: str, error: str | None = None) -> None:
-        for job in jobs:
-            current = job.data.get("status")
-            if current == "running" or (status != "finished" and current == "finished" and not job.finished):
-                job.close(status, error)
-
-    try:
-        yield
-    except UserError as e:
-        close("failed", str(e))
-        raise
-    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
-        close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
-        raise
-    except Exception:
-        close("failed", traceback.format_exc())
-        raise
-    close("finished")
-
-
-def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None) -> JobSummary:
-    """The job's summary.json, claimed (or `job`, claimed already by `claim_output_dir`), and what a resume
-    finds said in the job's log."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if job is None:
-        fields = job_fields(command, cfg, HydraConfig.get().overrides.task)
-        if cfg.get("resume", False):
-            resume_check(run_dir, _read_json(run_dir / "summary.json"), cfg, command)
-        job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)))
-    if job.finished:
-        log.info("%s: finished already; nothing to resume", run_dir)
-    elif job.nothing_to_resume:
-        log.warning("%s: resume=true, but no run to resume here: starting a new one", run_dir)
-    return job
+        resume_check(out, read_json(out / "summary.json"), job, command, computed)
 
 
 def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None) -> None:
@@ -359,17 +169,6 @@ def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None) -
     if not job.finished:
         with closing([job]):
             task(cfg, job)
-
-
-def record_failed_job(sweep_dir: Path | None, job: Path, error: str) -> None:
-    """In a sweep, a job that failed without a summary.json of its own saying so (its directory could not be
-    claimed, or a lockstep sweep could not start) goes to the sweep's failed.jsonl, which the command's exit
-    code reads with the summaries."""
-    if sweep_dir is None or _read_json(job / "summary.json").get("status") == "failed":
-        return
-    line = json.dumps({"job": str(job), "error": error, "time": time.time()}, ensure_ascii=False)
-    with open(sweep_dir / FAILED_JOBS, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
 
 
 def _job_dirs() -> tuple[Path | None, Path]:

@@ -132,8 +132,28 @@ def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> N
         raise UserError(f"{run_dir}: {'the run directory' if existing == run_dir else existing} is not writable")
 
 
+def job_fields(command: str, cfg, overrides) -> dict:
+    """What a job is, as its summary.json names it from the start: the command, whichever of method, model and
+    data the command's config has, its command-line `overrides` and every setting resolved (`config`, without
+    Hydra's node), so that reports need no file another process could overwrite."""
+    from omegaconf import OmegaConf
+
+    keys = {"method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name"}
+    found = {k: OmegaConf.select(cfg, key, default=None) for k, key in keys.items()}
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    settings = {}
+    for key in (k for k in raw if k != "hydra"):
+        try:
+            settings[key] = OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) \
+                else OmegaConf.select(cfg, key)
+        except Exception:  # an interpolation only Hydra's runtime resolves (this config is a composed one)
+            settings[key] = raw[key]
+    return {"command": command, **{k: str(v) for k, v in found.items() if v is not None},
+            "overrides": [str(o) for o in overrides], "config": settings}
+
+
 class JobSummary:
-    """summary.json of one job. `fields` (what the job is: command, method, model, data) are written at
+    """summary.json of one job. `fields` (what the job is: command, method, model, data; `job_fields`) are written at
     once with status `running`; `resume=True` takes over an interrupted job's summary, and `finished` then
     says whether there is nothing left to do."""
 

@@ -83,8 +83,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     `computed`: the model's and data's fingerprints computed already (the jobs of one sweep share them); a
     directory this process checked already with the same config and whose summary.json is unchanged since (a
     sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
-    from adaptsim.hydra_app import job_fields
-    from adaptsim.outputs import written_steps
+    from adaptsim.outputs import job_fields, written_steps
 
     requested = job_fields(command, cfg, [])["config"]
     key = json.dumps(requested, sort_keys=True, default=str)
@@ -126,9 +125,10 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
 
     from adaptsim import methods
     from adaptsim.data import check_lengths, load_documents
+    from adaptsim.data.select import first_segments
+    from adaptsim.data.types import fingerprint
     from adaptsim.model import Seq2SeqModel
     from adaptsim.model import fingerprint as model_fingerprint
-    from adaptsim.simulate import fingerprint, first_segments
 
     key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True), OmegaConf.to_container(cfg.dataset, resolve=True),
                       command, cfg.get("segments")], sort_keys=True, default=str)

@@ -8,7 +8,6 @@ simulation keeps what it records. Data flows one way: data → model → method/
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import statistics
@@ -19,6 +18,8 @@ import torch
 from omegaconf import DictConfig
 
 from adaptsim import interactive, resume
+from adaptsim.data.select import first_segments
+from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
@@ -37,15 +38,6 @@ RSS_EVERY = 100  # segments between two readings of the resident memory (summary
 class ReplayRefused(UserError):
     """A resumed run's replayed step is not the recorded one (other software or arithmetic: what no setting names).
     Its records are given back as the resume found them (adaptsim/resume.py), so the refusal changes nothing."""
-
-
-def fingerprint(documents) -> str:
-    """A short hash of the data itself, so reports can refuse to compare runs on different data."""
-    h = hashlib.sha256()
-    for doc in documents:
-        for s in doc.segments:
-            h.update(f"{s.doc_id}\t{s.source}\t{s.reference}\n".encode())
-    return h.hexdigest()[:16]
 
 
 def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict:
@@ -339,13 +331,3 @@ def resident_mb() -> float | None:
 def _headline(scores: dict) -> dict:
     """The running scores shown on the progress bar."""
     return {k: f"{scores[k]:.1f}" for k in ("R0", "R1", "R0+1", "BLEU") if scores.get(k) is not None}
-
-
-def first_segments(documents, limit: int):
-    out, left = [], limit
-    for doc in documents:
-        if left <= 0:
-            break
-        out.append(type(doc)(doc.doc_id, doc.segments[:left]))
-        left -= len(out[-1])
-    return out

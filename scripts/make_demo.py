@@ -110,7 +110,7 @@ def make_data(work: Path) -> dict:
 
 def train_model(work: Path) -> dict:
     from adaptsim.hydra_app import compose
-    from adaptsim.commands.train import train
+    from adaptsim.basemodel.trainer import train
 
     overrides = ["model=demo", f"train.source={work}/train.en", f"train.target={work}/train.de",
                  f"train.valid_source={work}/valid.en", f"train.valid_target={work}/valid.de",
@@ -150,7 +150,7 @@ def evaluate(data: dict) -> dict:
     import torch
     from transformers import MarianMTModel, MarianTokenizer
 
-    from adaptsim.commands.train import encode, translate
+    from adaptsim.basemodel.trainer import encode, translate
 
     path = str(DEMO / "model")
     tok, model = MarianTokenizer.from_pretrained(path), MarianMTModel.from_pretrained(path).eval()

@@ -58,7 +58,7 @@ def _train_briefly(model, tokenizer, pairs, steps: int = 40, lr: float = 1e-2) -
 def _build(out: Path, pairs, tied: bool, tok_dir: Path) -> Path:
     from transformers import MarianTokenizer
 
-    from adaptsim.scratch_model import build_model
+    from adaptsim.basemodel.scratch_model import build_model
 
     shutil.copytree(tok_dir, out)
     tokenizer = MarianTokenizer.from_pretrained(str(out))
@@ -77,7 +77,7 @@ def tiny_corpus() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="session")
 def _tiny_tokenizer_dir(tmp_path_factory, tiny_corpus) -> Path:
-    from adaptsim.scratch_model import train_tokenizer
+    from adaptsim.basemodel.scratch_model import train_tokenizer
 
     out = tmp_path_factory.mktemp("tiny_tokenizer")
     train_tokenizer([s for s, _ in tiny_corpus], [t for _, t in tiny_corpus], out, vocab_size=150)

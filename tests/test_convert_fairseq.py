@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from adaptsim.cli import main
-from adaptsim.commands.convert import convert
+from adaptsim.basemodel.convert import convert
 from adaptsim.errors import UserError
 from adaptsim.model import Seq2SeqModel
 

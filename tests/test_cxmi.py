@@ -1,4 +1,4 @@
-"""CXMI (adaptsim.report.cxmi): what the recorded log-probabilities say, and how runs are joined."""
+"""CXMI (adaptsim.metrics.cxmi, `adaptsim cxmi`): what the recorded log-probabilities say, and how runs are joined."""
 
 import json
 import math
@@ -8,8 +8,9 @@ import pytest
 
 from adaptsim.cli import main
 from adaptsim.errors import UserError
-from adaptsim.report import cxmi
+from adaptsim.metrics import cxmi
 from adaptsim.report import significance as sig
+from adaptsim.report.blocks import check_joinable
 from adaptsim.report.runs import discover
 
 
@@ -78,13 +79,13 @@ def test_a_pair_adapted_on_is_more_likely_when_it_comes_again(run_adaptsim, tmp_
 def test_the_join_refuses_runs_that_cannot_be_compared(demo_runs, run_adaptsim):
     runs = _runs(demo_runs)
     with pytest.raises(UserError, match="baseline \\(method=none\\)"):
-        cxmi.check_joinable(runs["full"], runs["bias"])
+        check_joinable(runs["full"], runs["bias"])
     other, _ = run_adaptsim("beam3", "method=full", "dataset.max_documents=2", "decode.beam_size=3")
     with pytest.raises(UserError, match="same decode"):
-        cxmi.check_joinable(runs["none"], _runs(other)["full"])
+        check_joinable(runs["none"], _runs(other)["full"])
     fewer, _ = run_adaptsim("fewer", "method=full", "dataset.max_documents=1")
     with pytest.raises(UserError, match="same data"):
-        cxmi.check_joinable(runs["none"], _runs(fewer)["full"])
+        check_joinable(runs["none"], _runs(fewer)["full"])
 
 
 def test_cxmi_report_and_table_column(demo_runs, capsys, tmp_path):

@@ -40,7 +40,7 @@ def random_model(tiny_model_dir, tied: bool, seed: int, end_bias: float = 0.0) -
     `end_bias` on </s>, hypotheses of many lengths end close in score (what the length penalty decides)."""
     from transformers import MarianTokenizer
 
-    from adaptsim.scratch_model import build_model
+    from adaptsim.basemodel.scratch_model import build_model
 
     tokenizer = MarianTokenizer.from_pretrained(str(tiny_model_dir))
     net = build_model(dict(TINY_ARCH, share_encoder_decoder_embeddings=tied, tie_word_embeddings=tied), tokenizer, seed)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from test_resume import common, cut, files, last_error, run
+from test_resume import common, cut, last_error, run
 
 
 @pytest.fixture

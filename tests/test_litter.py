@@ -311,8 +311,9 @@ def test_proverbs_literal_german_is_flagged_idiomatic_german_is_not():
     assert flagged["paper"][0] >= 70 and flagged["paper"][1] > flagged["adaptsim"][1]  # articles: false alarms
 
 
-# -- over the stream (adaptsim/report/litter_report.py) -------------------------------------------------------
-from adaptsim.report.litter_report import locate, macro, not_found, occurrences, statistics  # noqa: E402
+# -- over the stream (adaptsim/metrics/litter.py, adaptsim/report/litter.py) -------------------------------------
+from adaptsim.metrics.litter import macro, occurrences, statistics  # noqa: E402
+from adaptsim.report.litter import locate, not_found  # noqa: E402
 
 
 def test_a_label_not_in_its_source_is_not_scored_and_is_counted():

@@ -217,7 +217,7 @@ def test_validation_comes_before_loading_anything(tmp_path, capsys):
 
 
 def test_train_checks_device_and_threads_first(tmp_path):
-    from adaptsim.commands.train import train
+    from adaptsim.basemodel.trainer import train
 
     for setting, message in (("device=gpu", "device='gpu': choose cpu | cuda | cuda:N"),
                              ("threads=0", "threads=0: must be null")):
@@ -239,7 +239,7 @@ class _Payload:
 def test_train_resume_refuses_a_checkpoint_that_would_run_code(tmp_path, tiny_model_dir, tiny_corpus):
     import shutil
 
-    from adaptsim.commands.train import STATE, train
+    from adaptsim.basemodel.trainer import STATE, train
 
     text = tmp_path / "text"
     text.mkdir()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adaptsim.errors import UserError
-from adaptsim.report import plot, table
+from adaptsim.report import figures, plot, table
 
 SIG = {"R": "R|lang:de", "BLEU": "bleu-sig"}
 
@@ -213,6 +213,6 @@ def test_plot_refusals(tmp_path, sweep):
 
 
 def test_runs_whose_curves_coincide_stay_distinguishable():
-    styles = [plot.line_style(k) for k in range(9)]  # nine methods: the ape-it stream's
+    styles = [figures.line_style(k) for k in range(9)]  # nine methods: the ape-it stream's
     assert len({(repr(s["ls"]), s["lw"]) for s in styles}) == 9
     assert all(a["lw"] > b["lw"] for a, b in zip(styles, styles[1:]) if b["lw"] > 1.0)  # earlier ones show under later

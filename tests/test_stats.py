@@ -20,7 +20,8 @@ import pytest
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator
 from adaptsim.metrics.sacre import SacreMetrics
-from adaptsim.report import compare_runs, plot, table
+from adaptsim.report import compare as compare_command
+from adaptsim.report import plot, table
 from adaptsim.report.significance import significant
 from adaptsim.report.stats import Settings, compare, units_of
 
@@ -86,7 +87,7 @@ def runs(tmp_path_factory, data) -> dict[str, Path]:
 
 
 def compare_json(capsys, *argv) -> dict:
-    assert compare_runs.main([str(a) for a in argv] + ["--json"]) == 0
+    assert compare_command.main([str(a) for a in argv] + ["--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -230,28 +231,28 @@ def test_refusals(runs, data, tmp_path, capsys):
     refs, ids = data
     other = write_run(tmp_path, "x_none", "none", refs, refs, ids, fp="fp-other")
     with pytest.raises(UserError, match="different data"):
-        compare_runs.main([str(runs["none"]), str(other)])
+        compare_command.main([str(runs["none"]), str(other)])
     old = write_run(tmp_path / "old", "1_full", "full", refs, refs, ids, stats=False)
     with pytest.raises(UserError, match="no per-segment statistics for BLEU"):
-        compare_runs.main([str(runs["none"]), str(old)])
-    assert compare_runs.main([str(runs["none"]), str(old), "--metrics", "R0,R1", "--json"]) == 0  # recall is there
+        compare_command.main([str(runs["none"]), str(old)])
+    assert compare_command.main([str(runs["none"]), str(old), "--metrics", "R0,R1", "--json"]) == 0  # recall is there
     with pytest.raises(UserError, match="at least two"):
-        compare_runs.main([str(runs["none"])])
+        compare_command.main([str(runs["none"])])
     with pytest.raises(UserError, match="runs below it"):
-        compare_runs.main([str(runs["none"]), str(runs["root"])])
+        compare_command.main([str(runs["none"]), str(runs["root"])])
     with pytest.raises(UserError, match="needs a baseline"):
         table.main([str(runs["full"]), str(runs["top"]), "--significance"])
     (tmp_path / "cut").mkdir()
     cut = write_run(tmp_path / "cut", "0_top", "top", refs[:-1], refs[:-1], ids[:-1])
     with pytest.raises(UserError, match="other segments"):
-        compare_runs.main([str(runs["none"]), str(cut)])
+        compare_command.main([str(runs["none"]), str(cut)])
     with pytest.raises(SystemExit):
-        compare_runs.main([str(runs["none"]), str(runs["top"]), "--unit", "sentence"])
+        compare_command.main([str(runs["none"]), str(runs["top"]), "--unit", "sentence"])
     capsys.readouterr()
 
 
 def test_compare_text(runs, capsys):
-    assert compare_runs.main([str(runs["none"]), str(runs["full"]), str(runs["top"]), "--resamples", "200"]) == 0
+    assert compare_command.main([str(runs["none"]), str(runs["full"]), str(runs["top"]), "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     assert "score [95% CI]" in out and "Δ to baseline [95% CI]" in out
     assert "signature: test:ci|unit:document|units:20|resamples:200|seed:12345" in out
@@ -391,7 +392,7 @@ def test_few_documents_give_no_mark_and_the_note_says_so(tmp_path, capsys, docs,
         assert rows and all(r["p"] >= min(floor, 1 / 1001) for r in rows), (docs, test, rows)
         marks = {m for m in METRICS if out["metrics"][m][1]["significant"]}
         assert {"BLEU", "TER"} <= marks if marked else not marks, (docs, test, marks)
-    assert compare_runs.main([str(none), str(full)]) == 0
+    assert compare_command.main([str(none), str(full)]) == 0
     captured = capsys.readouterr()
     numbers = captured.out.split("\n\n†:")[0]
     d = comb(2 * docs - 1, docs)

@@ -1,4 +1,4 @@
-"""Terminology consistency (adaptsim/metrics/terms.py, adaptsim/report/terms_report.py): a hand-made dictionary
+"""Terminology consistency (adaptsim/metrics/terms.py, adaptsim/report/terms.py): a hand-made dictionary
 (file → Datei, Akte), hand-made streams, and a finished run directory written by hand (no model, no ../shared)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def dictionary(tmp_path):
 @pytest.fixture
 def terms(dictionary):
     from adaptsim.report.resources import SWITCHES, presets
-    from adaptsim.report.terms_report import PRESET
+    from adaptsim.report.terms import PRESET
 
     return Terms(Litter(Dictionary.load([{"path": str(dictionary), "format": "tsv", "from": "en", "to": "de"}],
                                         "en", "de"), "en", "de", **{k: presets()[PRESET][k] for k in SWITCHES}))
@@ -203,7 +203,7 @@ def test_terms_command_reads_litters_resources_and_refuses_a_misspelt_switch(tmp
 
 
 def test_terms_command_refuses_runs_without_their_sources_in_one_line(tmp_path, dictionary):
-    from adaptsim.report.terms_report import main
+    from adaptsim.report.terms import main
 
     for method in ("none", "full"):
         write_run(tmp_path / "runs", method)

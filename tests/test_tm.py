@@ -74,7 +74,7 @@ def test_tm_in_lockstep_is_tm_alone_and_resumes_to_the_uninterrupted_run(tmp_pat
 
 
 def test_repeated_words_fall_into_the_band_of_the_sentence_they_were_last_seen_in():
-    from adaptsim.report.cxmi import Roles
+    from adaptsim.metrics.roles import Roles
     from adaptsim.report.match_bands import statistics
 
     rows = [{"source": "Open the file menu.", "reference": "Öffnen Sie das Dateimenü.", "hypothesis": "x"},
@@ -82,7 +82,7 @@ def test_repeated_words_fall_into_the_band_of_the_sentence_they_were_last_seen_i
              "hypothesis": "Öffnen Sie das Dateimenü."},
             {"source": "Birds sing at dawn near the old harbour.", "reference": "Vögel singen im Dateimenü.",
              "hypothesis": "Vögel singen."}]  # Dateimenü again, last seen in a dissimilar sentence: band < 75
-    roles = Roles({}, [r["reference"] for r in rows], ["d"] * 3, "document")
+    roles = Roles({"lang": "de"}, [r["reference"] for r in rows], ["d"] * 3, "document")
     stats = {m: s.sum(axis=0).tolist() for m, s in statistics(roles, rows).items()}
     assert stats["R1 100"] == [3, 3]  # Öffnen, Sie (truecased: the polite pronoun), Dateimenü: recalled
     assert stats["R1+ <75"] == [0, 1] and stats["R1 <75"] == [0, 0]  # Dateimenü's third occurrence, missed

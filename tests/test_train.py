@@ -15,7 +15,7 @@ from transformers import MarianMTModel, MarianTokenizer
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
 from adaptsim.hydra_app import compose
-from adaptsim.commands.train import encode, inverse_sqrt, make_batches, train
+from adaptsim.basemodel.trainer import encode, inverse_sqrt, make_batches, train
 
 _BIG = {"den Hund": "den großen Hund", "die Katze": "die große Katze", "das Haus": "das große Haus",
         "den Tisch": "den großen Tisch", "ein Buch": "ein großes Buch", "den Schlüssel": "den großen Schlüssel"}
@@ -65,7 +65,7 @@ def test_paper_transformer_has_the_size_the_paper_budgets_refer_to():
     from omegaconf import OmegaConf
     from transformers import MarianMTModel
 
-    from adaptsim.scratch_model import count_parameters, marian_config
+    from adaptsim.basemodel.scratch_model import count_parameters, marian_config
 
     cfg = compose("train", ["train.source=a", "train.target=b"])
     vocab = {str(i): i for i in range(int(cfg.model.vocab.size))}

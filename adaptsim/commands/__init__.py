@@ -1,4 +1,5 @@
-"""The commands that run work (`adaptsim run|bench|select-fixed|train|score|data-stats|convert`), one module each,
-dispatched by adaptsim/cli.py. Each is a thin wrapper: it reads its arguments (Hydra's, or argparse's) and calls the
-engine (session, simulate, lockstep, methods, metrics); the reports (`table`, `plot`, `findings`, `compare`) are in
-adaptsim/report."""
+"""The commands that run work (`adaptsim run|bench|select-fixed|train|convert|score|data-stats`), one module each
+(`select-fixed` is select_fixed.py), dispatched by adaptsim/cli.py. Each is a thin wrapper: it reads its arguments
+(Hydra's through adaptsim/hydra_app.py, or argparse's) and calls the engine (simulate, lockstep, session, methods,
+metrics) or the base-model tooling (adaptsim/basemodel/: `train`, `convert`); the reports over finished runs
+(`table`, `plot`, `findings`, `compare`, `cxmi`, `litter`, `terms`) are in adaptsim/report/."""

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.methods.budget import fill_budget, resolve_budget
 from adaptsim.methods.fixed import list_path, pair_key
@@ -44,7 +45,6 @@ from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import JobSummary
 from adaptsim.progress import progress
 from adaptsim.session import Session, load
-from adaptsim.simulate import fingerprint
 
 log = logging.getLogger("adaptsim")
 

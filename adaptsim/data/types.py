@@ -1,7 +1,8 @@
-"""What every reader returns: documents of ordered (source, reference) segments."""
+"""What every reader returns: documents of ordered (source, reference) segments, and the hash that tells data apart."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -36,3 +37,12 @@ class Dataset(list):
     def __init__(self, documents=(), skipped: dict | None = None):
         super().__init__(documents)
         self.skipped: Counter = Counter(skipped or {})
+
+
+def fingerprint(documents) -> str:
+    """A short hash of the data itself, so reports can refuse to compare runs on different data."""
+    h = hashlib.sha256()
+    for doc in documents:
+        for s in doc.segments:
+            h.update(f"{s.doc_id}\t{s.source}\t{s.reference}\n".encode())
+    return h.hexdigest()[:16]

@@ -1,4 +1,5 @@
-"""LitTER, the literal translation error rate of idioms (Baziotis, Mathur & Hasler, EACL 2023): per segment.
+"""LitTER, the literal translation error rate of idioms (Baziotis, Mathur & Hasler, EACL 2023): per segment, then
+over the stream (the figures of `adaptsim litter`, adaptsim/report/litter.py, at the end of this module).
 
 A segment is an error when the hypothesis holds a dictionary translation of an idiom word that the reference
 avoids. Read against the authors' code, amazon-research/idiom-mt `metrics/litter.py` (line numbers below are
@@ -54,12 +55,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache, lru_cache
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
 import simplemma
 import stopwordsiso
 from sacremoses import MosesTokenizer
@@ -338,3 +340,49 @@ class Litter:
                          f"acc:{'strip' if self.strip_accents else 'keep'}", f"comp:{yes[self.compounds]}",
                          f"partial:{yes[self.partial]}",
                          f"lemma:{'simplemma-' + version('simplemma') if self.lemmas else 'no'}"])
+
+
+# -- over the stream (`adaptsim litter`: LitTER, LitTER.macro, LitTER0, LitTER1, …, LitTER.repeat) -------------
+def occurrences(spans: list[list[str]], doc_ids: list[str], scope: str) -> list[list[tuple[str, int]]]:
+    """Per segment, its idioms with their occurrence index k in the counting scope."""
+    out, seen, previous = [], Counter(), object()
+    for idioms, doc in zip(spans, doc_ids):
+        group = doc if scope == "document" else None
+        if group != previous:
+            seen, previous = Counter(), group
+        here = []
+        for idiom in idioms:
+            here.append((idiom, seen[idiom]))
+            seen[idiom] += 1
+        out.append(here)
+    return out
+
+
+def statistics(verdicts: list[list[bool | None]], occ: list[list[tuple[str, int]]], labels: list[str],
+               k_max: int) -> dict[str, np.ndarray]:
+    """Per-segment statistics of every LitTER figure (errors, occurrences with a verdict; macro: per idiom)."""
+    n = len(occ)
+    names = ["LitTER", "LitTER.macro", *(f"LitTER{k}" for k in range(k_max + 1)), "LitTER.repeat"]
+    stats = {m: np.zeros((n, 2 * len(labels) if m == "LitTER.macro" else 2)) for m in names}
+    column = {label: j for j, label in enumerate(labels)}
+    last: dict[tuple[str, int], bool | None] = {}
+    for i, (segment, verdict) in enumerate(zip(occ, verdicts)):
+        for (idiom, k), error in zip(segment, verdict):
+            if k and last.get((idiom, k - 1)) is True and error is not None:
+                stats["LitTER.repeat"][i] += (error, 1)
+            last[idiom, k] = error
+            if error is None:
+                continue
+            stats["LitTER"][i] += (error, 1)
+            if k <= k_max:
+                stats[f"LitTER{k}"][i] += (error, 1)
+            stats["LitTER.macro"][i, 2 * column[idiom]:2 * column[idiom] + 2] += (error, 1)
+    return stats
+
+
+def macro(t: np.ndarray) -> np.ndarray:
+    """Mean over idioms of each idiom's rate (percent), idioms without a verdict left out."""
+    num, den = t[..., 0::2], t[..., 1::2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+        return 100 * np.nanmean(rates, axis=-1)

@@ -18,7 +18,8 @@ once per distinct cased token.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import stopwordsiso
@@ -44,6 +45,11 @@ def load_stopwords(lang: str, path: str | Path | None = None) -> frozenset[str]:
 def is_word(token: str) -> bool:
     """Punctuation and symbols are never content words: a word holds a letter or a digit."""
     return any(c.isalnum() for c in token)
+
+
+def is_punctuation(text: str) -> bool:
+    """Text of punctuation and symbols only (Unicode categories P*, S*)."""
+    return bool(text) and all(unicodedata.category(c)[0] in "PS" for c in text)
 
 
 def _unescape(token: str) -> str:
@@ -114,3 +120,14 @@ class WordPipeline:
         if words is None:
             words = self._content[text] = self._words_of(self._escaped(text))
         return words
+
+
+def content_words(references: Sequence[str], lang: str, case: str, stopwords: str | Path | None,
+                  truecase_text: Sequence[str] | None) -> WordPipeline:
+    """A run's content words, built the one way: the target language's tokenizer and stopwords (`stopwords`: a file,
+    else stopwords-iso's), the truecaser trained on `truecase_text` or else on the references (whose content words
+    are then cached, as they are scored next). For the Evaluator, and for the reports that group words as the run
+    did (adaptsim.metrics.roles)."""
+    words = WordPipeline(lang, load_stopwords(lang, stopwords), case)
+    words.fit(references if truecase_text is None else truecase_text, keep=truecase_text is None)
+    return words

@@ -7,7 +7,8 @@ that comes with two different fingerprints is refused (same name, different data
 different `limit`), and so is a block whose runs scored with different metric settings (signatures).
 The baseline of a block is its `method=none` run, read from disk and never recomputed; several
 baseline runs are one row if their scores agree (two sweeps each with `none`); if they disagree there
-is no baseline (absolute tables still list them, relative tables and plots refuse).
+is no baseline (absolute tables still list them, relative tables and plots refuse). Runs joined token by token with
+the baseline (CXMI) must also agree on the settings that decide how a reference scores (`check_joinable`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from adaptsim.errors import UserError
-from adaptsim.resume import FREE
 from adaptsim.metrics.effort import RATES
 from adaptsim.report.runs import Run
+from adaptsim.resume import FREE
 
 BASELINE = "none"
 LOWER_IS_BETTER = {"TER", *RATES}  # TER and the translator's effort (KSMR, KSR, WSR, MAR)
@@ -26,6 +27,9 @@ PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's r
 ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper
 # Config keys that do not change results: left out when telling two runs of one method apart.
 _NOT_RESULTS = (*FREE, "hydra", "device", "save_offsets")  # no method variant: not in a label
+# settings that change what a reference scores or how a run's hypotheses come about: runs joined token by token
+# with the baseline (CXMI) must agree on them
+_SAME_SCORING = ("model", "decode", "update.dtype", "device")
 
 
 @dataclass
@@ -54,7 +58,7 @@ class Block:
 
 def blocks(runs: list[Run]) -> list[Block]:
     """Group runs into comparable blocks, or raise UserError saying why they are not comparable."""
-    _one_model(runs)
+    one_model(runs)
     by_data: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
         by_data[run.fingerprint].append(run)
@@ -73,11 +77,11 @@ def blocks(runs: list[Run]) -> list[Block]:
         group.sort(key=lambda r: (r is not baseline, _order(r.method), r.method))
         first = group[0]
         out.append(Block(first.dataset, fp, first.model, first.model_path, first.summary.get("segments", 0),
-                         list(zip(_labels(group), group)), baseline, ambiguous))
+                         list(zip(labels(group), group)), baseline, ambiguous))
     return sorted(out, key=lambda b: b.dataset)
 
 
-def _one_model(runs: list[Run]) -> None:
+def one_model(runs: list[Run]) -> None:
     """A model is known by its files (summary.json `model_fingerprint`), whatever path reached it; runs recorded
     before that fingerprint are known by their path (then all are)."""
     by_files = all(run.summary.get("model_fingerprint") for run in runs)
@@ -119,19 +123,42 @@ def _order(method: str) -> int:
     return ROW_ORDER.index(method) if method in ROW_ORDER else len(ROW_ORDER)
 
 
-def _labels(runs: list[Run]) -> list[str]:
+def check_joinable(base: Run, run: Run) -> None:
+    """Refuse (one line) a pair of runs whose log-probabilities cannot be compared (CXMI): the θ0 side must be the
+    baseline run (method=none), on the same data, model and settings of decoding and of the update's arithmetic."""
+    if base.summary.get("method") != BASELINE:
+        raise UserError(f"{base.dir}: CXMI compares every run with the baseline (method=none), which scores the "
+                        f"references under θ0; this run's method is {base.summary.get('method')!r}")
+    if base.fingerprint != run.fingerprint:
+        raise UserError(f"{run.dir}: CXMI needs the baseline on the same data ({run.fingerprint} vs "
+                        f"{base.fingerprint} in {base.dir})")
+    a, b = base.summary.get("config") or {}, run.summary.get("config") or {}
+    for key in _SAME_SCORING:
+        va, vb = _setting(a, key), _setting(b, key)
+        if va != vb:
+            raise UserError(f"{run.dir}: CXMI needs the baseline with the same {key} ({vb!r} here, {va!r} in "
+                            f"{base.dir})")
+
+
+def _setting(config: dict, dotted: str):
+    for part in dotted.split("."):
+        config = (config or {}).get(part) if isinstance(config, dict) else None
+    return config
+
+
+def labels(runs: list[Run]) -> list[str]:
     """Method names ("baseline" for none); runs of one method get the config values that differ."""
-    labels = []
+    out = []
     for run in runs:
         same = [r for r in runs if r.method == run.method]
         name = "baseline" if run.method == BASELINE else run.method
         keys = sorted({k for r in same for k in {*r.config, *run.config}
                        if not k.startswith(_NOT_RESULTS) and repr(r.config.get(k)) != repr(run.config.get(k))})
-        labels.append(f"{name} ({', '.join(f'{k}={run.config.get(k)}' for k in keys)})" if keys else name)
-    for i, label in enumerate(labels):
-        if labels.count(label) > 1:
-            labels[i] = f"{label} [{runs[i].dir.name}]"
-    return labels
+        out.append(f"{name} ({', '.join(f'{k}={run.config.get(k)}' for k in keys)})" if keys else name)
+    for i, label in enumerate(out):
+        if out.count(label) > 1:
+            out[i] = f"{label} [{runs[i].dir.name}]"
+    return out
 
 
 def relative(value: float | None, base: float | None) -> float | None:

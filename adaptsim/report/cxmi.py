@@ -1,241 +1,154 @@
-"""CXMI: how much a run's model gains from the post-edited history (Fernandes, Yin, Neubig & Martins, ACL 2021,
-read for online adaptation; docs/design.md §4).
+"""`adaptsim cxmi DIR…`: what the adapted models gained from the post-edited history (adaptsim.metrics.cxmi).
 
-Online adaptation is context use: θ_{i−1} has seen the post-edits before segment i, θ0 has not. Every run
-records each reference token's log-probability under its θ_{i−1} (steps.jsonl `logprobs`, from the forward
-that measures `ppl_before`: teacher-forced, before adapting on the pair; `memory`'s from its interpolated
-distribution), and the baseline run (`none`) records them under θ0. So per token
-
-    P-CXMI_t = log q_θ{i−1}(y_t | y_<t, x) − log q_θ0(y_t | y_<t, x)          (nats; </s> included)
-
-and a segment's CXMI is the sum over its tokens. Three corpus figures, all resampled like R0/R1 (the per-segment
-statistics below), all in nats, positive where the history made the references more likely (the baseline against
-itself: exactly 0):
-
-- `CXMI/seg`: Σ over segments of a segment's Σ P-CXMI, / segments. The paper's equation (Fernandes et al. §3, eq. 2
-  and Appendix A: −1/N Σ_i log q_A(y_i|x_i)/q_C(y_i|x_i,c_i), a sentence's log-likelihood ratio averaged over
-  sentences); it grows with segment length (1.9–7.0 nats on the idiom stream).
-- `CXMI.sent`: the mean over segments of each segment's Σ P-CXMI / its tokens. The paper's code and so its figures
-  (~10⁻² nats): neulab/contextual-mt contextual_mt/docmt_cxmi.py l. 152–156 and 247 take fairseq's
-  SequenceScorer `score`, a sentence's mean log-probability per token (</s> included), subtract, and average the
-  differences over sentences. Set this one beside the paper's numbers.
-- `CXMI`: Σ over all tokens / tokens (nats per token, each token weighing the same: the per-token entropy
-  difference H_θ0(Y|X) − H_θ(Y|X)). adaptsim's own figure; it differs from `CXMI.sent` where long and short
-  segments gain differently.
-
-What the paper compares is a context-aware model with and without context; adaptsim's reading compares the
-adapted θ_{i−1} (the context: the post-edited history) with θ0, both on the post-edited reference.
-
-Words. A reference's pieces are grouped into words (a piece opening with ▁ starts one; a piece of punctuation
-alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces. Its
-role in the stream comes from R0/R1's counting (adaptsim.metrics.recall, the run's scope, set level): the first,
-second (recalled or missed by this run's hypothesis) or a later occurrence of a content word; "other content"
-for a word the metrics' tokenisation does not see as one content word (hyphenated compounds, a word split
-differently); a stopword; punctuation; the end of sentence (and any language token).
+Per block of runs (one data set, one model, with its baseline run `none`): CXMI per token (adaptsim's), per
+segment (the paper's equation) and the mean of the segments' per-token CXMI (the paper's code and figures;
+adaptsim.metrics.cxmi says which is which) with 95% intervals and † against the baseline; the share of reference tokens whose log-probability fell; negative and
+positive flips per 100 reference content words (content words the baseline's hypothesis has and the run's lacks,
+and the reverse), with intervals; the mean P-CXMI of a word by its role in the stream; and by the distance (in
+segments) since the word's previous occurrence. --out draws CXMI against the stream position and against that
+distance.
 """
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass
+import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 
-from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
-from adaptsim.metrics.recall import occurrence_levels
-from adaptsim.metrics.words import WordPipeline, load_stopwords
+from adaptsim.metrics import cxmi
+from adaptsim.metrics.roles import ROLES, Roles
+from adaptsim.report import significance as sig
+from adaptsim.report.blocks import blocks
+from adaptsim.report.figures import check_out, line_style
+from adaptsim.report.markdown import head
+from adaptsim.report.runs import finished_runs
+from adaptsim.report.stats import Series, compare, ratio, units_of
 
-METRICS = ("CXMI", "CXMI/seg", "CXMI.sent")
-BASELINE = "none"
-ROLES = ("first", "second, recalled", "second, missed", "later", "other content", "stopword", "punctuation", "end")
-# settings that change what a reference scores or how a run's hypotheses come about: the two runs must agree
-_SAME = ("model", "decode", "update.dtype", "device")
-
-
-def check_joinable(base, run) -> None:
-    """Refuse (one line) a pair of runs whose log-probabilities cannot be compared: the θ0 side must be the
-    `none` run, on the same data, model and settings of decoding and of the update's arithmetic."""
-    if base.summary.get("method") != BASELINE:
-        raise UserError(f"{base.dir}: CXMI compares every run with the baseline (method=none), which scores the "
-                        f"references under θ0; this run's method is {base.summary.get('method')!r}")
-    if base.fingerprint != run.fingerprint:
-        raise UserError(f"{run.dir}: CXMI needs the baseline on the same data ({run.fingerprint} vs "
-                        f"{base.fingerprint} in {base.dir})")
-    a, b = base.summary.get("config") or {}, run.summary.get("config") or {}
-    for key in _SAME:
-        va, vb = _get(a, key), _get(b, key)
-        if va != vb:
-            raise UserError(f"{run.dir}: CXMI needs the baseline with the same {key} ({vb!r} here, {va!r} in "
-                            f"{base.dir})")
+WINDOW = 50  # segments in the moving average of the position curve
+FLIPS = ("flips−", "flips+")
 
 
-def _get(config: dict, dotted: str):
-    for part in dotted.split("."):
-        config = (config or {}).get(part) if isinstance(config, dict) else None
-    return config
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adaptsim cxmi", description=__doc__.split("\n\n")[0])
+    p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories with a method=none run")
+    p.add_argument("--out", type=Path, help="also draw the curves into this figure (.png, .pdf or .svg)")
+    sig.add_arguments(p)
+    return p
 
 
-def forced(config: dict) -> int:
-    """How many label positions decoding forces (a multilingual model's target-language token opens the labels):
-    left out of CXMI, since no translation ever predicts them."""
-    return 1 if _get(config, "model.languages.target_token") else 0
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    if args.out is not None:
+        check_out(args.out)
+    found = finished_runs(args.dirs, "cxmi")
+    cfg = sig.settings(args)
+    figures = []
+    for block in blocks(found.runs):
+        block.need_baseline("CXMI")
+        if len(block.rows) < 2:
+            raise UserError(f"dataset {block.dataset!r}: only the baseline run; CXMI compares adapted runs with it")
+        analysis = analyse([run for _, run in block.rows], cfg)
+        print(render(block, [label for label, _ in block.rows], analysis))
+        figures.append((block, analysis))
+    if args.out is not None:
+        draw(figures, args.out)
+        print(f"adaptsim cxmi: wrote {args.out}", file=sys.stderr)
+    return 0
 
 
-def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str, skip: int = 0
-                 ) -> list[np.ndarray | None]:
-    """Per segment, the P-CXMI of each reference token after the first `skip` (forced) ones (None where either run
-    has no log-probabilities: a step written before adaptsim recorded them, or whose first forward diverged)."""
-    out = []
-    for i, (b, r) in enumerate(zip(base_rows, run_rows, strict=True)):
-        lb, lr = b.get("logprobs"), r.get("logprobs")
-        if lb is None or lr is None:
-            out.append(None)
-            continue
-        if b.get("ref_pieces") != r.get("ref_pieces") or len(lb) != len(lr):
-            raise UserError(f"{where}: segment {i + 1}'s reference has other pieces than the baseline's; CXMI "
-                            "needs runs of one model")
-        out.append(np.asarray(lr[skip:], dtype=float) - np.asarray(lb[skip:], dtype=float))
-    return out
+def analyse(runs, cfg: sig.Settings) -> dict:
+    """Everything the report shows, for runs[0] = the baseline and the runs after it."""
+    steps = sig.paired(runs)
+    base = steps[0]
+    values = [s.cxmi_values(base) for s in steps]
+    roles = Roles.of_run(base)
+    index, n_units = units_of(base.doc_ids, cfg.unit)
+    sig.warn_few(n_units, cfg, "cxmi")
+    flips = [cxmi.flips(roles, base.rows, s.rows) for s in steps]
+    series = [Series(m, ratio(1.0), [cxmi.statistics(m, v) for v in values]) for m in cxmi.METRICS]
+    series += [Series(name, ratio(100.0), [f[:, [j, 2]] for f in flips]) for j, name in enumerate(FLIPS)]
+    words = [cxmi.words(roles, s.rows, v) for s, v in zip(steps, values)]
+    tokens = [np.concatenate([v for v in vs if v is not None] or [np.zeros(0)]) for vs in values]
+    return {"result": compare(series, index, n_units, cfg), "words": words, "values": values,
+            "negative": [float((t < 0).mean()) if len(t) else None for t in tokens],
+            "missing": max(cxmi.missing(v) for v in values), "doc_ids": base.doc_ids}
 
 
-def statistics(metric: str, values: Sequence[np.ndarray | None]) -> np.ndarray:
-    """Per-segment statistics (segments × 2, numerator and denominator of the ratio) of CXMI (Σ P-CXMI, tokens),
-    CXMI/seg (Σ P-CXMI, 1) or CXMI.sent (Σ P-CXMI / tokens, 1); a segment without log-probabilities counts in
-    none."""
-    def row(v: np.ndarray) -> tuple[float, float]:
-        if metric == "CXMI":
-            return float(v.sum()), float(len(v))
-        return (float(v.mean()) if metric == "CXMI.sent" else float(v.sum())), 1.0
-
-    rows = [(0.0, 0.0) if v is None or not len(v) else row(v) for v in values]
-    return np.array(rows, dtype=float).reshape(len(rows), 2)
-
-
-def missing(values: Sequence[np.ndarray | None]) -> int:
-    return sum(v is None for v in values)
-
-
-# -- words and their roles ------------------------------------------------------------------------------------
-@dataclass
-class Word:
-    segment: int
-    role: str
-    value: float      # Σ P-CXMI over the word's pieces
-    distance: int | None  # segments since the word's previous occurrence (second and later occurrences)
-
-
-def _is_punctuation(text: str) -> bool:
-    return bool(text) and all(unicodedata.category(c)[0] in "PS" for c in text)
-
-
-def _is_special(piece: str) -> bool:
-    """</s>, <unk>, and language tokens such as __de__ or >>deu<<."""
-    return (piece.startswith("<") and piece.endswith(">")) or (piece.startswith("__") and piece.endswith("__")) \
-        or (piece.startswith(">>") and piece.endswith("<<"))
+def render(block, labels: list[str], a: dict) -> str:
+    result = a["result"]
+    out = [f"**{block.dataset} · {block.segments} segments · model {block.model}**", "",
+           *head("method", ["CXMI (nats/token)", "CXMI/seg (nats; paper's eq.)", "CXMI.sent (nats/token; paper's code)",
+                            "tokens < 0", "flips− /100 words", "flips+ /100 words"])]
+    for i, label in enumerate(labels):
+        cells = [sig.cell(result, i, m, 3 if m in cxmi.METRICS else 1) for m in (*cxmi.METRICS, *FLIPS)]
+        negative = a["negative"][i]
+        cells.insert(len(cxmi.METRICS), "–" if negative is None else f"{100 * negative:.1f}%")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out += ["", f"_{sig.footer(result)}; signature {result.signature}._"]
+    if a["missing"]:
+        out.append(f"_{a['missing']} segment(s) without log-probabilities (written by an older adaptsim, or "
+                   "diverged) are left out._")
+    out += ["", "P-CXMI of a reference word by its role in the stream (nats per word; words in brackets):", "",
+            *head("role", labels[1:])]
+    for role in ROLES:
+        cells = []
+        for ws in a["words"][1:]:
+            v = [w.value for w in ws if w.role == role]
+            cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
+        out.append(f"| {role} | " + " | ".join(cells) + " |")
+    out += ["", "P-CXMI of a second or later occurrence by segments since the previous one (nats per word):", "",
+            *head("segments back", labels[1:])]
+    for name in _bins([w for ws in a["words"][1:] for w in ws]):
+        cells = []
+        for ws in a["words"][1:]:
+            v = [w.value for w in ws if w.distance is not None and cxmi.distance_bin(w.distance) == name]
+            cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
-def piece_words(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
-    """A reference's pieces grouped into words: (text, the pieces' positions)."""
-    words: list[tuple[str, list[int]]] = []
-    special = False  # whether the last word is a special token (</s>, a language token): a word of its own
-    for j, piece in enumerate(pieces):
-        text = piece.replace("▁", "")
-        if _is_special(piece) or not words or special or piece.startswith("▁") or _is_punctuation(text) \
-                or _is_punctuation(words[-1][0]):
-            special = _is_special(piece)
-            words.append(("" if special else text, [j]))
-        else:  # a bare "▁" opens a word its next piece continues
-            words[-1] = (words[-1][0] + text, words[-1][1] + [j])
-    return words
+def _bins(words) -> list[str]:
+    """The distance bins that occur, in order."""
+    present = {cxmi.distance_bin(w.distance) for w in words if w.distance is not None}
+    return [name for name in map(cxmi.distance_bin, cxmi.DISTANCE_BINS) if name in present]
 
 
-class Roles:
-    """Each reference word's role in the stream, by R0/R1's counting, for one run's hypotheses."""
-
-    def __init__(self, config: dict, references: Sequence[str], doc_ids: Sequence[str], scope: str):
-        metrics = config.get("metrics") or {}
-        lang = metrics.get("lang") or "de"
-        self.words = WordPipeline(lang, load_stopwords(lang, metrics.get("stopwords")), metrics.get("case", "truecase"))
-        text = metrics.get("truecase_text")  # the truecaser trained as the run's evaluator trained it
-        self.words.fit(references if text is None else read_lines(text), keep=text is None)
-        self.sets = [self.words(r) for r in references]
-        groups = list(doc_ids) if scope == "document" else [None] * len(references)
-        self.levels = occurrence_levels(self.sets, groups, 1)
-        self.previous = _previous_occurrence(self.sets, groups)
-
-    @classmethod
-    def of_run(cls, steps) -> Roles:
-        """The roles in a run's stream (its steps.jsonl, adaptsim.report.significance.Steps), counted as its
-        summary says: its metric settings and scope."""
-        summary = steps.run.summary
-        return cls(summary.get("config") or {}, [r["reference"] for r in steps.rows], steps.doc_ids,
-                   summary.get("metrics_scope", "document"))
-
-    def of(self, i: int, text: str, hypothesis_words: frozenset[str]) -> tuple[str, int | None]:
-        if not text:
-            return "end", None
-        if _is_punctuation(text):
-            return "punctuation", None
-        word = next((w for w in (text, text[:1].lower() + text[1:], text[:1].upper() + text[1:])
-                     if w in self.sets[i]), None)
-        if word is None:
-            return ("stopword" if text.lower() in self.words.stopwords or text in self.words.stopwords
-                    else "other content"), None
-        distance = self.previous[i].get(word)
-        if word in self.levels[i][0]:
-            return "first", None
-        if word in self.levels[i][1]:
-            return ("second, recalled" if word in hypothesis_words else "second, missed"), distance
-        return "later", distance
+def _moving(values, window: int) -> np.ndarray:
+    """Per segment, CXMI per token over the last `window` segments (Σ P-CXMI / tokens)."""
+    sums = np.array([0.0 if v is None else v.sum() for v in values])
+    counts = np.array([0 if v is None else len(v) for v in values], dtype=float)
+    cs, cc = np.cumsum(sums), np.cumsum(counts)
+    start = np.maximum(np.arange(len(values)) - window, -1)
+    num = cs - np.where(start >= 0, cs[np.maximum(start, 0)], 0.0)
+    den = cc - np.where(start >= 0, cc[np.maximum(start, 0)], 0.0)
+    return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _previous_occurrence(sets: Sequence[frozenset[str]], groups: Sequence) -> list[dict[str, int]]:
-    """Per segment, for each of its words seen earlier in the scope, how many segments back."""
-    out, last, previous = [], {}, object()
-    for i, (words, group) in enumerate(zip(sets, groups)):
-        if group != previous:
-            last, previous = {}, group
-        out.append({w: i - last[w] for w in words if w in last})
-        last.update({w: i for w in words})
-    return out
+def draw(figures, out: Path) -> None:
+    import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None]) -> list[Word]:
-    """Every reference word of the stream with its role and P-CXMI (segments without log-probabilities left
-    out)."""
-    out = []
-    if not any("▁" in p for row in rows for p in row["ref_pieces"]):
-        raise UserError("word roles need sentencepiece pieces (▁ opening a word); this model's tokenizer writes "
-                        "none")
-    for i, (row, v) in enumerate(zip(rows, values)):
-        if v is None:
-            continue
-        hyp = roles.words(row.get("hypothesis") or "")
-        for text, positions in piece_words(row["ref_pieces"][len(row["ref_pieces"]) - len(v):]):
-            role, distance = roles.of(i, text, hyp)
-            out.append(Word(i, role, float(v[positions].sum()), distance))
-    return out
-
-
-def flips(roles: Roles, base_rows: Sequence[dict], run_rows: Sequence[dict]) -> np.ndarray:
-    """Per segment (segments × 3): reference content words the baseline's hypothesis has and the run's lacks
-    (negative flips, the interference a translator notices), the reverse (positive flips), and the reference's
-    content words."""
-    out = []
-    for i, (b, r) in enumerate(zip(base_rows, run_rows)):
-        ref = roles.sets[i]
-        hb, hr = roles.words(b.get("hypothesis") or ""), roles.words(r.get("hypothesis") or "")
-        out.append((len((ref & hb) - hr), len((ref & hr) - hb), len(ref)))
-    return np.array(out, dtype=float).reshape(len(out), 3)
-
-
-DISTANCE_BINS = (1, 2, 3, 5, 9, 17, 33, 65)  # segments since the previous occurrence: 1, 2, 3–4, 5–8, …
-
-
-def distance_bin(d: int) -> str:
-    k = max(i for i, low in enumerate(DISTANCE_BINS) if d >= low)
-    low = DISTANCE_BINS[k]
-    high = DISTANCE_BINS[k + 1] - 1 if k + 1 < len(DISTANCE_BINS) else None
-    return str(low) if high == low else f"{low}–{high}" if high else f"≥{low}"
+    fig, axes = plt.subplots(len(figures), 2, figsize=(11, 3.6 * len(figures)), squeeze=False)
+    for (block, a), (left, right) in zip(figures, axes):
+        for k, ((label, _), values, ws) in enumerate(zip(block.rows[1:], a["values"][1:], a["words"][1:])):
+            style = line_style(k)
+            left.plot(np.arange(1, len(values) + 1), _moving(values, WINDOW), label=label, **style)
+            bins = _bins(ws)
+            means = [np.mean([w.value for w in ws if w.distance is not None and cxmi.distance_bin(w.distance) == b])
+                     for b in bins]
+            right.plot(range(len(bins)), means, marker="o", label=label, **style)
+            right.set_xticks(range(len(bins)), bins)
+        left.axhline(0, color="grey", lw=0.8)
+        right.axhline(0, color="grey", lw=0.8)
+        left.set(title=f"{block.dataset}: CXMI over the stream ({WINDOW}-segment window)", xlabel="segment",
+                 ylabel="nats per token")
+        right.set(title="P-CXMI by segments since the previous occurrence", xlabel="segments back",
+                  ylabel="nats per word")
+        left.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out)

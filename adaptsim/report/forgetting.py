@@ -16,6 +16,8 @@ from pathlib import Path
 
 from adaptsim.errors import UserError
 from adaptsim.report.blocks import BASELINE, blocks
+from adaptsim.report.figures import check_out, line_style
+from adaptsim.report.markdown import head
 from adaptsim.report.runs import finished_runs
 
 
@@ -40,8 +42,8 @@ def markdown(block) -> str | None:
     info = probed[0][1].summary["probe"]
     lines = [f"**{block.dataset} · model {block.model} · probe {Path(info['path']).name} ({info['segments']} "
              f"segments, every {info['every']} segments of the stream)**", "",
-             "| run | probes | probe BLEU θ0 | final | Δ BLEU | Δ chrF | Δ nats/token | stream Δ R0 | stream Δ R1 |",
-             "|:--|--:|--:|--:|--:|--:|--:|--:|--:|"]
+             *head("run", ["probes", "probe BLEU θ0", "final", "Δ BLEU", "Δ chrF", "Δ nats/token", "stream Δ R0",
+                           "stream Δ R1"])]
     for label, run in probed:
         points = run.summary["probe"]["points"]
         first, last = points[0], points[-1]
@@ -57,7 +59,6 @@ def draw(block, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from adaptsim.report.plot import line_style
 
     fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
     for k, (label, run) in enumerate((lb, r) for lb, r in block.rows if r.summary.get("probe")):
@@ -80,6 +81,8 @@ def draw(block, out: Path) -> None:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    if args.out:
+        check_out(Path(args.out))  # a bad file type or place is refused before any work
     groups = blocks(finished_runs(args.dirs, "forgetting").runs)
     texts = [(block, markdown(block)) for block in groups]
     texts = [(block, text) for block, text in texts if text]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 from rapidfuzz import fuzz
 
+from adaptsim.metrics.roles import Roles
 from adaptsim.report import significance as sig
-from adaptsim.report.cxmi import Roles
+from adaptsim.report.markdown import head
 from adaptsim.report.stats import Series, compare, ratio, units_of
 
 BANDS = (("100", 100.0), ("95–99", 95.0), ("75–94", 75.0), ("<75", 0.0))  # name, lowest score
@@ -59,7 +60,7 @@ def render(block, labels: list[str], analysis) -> str:
     result, names, words = analysis
     out = [f"**{block.dataset}: recall of repeated words by the fuzzy match between the sentence and the one where "
            "the word was last seen**", "",
-           "| method | " + " | ".join(f"{m} ({words[m]})" for m in names) + " |", "|:--" + "|--:" * len(names) + "|"]
+           *head("method", [f"{m} ({words[m]})" for m in names])]
     for i, label in enumerate(labels):
         out.append(f"| {label} | " + " | ".join(sig.cell(result, i, m) for m in names) + " |")
     return "\n".join(out + ["", f"_R1: second occurrences, R1+: all later ones; in brackets the words in each band; "

@@ -18,6 +18,7 @@ from pathlib import Path
 from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, Block, blocks
+from adaptsim.report.figures import check_out, line_style
 from adaptsim.report.runs import finished_runs
 
 DEFAULT_METRICS = "R0,R1,R0+1,BLEU"  # Figure 2's panels, in its order
@@ -84,25 +85,6 @@ def _one_block(groups: list[Block], dataset: str | None) -> Block:
 
 def _units(doc_ids: list[str], unit: str) -> int:
     return len(set(doc_ids)) if unit == "document" else len(doc_ids)
-
-
-def check_out(out: Path) -> None:
-    """Refuse, before any work, an --out whose file type matplotlib cannot write."""
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    types = FigureCanvasBase.get_supported_filetypes()
-    if out.suffix.lstrip(".").lower() not in types:
-        raise UserError(f"--out {out}: unknown file type {out.suffix or '(none)'}; use one of "
-                        + ", ".join(f".{t}" for t in sorted(types)))
-
-
-_DASHES = ["-", (0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (2, 2)), (0, (8, 2, 1, 2, 1, 2))]
-
-
-def line_style(k: int) -> dict:
-    """The k-th run's line: its own dash pattern, and wider the earlier it is drawn, so that runs whose curves
-    coincide (common in R1, where few occurrences move a curve) stay visible under the ones drawn after them."""
-    return {"ls": _DASHES[k % len(_DASHES)], "lw": max(1.0, 3.2 - 0.35 * k)}
 
 
 def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_ids: list[str], out: Path,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 from adaptsim.report import paper
+from adaptsim.report.markdown import head
 from adaptsim.report.significance import Steps
 from adaptsim.report.stats import units_of
 
@@ -55,8 +56,8 @@ def power_markdown(block, findings, baseline, unit: str, close: float) -> str:
     set_name = paper.paper_set(block.dataset)
     n = units_of(Steps.of(baseline).doc_ids, unit)[1]
     lines = [f"_Power on {n} {unit}s, against the paper's Table 5 effects on {set_name} (adaptsim/report/power.py):_",
-             "", "| # | verdict here | detectable (95% half-width, points) | the paper's effect here (points) | "
-             f"{unit}s needed for 80% power |", "|--:|:--|--:|:--|--:|"]
+             "", *head("#", ["verdict here", "detectable (95% half-width, points)", "the paper's effect here (points)",
+                             f"{unit}s needed for 80% power"])]
     for f in findings:
         if not f.ways:
             lines.append(f"| {f.number} | {f.verdict} | – | – | – |")
@@ -81,8 +82,7 @@ def effects_markdown(block, methods: list[str], result, metrics: list[str]) -> s
     """`result`: the analysis of [baseline, *methods] on `metrics` (significance.analyse)."""
     set_name = paper.paper_set(block.dataset)
     lines = [f"_Relative to the baseline, % [95% interval], beside the paper's Table 5 on {set_name}:_", "",
-             "| method | " + " | ".join(f"{m} here | paper" for m in metrics) + " |",
-             "|:--|" + "--:|--:|" * len(metrics)]
+             *head("method", [c for m in metrics for c in (f"{m} here", "paper")])]
     for i, method in enumerate(methods, 1):
         cells = []
         for metric in metrics:

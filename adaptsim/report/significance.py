@@ -15,9 +15,10 @@ from functools import partial
 import numpy as np
 
 from adaptsim.errors import UserError
+from adaptsim.metrics import cxmi
 from adaptsim.metrics.effort import RATES, Effort, counting, numerators
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
-from adaptsim.report import cxmi
+from adaptsim.report.blocks import check_joinable
 from adaptsim.report.runs import Run
 from adaptsim.report.stats import (ALPHA, LEVEL, TESTS, UNITS, Result, Series, Settings, compare, distinct_outcomes,
                                    min_units, prefix_bands, ratio, units_of)
@@ -71,7 +72,7 @@ class Steps:
 
     def statistics(self, metric: str, baseline: Steps | None = None) -> np.ndarray:
         """Per-segment sufficient statistics of one metric (segments × columns); CXMI's are this run's joined with
-        the `baseline` run's (adaptsim.report.cxmi)."""
+        the `baseline` run's (adaptsim.metrics.cxmi)."""
         if metric in cxmi.METRICS:
             if baseline is None:
                 raise UserError(f"{metric} needs a baseline run (method=none) beside {self.run.dir}")
@@ -92,7 +93,7 @@ class Steps:
 
     def cxmi_values(self, baseline: Steps) -> list:
         """Each segment's per-token P-CXMI against the baseline run (checked to be comparable)."""
-        cxmi.check_joinable(baseline.run, self.run)
+        check_joinable(baseline.run, self.run)
         return cxmi.token_values(baseline.rows, self.rows, str(self.run.dir / "steps.jsonl"),
                                  cxmi.forced(self.run.summary.get("config") or {}))
 

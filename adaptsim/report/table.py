@@ -28,11 +28,11 @@ import sys
 from dataclasses import dataclass, field
 
 from adaptsim.errors import UserError
-from adaptsim.metrics import effort
-from adaptsim.report.blocks import LOWER_IS_BETTER, Block, best, blocks, relative
-from adaptsim.report import cxmi
-from adaptsim.report.notes import note, notes
+from adaptsim.metrics import cxmi, effort
 from adaptsim.report import significance as sig
+from adaptsim.report.blocks import LOWER_IS_BETTER, Block, best, blocks, relative
+from adaptsim.report.markdown import head
+from adaptsim.report.notes import note, notes
 from adaptsim.report.runs import finished_runs
 
 EFFORT = ["KSMR", "WSR", "MAR"]  # the simulated translator's effort, where the runs have it (metrics.interactive)
@@ -246,8 +246,7 @@ def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str
     out = []
     for block, rs, result in tables:
         extra = _cost_columns(rs)
-        out += [f"**{_caption(block)}**", "", "| method | " + " | ".join(metrics + extra) + " |",
-                "|:--" + "|--:" * len(metrics + extra) + "|"]
+        out += [f"**{_caption(block)}**", "", *head("method", metrics + extra)]
         for r in rs:
             cells = [_cell(r, j, v, decimals, "–") for j, v in enumerate(r.shown)]
             cells = [f"**{c}**" if m and c != "–" else c for c, m in zip(cells, r.best)]

@@ -3,7 +3,7 @@
 Hydra loads launchers only from the `hydra_plugins` package. Every job of the sweep gets its directory and
 .hydra/ files as with Hydra's basic launcher, then all of them run in lockstep, their summaries closed as
 `adaptsim.hydra_app.run_task` closes a job's (finished, failed with the error or the traceback of a bug,
-interrupted by SIGINT or SIGTERM: `adaptsim.hydra_app.closing`).
+interrupted by SIGINT or SIGTERM: `adaptsim.jobs.closing`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class LockstepLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides, initial_job_idx: int):
-        from adaptsim.hydra_app import record_failed_job
+        from adaptsim.jobs import record_failed_job
 
         sweep = Path(str(self.config.hydra.sweep.dir))
         if self.config.hydra.job.config_name != "run":
@@ -61,9 +61,9 @@ class LockstepLauncher(Launcher):
 
 def _run_together(collected, sweep: Path) -> None:
     """Claim every job's directory (with resume=true a finished run is left alone), run the others in lockstep,
-    and close each summary as a job alone is closed (`adaptsim.hydra_app.closing`)."""
+    and close each summary as a job alone is closed (`adaptsim.jobs.closing`)."""
     from adaptsim.errors import UserError
-    from adaptsim.hydra_app import claim_job, closing, job_context, record_failed_job
+    from adaptsim.jobs import claim_job, closing, job_context, record_failed_job
     from adaptsim.lockstep import simulate_together
     from adaptsim.outputs import JobSummary
 

@@ -11,7 +11,7 @@ Why: on real post-edits (ape-it) no method lost R0, against the paper's finding;
 zero-shot penalty is absent there or hidden by a gain on words the stream's pieces already cover.
 
 Reads the runs' steps.jsonl (references and hypotheses: run outputs, not the text-free records), the word
-pipeline and counting scope the runs used (.hydra/config.yaml, summary.json), and checks that its R0 counts
+pipeline and counting scope the runs used (.hydra/config.yaml, summary.json; adaptsim.metrics.roles), and checks that its R0 counts
 equal the runs' own.
 """
 
@@ -25,8 +25,7 @@ import numpy as np
 import sentencepiece
 from omegaconf import OmegaConf
 
-from adaptsim.metrics.recall import occurrence_levels
-from adaptsim.metrics.words import WordPipeline, load_stopwords
+from adaptsim.metrics.roles import Roles
 from adaptsim.report.significance import significant
 from adaptsim.report.stats import Series, Settings, compare, ratio, units_of
 
@@ -75,10 +74,9 @@ def main() -> None:
         raise SystemExit(f"r0_by_pieces.py: no finished baseline (method none) in {args.sweep}")
     summary, steps, metrics = runs["none"]
     references = [s["reference"] for s in steps]
-    words = WordPipeline(metrics.lang, load_stopwords(metrics.lang, metrics.stopwords), metrics.case)
-    words.fit(references, keep=True)  # as the runs did: truecasing trained on the references
-    groups = [s["doc_id"] for s in steps] if summary["metrics_scope"] == "document" else [None] * len(steps)
-    levels = occurrence_levels([words(r) for r in references], groups, 1)
+    # the runs' content words and R0/R1's counting in their scope (as their evaluator built them)
+    roles = Roles(metrics, references, [str(s["doc_id"]) for s in steps], summary["metrics_scope"])
+    words, levels = roles.words, roles.levels
     spm = Path(args.spm or Path(summary["model_path"]) / "target.spm")
     if not spm.is_file():
         raise SystemExit(f"r0_by_pieces.py: {spm}: no such sentencepiece model (give --spm)")

@@ -14,10 +14,9 @@ import math
 from pathlib import Path
 
 from adaptsim.errors import UserError
-from adaptsim.metrics import effort
-from adaptsim.report import cxmi
+from adaptsim.metrics import cxmi, effort
 from adaptsim.report import significance as sig
-from adaptsim.report.blocks import LOWER_IS_BETTER, _labels, _one_model
+from adaptsim.report.blocks import LOWER_IS_BETTER, labels, one_model
 from adaptsim.report.notes import notes
 from adaptsim.report.runs import Run, discover
 
@@ -29,7 +28,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUN", help="run directories; the first is the reference")
     p.add_argument("--metrics", default=DEFAULT_METRICS,
                    help="comma-separated metric keys; those the runs lack are left out; CXMI, CXMI/seg and CXMI.sent "
-                   f"(nats gained over RUN_A, which must be method=none; adaptsim.report.cxmi) (default: {DEFAULT_METRICS})")
+                   f"(nats gained over RUN_A, which must be method=none; adaptsim.metrics.cxmi) (default: {DEFAULT_METRICS})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a text table")
     p.add_argument("--decimals", type=int, default=1, help="digits after the point in the text table (default: 1)")
     sig.add_arguments(p)
@@ -44,16 +43,16 @@ def main(argv: list[str]) -> int:
     signatures = {json.dumps(r.summary.get("signatures"), sort_keys=True) for r in runs}
     if len(signatures) > 1:
         raise UserError("the runs were scored with different metric settings (summary.json signatures differ)")
-    _one_model(runs)  # methods compared on one model: known by its files (the path for runs recorded before)
+    one_model(runs)  # methods compared on one model: known by its files (the path for runs recorded before)
     wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
     sig.scores(runs, wanted)  # CXMI, if asked for: RUN_A must then be the baseline (method=none)
     metrics = [m for m in wanted if all(m in r.scores for r in runs)]
     if not metrics:
         raise UserError(f"none of {', '.join(wanted)} is scored in every run")
     result = sig.analyse(runs, metrics, sig.settings(args), "compare")
-    labels = _labels(runs)
-    print(json.dumps(as_json(runs, labels, metrics, result), indent=2) if args.json
-          else text(runs, labels, metrics, result, args.decimals))
+    names = labels(runs)
+    print(json.dumps(as_json(runs, names, metrics, result), indent=2) if args.json
+          else text(runs, names, metrics, result, args.decimals))
     return 0
 
 

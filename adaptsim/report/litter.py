@@ -27,18 +27,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 
-import numpy as np
 from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.data import load_documents
 from adaptsim.errors import UserError
-from adaptsim.metrics.litter import IdiomList, Litter
+from adaptsim.metrics.litter import IdiomList, Litter, macro, occurrences, statistics
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
+from adaptsim.report.markdown import head
 from adaptsim.report.resources import DEFAULT as RESOURCES
 from adaptsim.report.resources import loader, presets
 from adaptsim.report.runs import finished_runs
@@ -141,51 +140,6 @@ def not_found(located: list[Located]) -> str:
     return f"{missing} of {missing + sum(map(len, located))} labelled occurrences not found in their source"
 
 
-def occurrences(spans: list[list[str]], doc_ids: list[str], scope: str) -> list[list[tuple[str, int]]]:
-    """Per segment, its idioms with their occurrence index k in the counting scope."""
-    out, seen, previous = [], Counter(), object()
-    for idioms, doc in zip(spans, doc_ids):
-        group = doc if scope == "document" else None
-        if group != previous:
-            seen, previous = Counter(), group
-        here = []
-        for idiom in idioms:
-            here.append((idiom, seen[idiom]))
-            seen[idiom] += 1
-        out.append(here)
-    return out
-
-
-def statistics(verdicts: list[list[bool | None]], occ: list[list[tuple[str, int]]], labels: list[str],
-               k_max: int) -> dict[str, np.ndarray]:
-    """Per-segment statistics of every LitTER figure (errors, occurrences with a verdict; macro: per idiom)."""
-    n = len(occ)
-    names = ["LitTER", "LitTER.macro", *(f"LitTER{k}" for k in range(k_max + 1)), "LitTER.repeat"]
-    stats = {m: np.zeros((n, 2 * len(labels) if m == "LitTER.macro" else 2)) for m in names}
-    column = {label: j for j, label in enumerate(labels)}
-    last: dict[tuple[str, int], bool | None] = {}
-    for i, (segment, verdict) in enumerate(zip(occ, verdicts)):
-        for (idiom, k), error in zip(segment, verdict):
-            if k and last.get((idiom, k - 1)) is True and error is not None:
-                stats["LitTER.repeat"][i] += (error, 1)
-            last[idiom, k] = error
-            if error is None:
-                continue
-            stats["LitTER"][i] += (error, 1)
-            if k <= k_max:
-                stats[f"LitTER{k}"][i] += (error, 1)
-            stats["LitTER.macro"][i, 2 * column[idiom]:2 * column[idiom] + 2] += (error, 1)
-    return stats
-
-
-def macro(t: np.ndarray) -> np.ndarray:
-    """Mean over idioms of each idiom's rate (percent), idioms without a verdict left out."""
-    num, den = t[..., 0::2], t[..., 1::2]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rates = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-        return 100 * np.nanmean(rates, axis=-1)
-
-
 def analyse(steps, located: list[Located], scorer: Litter, headline: str, cfg: sig.Settings) -> dict:
     base = steps[0]
     summary = base.run.summary
@@ -218,7 +172,7 @@ def render(block, labels: list[str], a: dict, scorer: Litter, preset: str, where
     out = [f"{_head(block, preset, where)}: {a['idioms']} idioms, {a['occurrences']} occurrences located in their "
            f"source, {a['judged']} with a verdict (a content word in the span)"
            + (f"; {a['not_found']}" if a["not_found"] else ""), "",
-           "| method | " + " | ".join(names) + " |", "|:--" + "|--:" * len(names) + "|"]
+           *head("method", names)]
     for i, label in enumerate(labels):
         out.append(f"| {label} | " + " | ".join(sig.cell(result, i, m) for m in names) + " |")
     missing = f"{a['not_found']} (not scored); " if a["not_found"] else ""
@@ -228,7 +182,7 @@ def render(block, labels: list[str], a: dict, scorer: Litter, preset: str, where
 
 def render_empty(block, labels: list[str], preset: str, where: str, located: list[Located]) -> str:
     """The table of a stream in which no idiom occurs: its methods, no figures, and one line saying why."""
-    out = [f"{_head(block, preset, where)}: no idiom occurs in this stream", "", "| method |", "|:--|"]
+    out = [f"{_head(block, preset, where)}: no idiom occurs in this stream", "", *head("method", [])]
     out += [f"| {label} |" for label in labels]
     labelled = any(seg.missing for seg in located)
     return "\n".join(out + ["", f"_no idiom occurs in this stream{'; ' + not_found(located) if labelled else ''}._",

@@ -24,11 +24,12 @@ from pathlib import Path
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
+from adaptsim.metrics.roles import Roles
 from adaptsim.metrics.terms import METRICS, Terms, statistics, stream
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import blocks
+from adaptsim.report.markdown import head
 from adaptsim.report.notes import notes
-from adaptsim.report.cxmi import Roles
 from adaptsim.report.resources import DEFAULT, Resources, loader
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.stats import Series, compare, ratio, units_of
@@ -94,7 +95,7 @@ def render(block, labels: list[str], a: dict, terms: Terms, res: Resources) -> s
            f"(dictionaries {' + '.join(terms.scorer.dictionary.names)}): {a['terms']} terms{per} (source words whose "
            f"post-edited rendering recurs in the {within}), {a['judged']} judged occurrences (after a post-edit of "
            f"the {within} rendered the term)", "",
-           "| method | " + " | ".join(METRICS) + " | c / d / n | pairs |", "|:--" + "|--:" * (len(METRICS) + 2) + "|"]
+           *head("method", [*METRICS, "c / d / n", "pairs"])]
     rows = [*labels, "post-edits"]
     for i, label in enumerate(rows):
         cells = [sig.cell(result, i, m, DIGITS[m], tested=i < len(labels)) for m in METRICS]  # post-edits: no †

@@ -1,0 +1,208 @@
+"""Job bookkeeping (docs/design.md §6), for every launcher (Hydra's, adaptsim's lockstep): what claims a job's
+directory or a sweep's before anything is written, how a job ends, what a failed one leaves, and what runs around
+each job (SIGTERM unwinding it, a watcher of the sweep's main process in a parallel launcher's worker).
+
+Composing configs and launching Hydra is adaptsim/hydra_app.py; the lockstep launcher (hydra_plugins/
+adaptsim_lockstep) needs only this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from adaptsim.errors import Terminated, UserError
+from adaptsim.outputs import JobSummary, alive, check_run_dir, job_fields, recorded_process, write_json_atomic
+from adaptsim.resume import check as resume_check
+
+log = logging.getLogger("adaptsim")
+
+SWEEP_CLAIM = ".adaptsim-sweep.json"  # in a sweep directory: the process of the sweep that claimed it
+FAILED_JOBS = "failed.jsonl"          # in a sweep directory: jobs that failed before they had a summary.json
+
+
+def claim_sweep_dir(path: Path, resume: bool) -> None:
+    """Claim a sweep directory before Hydra writes into it (its multirun.yaml, each job's .hydra/): two sweeps
+    started at once into one directory once both ran, one's runs recorded under the other's settings. The claim
+    is created exclusively; with `resume=true` a claim whose process is gone is taken over."""
+    check_run_dir(path, resume=resume, create=True)
+    claim = path / SWEEP_CLAIM
+    try:
+        os.close(os.open(claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        if not resume:
+            raise UserError(f"{path}: holds another sweep ({SWEEP_CLAIM}); choose another hydra.sweep.dir") from None
+        pid = recorded_process(read_json(claim))
+        if pid is not None and pid != os.getpid() and alive(pid):
+            raise UserError(f"{path}: the sweep is still going (process {pid}); cannot resume it") from None
+    else:
+        if not resume and (path / "multirun.yaml").exists():  # a sweep from before claims
+            claim.unlink()
+            raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
+    write_json_atomic(claim, {"status": "running", "process": {"pid": os.getpid(), "host": socket.gethostname()}})
+
+
+def _changed_since(path: Path, since: float) -> bool:
+    try:
+        return path.stat().st_mtime >= since
+    except OSError:  # gone since it was claimed: nothing says it finished
+        return True
+
+
+def read_json(path: Path) -> dict:
+    """A summary (or a sweep's claim) as a dict; {} where it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+
+def failed_jobs(path: Path | None, multirun: bool, since: float) -> list[str]:
+    """The failures of the jobs a command ran, as their summaries (and a sweep's failed.jsonl) on disk say:
+    summaries written since `since` (resumed jobs that were finished already are not touched) that say
+    failed."""
+    if path is None:
+        return []
+    summaries = list(path.glob("**/summary.json")) if multirun else [path / "summary.json"]
+    out = [str(s.parent) for s in summaries if _changed_since(s, since)
+           and read_json(s).get("status") in ("failed", None)]  # (None: missing or unreadable)
+    failed = path / FAILED_JOBS
+    if multirun and failed.is_file():
+        out += [r["job"] for r in map(json.loads, failed.read_text(encoding="utf-8").splitlines())
+                if r.get("time", 0) >= since]
+    return out
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+# Launchers whose jobs run in child processes of the sweep's main process, on this machine.
+_LOCAL_LAUNCHERS = ("joblib_launcher.JoblibLauncher", "submitit_launcher.LocalLauncher")
+
+
+def _watch_main(main_pid: int, job_done: threading.Event, poll_s: float = 0.5, grace_s: float = 10.0) -> None:
+    """Stop this worker once the sweep's main process is gone. Killing the main process of a joblib sweep
+    (even with SIGKILL, which it cannot react to) left its loky workers running, re-parented to PID 1, to
+    finish their jobs unobserved. The job is stopped as if by SIGTERM, so it unwinds and records that it
+    was interrupted; then (or after `grace_s` at most) the process exits, as a loky worker would
+    otherwise wait for a parent that no longer exists."""
+    while alive(main_pid):
+        time.sleep(poll_s)
+    if not job_done.is_set():
+        os.kill(os.getpid(), signal.SIGTERM)
+        job_done.wait(grace_s)
+    os._exit(Terminated.exit_code)
+
+
+@functools.cache
+def _main_watcher(main_pid: int) -> threading.Event:
+    """In a local launcher's worker process: watch the sweep's main process (one thread per worker, started by
+    its first job); the event says whether no job is running (set between jobs)."""
+    job_done = threading.Event()
+    job_done.set()
+    threading.Thread(target=_watch_main, args=(main_pid, job_done), daemon=True, name="adaptsim-watch-main").start()
+    return job_done
+
+
+def _in_local_worker() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+
+    return str(HydraConfig.get().launcher.get("_target_", "")).endswith(_LOCAL_LAUNCHERS)
+
+
+def _one_thread_per_worker() -> None:
+    """`threads: null` in a parallel launcher's worker means one torch thread: torch's default (all physical
+    cores) in each of n_jobs workers oversubscribes the machine (docs/performance.md). An explicit `threads`
+    still wins (adaptsim.session.load sets it)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@contextlib.contextmanager
+def job_context(main_pid: int):
+    """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated), and in a local launcher's
+    worker the sweep's main process is watched."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    job_done = None
+    if os.getpid() != main_pid:
+        if _in_local_worker():
+            job_done = _main_watcher(main_pid)
+            job_done.clear()
+        _one_thread_per_worker()
+    try:
+        yield
+    finally:
+        if job_done is not None:
+            job_done.set()
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def closing(jobs: list[JobSummary]):
+    """The one way a job ends, for the job of `run_task` and for the jobs of a lockstep sweep: on leaving the
+    block every job of `jobs` (it may grow inside the block) that is still `running` is closed as finished, as
+    failed (with the one-line error, or the traceback of a bug) or as interrupted (SIGINT, SIGTERM); a job closed
+    inside the block as failed (a lockstep run that failed alone) keeps its error; on an exception, a job the
+    block finished is closed with the exception too (its command failed), one finished before it (resume) is not.
+    """
+    def close(status: str, error: str | None = None) -> None:
+        for job in jobs:
+            current = job.data.get("status")
+            if current == "running" or (status != "finished" and current == "finished" and not job.finished):
+                job.close(status, error)
+
+    try:
+        yield
+    except UserError as e:
+        close("failed", str(e))
+        raise
+    except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
+        close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
+        raise
+    except Exception:
+        close("failed", traceback.format_exc())
+        raise
+    close("finished")
+
+
+def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None) -> JobSummary:
+    """The job's summary.json, claimed (or `job`, claimed already by `claim_output_dir`), and what a resume
+    finds said in the job's log."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if job is None:
+        fields = job_fields(command, cfg, HydraConfig.get().overrides.task)
+        if cfg.get("resume", False):
+            resume_check(run_dir, read_json(run_dir / "summary.json"), cfg, command)
+        job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)))
+    if job.finished:
+        log.info("%s: finished already; nothing to resume", run_dir)
+    elif job.nothing_to_resume:
+        log.warning("%s: resume=true, but no run to resume here: starting a new one", run_dir)
+    return job
+
+
+
+def record_failed_job(sweep_dir: Path | None, job: Path, error: str) -> None:
+    """In a sweep, a job that failed without a summary.json of its own saying so (its directory could not be
+    claimed, or a lockstep sweep could not start) goes to the sweep's failed.jsonl, which the command's exit
+    code reads with the summaries."""
+    if sweep_dir is None or read_json(job / "summary.json").get("status") == "failed":
+        return
+    line = json.dumps({"job": str(job), "error": error, "time": time.time()}, ensure_ascii=False)
+    with open(sweep_dir / FAILED_JOBS, "a", encoding="utf-8") as f:
+        f.write(line + "\n")

@@ -1,0 +1,158 @@
+"""CXMI: how much a run's model gains from the post-edited history (Fernandes, Yin, Neubig & Martins, ACL 2021,
+read for online adaptation; docs/design.md §4).
+
+Online adaptation is context use: θ_{i−1} has seen the post-edits before segment i, θ0 has not. Every run
+records each reference token's log-probability under its θ_{i−1} (steps.jsonl `logprobs`, from the forward
+that measures `ppl_before`: teacher-forced, before adapting on the pair; `memory`'s from its interpolated
+distribution), and the baseline run (`none`) records them under θ0. So per token
+
+    P-CXMI_t = log q_θ{i−1}(y_t | y_<t, x) − log q_θ0(y_t | y_<t, x)          (nats; </s> included)
+
+and a segment's CXMI is the sum over its tokens. Three corpus figures, all resampled like R0/R1 (the per-segment
+statistics below), all in nats, positive where the history made the references more likely (the baseline against
+itself: exactly 0):
+
+- `CXMI/seg`: Σ over segments of a segment's Σ P-CXMI, / segments. The paper's equation (Fernandes et al. §3, eq. 2
+  and Appendix A: −1/N Σ_i log q_A(y_i|x_i)/q_C(y_i|x_i,c_i), a sentence's log-likelihood ratio averaged over
+  sentences); it grows with segment length (1.9–7.0 nats on the idiom stream).
+- `CXMI.sent`: the mean over segments of each segment's Σ P-CXMI / its tokens. The paper's code and so its figures
+  (~10⁻² nats): neulab/contextual-mt contextual_mt/docmt_cxmi.py l. 152–156 and 247 take fairseq's
+  SequenceScorer `score`, a sentence's mean log-probability per token (</s> included), subtract, and average the
+  differences over sentences. Set this one beside the paper's numbers.
+- `CXMI`: Σ over all tokens / tokens (nats per token, each token weighing the same: the per-token entropy
+  difference H_θ0(Y|X) − H_θ(Y|X)). adaptsim's own figure; it differs from `CXMI.sent` where long and short
+  segments gain differently.
+
+What the paper compares is a context-aware model with and without context; adaptsim's reading compares the
+adapted θ_{i−1} (the context: the post-edited history) with θ0, both on the post-edited reference.
+
+Words. A reference's pieces are grouped into words (a piece opening with ▁ starts one; a piece of punctuation
+alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces, and its
+role in the stream is R0/R1's (adaptsim.metrics.roles).
+
+Only the arithmetic is here: which runs may be joined (the baseline, same data, model and settings) is checked with
+the other run checks (adaptsim.report.blocks.check_joinable), the report is `adaptsim cxmi` (adaptsim.report.cxmi).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from adaptsim.errors import UserError
+from adaptsim.metrics.roles import Roles
+from adaptsim.metrics.words import is_punctuation
+
+METRICS = ("CXMI", "CXMI/seg", "CXMI.sent")
+
+
+def forced(config: dict) -> int:
+    """How many label positions decoding forces (a multilingual model's target-language token opens the labels):
+    left out of CXMI, since no translation ever predicts them."""
+    languages = ((config or {}).get("model") or {}).get("languages")
+    return 1 if isinstance(languages, dict) and languages.get("target_token") else 0
+
+
+def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str, skip: int = 0
+                 ) -> list[np.ndarray | None]:
+    """Per segment, the P-CXMI of each reference token after the first `skip` (forced) ones (None where either run
+    has no log-probabilities: a step written before adaptsim recorded them, or whose first forward diverged)."""
+    out = []
+    for i, (b, r) in enumerate(zip(base_rows, run_rows, strict=True)):
+        lb, lr = b.get("logprobs"), r.get("logprobs")
+        if lb is None or lr is None:
+            out.append(None)
+            continue
+        if b.get("ref_pieces") != r.get("ref_pieces") or len(lb) != len(lr):
+            raise UserError(f"{where}: segment {i + 1}'s reference has other pieces than the baseline's; CXMI "
+                            "needs runs of one model")
+        out.append(np.asarray(lr[skip:], dtype=float) - np.asarray(lb[skip:], dtype=float))
+    return out
+
+
+def statistics(metric: str, values: Sequence[np.ndarray | None]) -> np.ndarray:
+    """Per-segment statistics (segments × 2, numerator and denominator of the ratio) of CXMI (Σ P-CXMI, tokens),
+    CXMI/seg (Σ P-CXMI, 1) or CXMI.sent (Σ P-CXMI / tokens, 1); a segment without log-probabilities counts in
+    none."""
+    def row(v: np.ndarray) -> tuple[float, float]:
+        if metric == "CXMI":
+            return float(v.sum()), float(len(v))
+        return (float(v.mean()) if metric == "CXMI.sent" else float(v.sum())), 1.0
+
+    rows = [(0.0, 0.0) if v is None or not len(v) else row(v) for v in values]
+    return np.array(rows, dtype=float).reshape(len(rows), 2)
+
+
+def missing(values: Sequence[np.ndarray | None]) -> int:
+    return sum(v is None for v in values)
+
+
+# -- words and their roles in the stream (adaptsim.metrics.roles) --------------------------------------------
+@dataclass
+class Word:
+    segment: int
+    role: str
+    value: float      # Σ P-CXMI over the word's pieces
+    distance: int | None  # segments since the word's previous occurrence (second and later occurrences)
+
+
+def _is_special(piece: str) -> bool:
+    """</s>, <unk>, and language tokens such as __de__ or >>deu<<."""
+    return (piece.startswith("<") and piece.endswith(">")) or (piece.startswith("__") and piece.endswith("__")) \
+        or (piece.startswith(">>") and piece.endswith("<<"))
+
+
+def piece_words(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """A reference's pieces grouped into words: (text, the pieces' positions)."""
+    words: list[tuple[str, list[int]]] = []
+    special = False  # whether the last word is a special token (</s>, a language token): a word of its own
+    for j, piece in enumerate(pieces):
+        text = piece.replace("▁", "")
+        if _is_special(piece) or not words or special or piece.startswith("▁") or is_punctuation(text) \
+                or is_punctuation(words[-1][0]):
+            special = _is_special(piece)
+            words.append(("" if special else text, [j]))
+        else:  # a bare "▁" opens a word its next piece continues
+            words[-1] = (words[-1][0] + text, words[-1][1] + [j])
+    return words
+
+
+def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None]) -> list[Word]:
+    """Every reference word of the stream with its role and P-CXMI (segments without log-probabilities left
+    out)."""
+    out = []
+    if not any("▁" in p for row in rows for p in row["ref_pieces"]):
+        raise UserError("word roles need sentencepiece pieces (▁ opening a word); this model's tokenizer writes "
+                        "none")
+    for i, (row, v) in enumerate(zip(rows, values)):
+        if v is None:
+            continue
+        hyp = roles.words(row.get("hypothesis") or "")
+        for text, positions in piece_words(row["ref_pieces"][len(row["ref_pieces"]) - len(v):]):
+            role, distance = roles.of(i, text, hyp)
+            out.append(Word(i, role, float(v[positions].sum()), distance))
+    return out
+
+
+def flips(roles: Roles, base_rows: Sequence[dict], run_rows: Sequence[dict]) -> np.ndarray:
+    """Per segment (segments × 3): reference content words the baseline's hypothesis has and the run's lacks
+    (negative flips, the interference a translator notices), the reverse (positive flips), and the reference's
+    content words."""
+    out = []
+    for i, (b, r) in enumerate(zip(base_rows, run_rows)):
+        ref = roles.sets[i]
+        hb, hr = roles.words(b.get("hypothesis") or ""), roles.words(r.get("hypothesis") or "")
+        out.append((len((ref & hb) - hr), len((ref & hr) - hb), len(ref)))
+    return np.array(out, dtype=float).reshape(len(out), 3)
+
+
+DISTANCE_BINS = (1, 2, 3, 5, 9, 17, 33, 65)  # segments since the previous occurrence: 1, 2, 3–4, 5–8, …
+
+
+def distance_bin(d: int) -> str:
+    k = max(i for i, low in enumerate(DISTANCE_BINS) if d >= low)
+    low = DISTANCE_BINS[k]
+    high = DISTANCE_BINS[k + 1] - 1 if k + 1 < len(DISTANCE_BINS) else None
+    return str(low) if high == low else f"{low}–{high}" if high else f"≥{low}"
