@@ -80,16 +80,18 @@ def test_a_session_records_what_a_simulation_of_its_references_records(tmp_path)
     assert summary["scores"]["KSMR"] is not None
     assert [json.loads(line)["accepted_completions"] for line in (run / "human.jsonl").read_text().splitlines()] == [1] * 4
     # the simulation of the same documents with the translator's references: the same hypotheses, updates and data
-    out, simulated = _run(tmp_path, "sim", "method=full", "dataset=tsv", f"dataset.path={run / 'references.tsv'}")
+    out, simulated = _run(tmp_path, "sim", "method=full", "dataset=tsv", f"dataset.path={run / 'references.tsv'}",
+                          "metrics.interactive=char")
     assert [r["hypothesis"] for r in steps(out)] == shown
     assert [r["ppl_after"] for r in steps(out)] == [r["ppl_after"] for r in records]
     assert simulated["data_fingerprint"] == summary["data_fingerprint"]
     for key in ("BLEU", "R0", "R1", "TER"):
         assert simulated["scores"][key] == pytest.approx(summary["scores"][key])
     assert [r["R0_num"] for r in steps(out)] == [r["R0_num"] for r in records]  # steps rescored over all references
-    with pytest.raises(SystemExit) as exit_:
-        main(["table", str(tmp_path / "s")])
-    assert exit_.value.code == 0
+    for command in (["table", str(tmp_path / "s")], ["compare", str(run), str(out), "--metrics", "BLEU,KSMR,MAR"]):
+        with pytest.raises(SystemExit) as exit_:  # the translator's effort against what the simulation predicts
+            main(command)
+        assert exit_.value.code == 0
 
 
 def _run(tmp_path, name, *overrides):
