@@ -65,17 +65,19 @@ def main(argv: list[str]) -> int:
     import uvicorn
 
     from adaptsim.serve.app import create_app
-    from adaptsim.serve.state import ServeSession
+    from adaptsim.serve.state import ServeSession, check_serve
 
     cfgs = configs(argv)
     first = next(iter(cfgs.values()))
+    check_serve(first)
     sock = bind(first.serve.host, first.serve.port)
     session = ServeSession(cfgs, argv)
     try:
         host, port = sock.getsockname()[:2]
         token = secrets.token_urlsafe(24)
         shown = f"[{host}]" if ":" in host else host
-        hosts = sorted({host, "localhost", "127.0.0.1", "[::1]", "::1"})
+        loopback = host in ("127.0.0.1", "::1", "localhost")  # elsewhere the Host is the machine's name: any
+        hosts = sorted({host, "localhost", "127.0.0.1", "::1"}) if loopback else ["*"]
         app = create_app(session, token, hosts, int(first.serve.max_request_bytes))
         print(f"adaptsim serve: open http://{shown}:{port}/?token={token}", flush=True)
         print(f"adaptsim serve: the session's records go to {session.dir}", flush=True)

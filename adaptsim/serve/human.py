@@ -79,25 +79,23 @@ class HumanSimulation(Simulation):
         super().step(seg, translation, *args, **kwargs)
 
     def finish(self, **timing) -> dict:
-        """`Simulation.finish`, then steps.jsonl scored over all the references, the data fingerprint of the
-        documents as validated, and references.tsv."""
-        summary = super().finish(**timing)
+        """steps.jsonl scored over all the references, references.tsv and the data fingerprint of the documents as
+        validated, then `Simulation.finish` (summary.json `finished` last: a kill before it leaves a run to resume)."""
         final = self.evaluator_over(self.validated)
         records, _ = written_steps(self.writer.dir)
         if len(records) != len(self.validated):
             raise UserError(f"{self.writer.dir}/steps.jsonl: {len(records)} steps for {len(self.validated)} segments")
         lines = []
         for i, record in enumerate(records):
-            effort = Effort.of_record(record["effort"])
-            record.update(final.segment(i, record["hypothesis"], record["pieces"], effort))
+            record.update(final.segment(i, record["hypothesis"], record["pieces"], Effort.of_record(record["effort"])))
             lines.append(json.dumps(record, ensure_ascii=False) + "\n")
         replace_file(self.writer.dir / "steps.jsonl", "".join(lines))
-        documents = {}
+        write_references(self.writer.dir / "references.tsv", self.validated)
+        documents: dict[str, list] = {}
         for s in self.validated:
             documents.setdefault(s.doc_id, []).append(s)
-        write_references(self.writer.dir / "references.tsv", self.validated)
-        self.job.update(data_fingerprint=fingerprint([Document(d, segs) for d, segs in documents.items()]))
-        return summary
+        self.job.data["data_fingerprint"] = fingerprint([Document(d, segs) for d, segs in documents.items()])
+        return super().finish(**timing)
 
 
 def write_references(path: Path, segments: list) -> None:
