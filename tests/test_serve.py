@@ -170,7 +170,10 @@ def test_a_study_assigns_methods_blind_and_balanced(tmp_path):
     assert study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3) == assignment
 
     session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]")
-    answers = [client.get("/api/state").text]
+    answers = [client.get("/api/state").text, json.dumps(validate(client))]
+    del session, client  # killed after one segment; both methods' models restored by replay
+    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]", "resume=true")
+    assert client.get("/api/state").json()["position"] == 1
     while not client.get("/api/state").json()["finished"]:
         answers.append(json.dumps(validate(client)))
     session.close()
