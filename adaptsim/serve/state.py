@@ -140,6 +140,7 @@ class ServeSession:
             raise UserError(f"serve.dir={self.dir}: holds another session; resume=true goes on with it, or choose "
                             "another serve.dir")
         model, documents = load(run_part(self.cfg))
+        model.piece_index()  # completions spell the word begun: a vocabulary that cannot fails here, in one line
         self.skipped = dict(documents.skipped)
         self.documents = list(documents)
         methods = list(cfgs)
