@@ -70,13 +70,20 @@ class HumanSimulation(Simulation):
         return Evaluator.from_config(self.cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
                                      subword_tokenize=self.session.model.pieces, scope=self.scope)
 
-    def step(self, seg, translation, *args, **kwargs) -> None:
-        """`Simulation.step`, scored by an evaluator over the references validated so far, `seg`'s included."""
+    def replaying(self, segments: list) -> None:
+        """The steps about to be replayed (`segments`, with their recorded references) are scored by one evaluator over
+        them all (else every replayed step would rebuild it: a resume's cost would grow with the square of its steps)."""
+        self.evaluator = self.evaluator_over(segments)
+
+    def step(self, seg, translation, *args, write: bool = True, **kwargs) -> None:
+        """`Simulation.step`, scored by an evaluator over the references validated so far, `seg`'s included (a replayed
+        step: by `replaying`'s)."""
         self.validated.append(seg)
-        self.evaluator = self.evaluator_over(self.validated)
-        for j, (hyp, pieces, effort) in enumerate(zip(self.hyps, self.pieces, self.efforts)):
-            self.evaluator.segment(j, hyp, pieces, effort)
-        super().step(seg, translation, *args, **kwargs)
+        if write:
+            self.evaluator = self.evaluator_over(self.validated)
+            for j, (hyp, pieces, effort) in enumerate(zip(self.hyps, self.pieces, self.efforts)):
+                self.evaluator.segment(j, hyp, pieces, effort)
+        super().step(seg, translation, *args, write=write, **kwargs)
 
     def finish(self, **timing) -> dict:
         """steps.jsonl scored over all the references, references.tsv and the data fingerprint of the documents as

@@ -209,6 +209,9 @@ class ServeSession:
 
     def _replay(self, run: Run, done: list[dict]) -> None:
         """The steps an interrupted session recorded, done again (`Simulation.replay`): θ as it was."""
+        if done:
+            segments = [s for doc in run.documents for s in doc.segments]
+            run.sim.replaying([replace(s, reference=r["reference"]) for s, r in zip(segments, done)])
         for d, doc in enumerate(run.documents):
             if run.done == len(done):
                 break
