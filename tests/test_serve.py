@@ -73,6 +73,9 @@ def test_a_session_records_what_a_simulation_of_its_references_records(tmp_path)
     run = tmp_path / "s" / "full"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["command"] == "serve" and summary["segments"] == 4
+    from adaptsim.outputs import JOB_KEYS, RUN_KEYS
+
+    assert set(summary) <= {*JOB_KEYS, *RUN_KEYS}  # a run's schema, nothing undeclared
     records = steps(run)
     assert [r["hypothesis"] for r in records] == shown  # θ_{i−1}'s translations, as the page showed them
     assert [r["reference"] for r in records] == [edit(h) for h in shown]
