@@ -20,7 +20,7 @@ from pathlib import Path
 from adaptsim import CONFIG_DIR
 
 # The commands that run a model, and the primary config holding their `allocator` setting.
-CONFIGS = {"run": "run", "bench": "run", "select-fixed": "run", "train": "train"}
+CONFIGS = {"run": "run", "bench": "run", "select-fixed": "run", "train": "train", "serve": "run"}
 MALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"  # never hand freed pages back to the kernel
 CHOICES = ("jemalloc", "system")
 _MARK = "ADAPTSIM_ALLOCATOR"  # set in the re-executed process to what it runs under

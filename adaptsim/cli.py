@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data-stats": ("adaptsim.commands.data_stats:main", "documents, segments, tokens and content-word repetition of a dataset"),
     "convert": ("adaptsim.commands.convert:main", "convert a fairseq transformer checkpoint into a model directory run loads"),
     "train": ("adaptsim.commands.train:main", "train a Marian-architecture base model from parallel text (Hydra overrides)"),
+    "serve": ("adaptsim.commands.serve:main", "a web page where a translator post-edits while the method adapts (Hydra overrides)"),
 }
 
 USAGE = "usage: adaptsim <command> [args…]   (also: python -m adaptsim …)"

@@ -37,7 +37,7 @@ RUN_FILES = ("summary.json", "steps.jsonl")
 # summary.json's schema, shared by its writers (JobSummary, simulate.Simulation) and its readers (adaptsim/report;
 # docs/design.md §6 lists the same keys): the top-level keys and what each holds.
 JOB_KEYS = {  # every command's job, from its start
-    "command": "the command (run, bench, select-fixed, train)",
+    "command": "the command (run, bench, select-fixed, train, serve)",
     "method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name",
     "overrides": "the command line's overrides",
     "config": "every setting, resolved (Hydra's own node left out)",

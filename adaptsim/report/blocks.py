@@ -26,7 +26,7 @@ LOWER_IS_BETTER = {"TER", *RATES}  # TER and the translator's effort (KSMR, KSR,
 PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
 ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper
 # Config keys that do not change results: left out when telling two runs of one method apart.
-_NOT_RESULTS = (*FREE, "hydra", "device", "save_offsets")  # no method variant: not in a label
+_NOT_RESULTS = (*FREE, "hydra", "device", "save_offsets", "serve")  # no method variant: not in a label (serve: its address)
 # settings that change what a reference scores or how a run's hypotheses come about: runs joined token by token
 # with the baseline (CXMI) must agree on them
 _SAME_SCORING = ("model", "decode", "update.dtype", "device")

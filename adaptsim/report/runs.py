@@ -128,7 +128,7 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         return None, Problem(d, f"unreadable summary.json ({e})")
-    if summary.get("command", "run") not in ("run", "bench"):
+    if summary.get("command", "run") not in ("run", "bench", "serve"):  # serve: a translator's run (docs/serve.md)
         return None, None  # another command's job (train, select-fixed): not a run to report on
     status = summary.get("status")
     if status == "failed":

@@ -136,11 +136,14 @@ def paired(runs: list[Run]) -> list[Steps]:
 def check_effort(runs: list[Run], metrics: list[str]) -> None:
     """The translator's effort compares only between runs whose simulated translator worked and was counted alike:
     the same level, counting and correction cap (summary.json cost.interactive); one line naming two runs that
-    differ."""
+    differ. A translator's measured effort (`adaptsim serve`) compares with any simulated translator's."""
     if not any(m in RATES for m in metrics):
         return
-    for run in runs[1:]:
-        if counting(run.summary) != counting(runs[0].summary):
+    def human(run: Run) -> bool:  # a translator's effort, measured in `adaptsim serve`'s page
+        return (counting(run.summary) or {}).get("costs") == "human"
+
+    for run in runs[1:]:  # a translator's effort compares with a simulated one's: what the simulation is checked by
+        if counting(run.summary) != counting(runs[0].summary) and human(run) == human(runs[0]):
             raise UserError(f"{run.dir} and {runs[0].dir}: the simulated translators differ (metrics.interactive, "
                             f"interactive_costs, max_corrections: {_how(run)} vs {_how(runs[0])}); their effort does "
                             "not compare")

@@ -1,0 +1,111 @@
+"""The web server of `adaptsim serve`: a Starlette app around one `ServeSession` (adaptsim/serve/state.py).
+
+Safe by default, because the page changes records and a model: every request must carry the session's random token
+(`?token=` in the printed address, then the page's `X-Adaptsim-Token` header; compared in constant time), name a Host
+this server answers to (DNS rebinding), and send at most `serve.max_request_bytes` (read in chunks, refused as soon as
+it is over); texts are at most `serve.max_chars`. The browser sends texts and counts only: the session directory is
+fixed when the server starts, no path is read from a request. Every refusal is one JSON line, `{"error": …}`, with a
+4xx status, and changes nothing. The model's work runs in a worker thread (the session's lock orders it), so the
+server keeps answering while a segment is translated.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from importlib.resources import files
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse
+from starlette.routing import Route
+
+from adaptsim.errors import UserError
+from adaptsim.serve.state import Refused, ServeSession
+
+TOKEN_HEADER = "x-adaptsim-token"
+HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
+           "X-Frame-Options": "DENY"}
+
+
+def error(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=HEADERS)
+
+
+class TokenRequired:
+    """ASGI middleware: a request without the session's token (query `token` or header) gets 403 and goes no further."""
+
+    def __init__(self, app, token: str):
+        self.app, self.token = app, token.encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(TOKEN_HEADER.encode())
+            if given is None:
+                given = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0].encode()
+            if not hmac.compare_digest(given, self.token):
+                await error("a valid session token is required (the address the server printed)", 403)(scope, receive,
+                                                                                                          send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def body_json(request: Request, limit: int) -> dict:
+    """The request's JSON object, read at most `limit` bytes far."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413)
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limit:
+            raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413)
+    try:
+        body = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise Refused("the request is not JSON") from None
+    if not isinstance(body, dict):
+        raise Refused("the request is not a JSON object")
+    return body
+
+
+def create_app(session: ServeSession, token: str, hosts: list[str], max_request_bytes: int) -> Starlette:
+    page = files("adaptsim.serve").joinpath("page.html").read_text(encoding="utf-8")
+
+    async def answer(work, *args) -> JSONResponse:
+        try:
+            return JSONResponse(await run_in_threadpool(work, *args), headers=HEADERS)
+        except Refused as e:
+            return error(str(e), e.status)
+        except UserError as e:
+            return error(str(e), 400)
+
+    async def index(request: Request):
+        return HTMLResponse(page, headers={**HEADERS, "Content-Security-Policy": "default-src 'self'; script-src "
+                                           "'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'"})
+
+    async def state(request: Request):
+        return await answer(session.state)
+
+    async def complete(request: Request):
+        try:
+            body = await body_json(request, max_request_bytes)
+        except Refused as e:
+            return error(str(e), e.status)
+        return await answer(session.complete, body.get("position"), body.get("prefix"))
+
+    async def validate(request: Request):
+        try:
+            body = await body_json(request, max_request_bytes)
+        except Refused as e:
+            return error(str(e), e.status)
+        return await answer(session.validate, body.get("position"), body.get("text"), body.get("effort"))
+
+    routes = [Route("/", index), Route("/api/state", state), Route("/api/complete", complete, methods=["POST"]),
+              Route("/api/validate", validate, methods=["POST"])]
+    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+                                                Middleware(TokenRequired, token=token)])

@@ -1,0 +1,122 @@
+"""A simulation's bookkeeping (adaptsim/simulate.py `Simulation`) for a translator in the loop, and the effort the
+page measures.
+
+A simulation knows every reference before it starts; here each arrives when the translator validates it. So the
+evaluator is rebuilt at every step over the references validated so far (their truecasing is trained on them, as a
+simulation's on all of its own): each step's line holds that step's scores at once. When a run ends, its steps are
+scored once more over all its references and steps.jsonl is rewritten with those scores (atomically), so
+steps.jsonl, curves.csv and summary.json agree as a simulation's do, and summary.json's data_fingerprint becomes
+that of the documents with the validated texts, which the run also writes as references.tsv: `adaptsim run
+dataset=tsv dataset.path=<run>/references.tsv` simulates the same documents with the translator's references (the
+same data fingerprint, so `compare` takes both).
+
+The effort is recorded in steps.jsonl's `effort` as a simulated translator's is (adaptsim/metrics/effort.py), so the
+evaluator turns it into KSMR, KSR, WSR and MAR unchanged, with `level` and `costs` "human": KS the keystrokes typed
+in the text box, MA the mouse actions (clicks in it, and the click on Validate), WS the words begun by typing,
+`decoder_calls` the completions the page asked for, `seconds` the translator's time on the segment; chars and words
+are the validated text's (whitespace collapsed). Tab's accepted completions have no field there: human.jsonl keeps
+them, one line per step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from adaptsim.data.types import Document, fingerprint
+from adaptsim.errors import UserError
+from adaptsim.metrics import Evaluator, resolve_scope
+from adaptsim.metrics.effort import Effort
+from adaptsim.outputs import written_steps
+from adaptsim.simulate import Simulation
+
+HUMAN = "human"  # Effort.level and Effort.costs of a translator's measured effort
+COUNTS = {"keystrokes": "KS", "mouse_actions": "MA", "word_strokes": "WS", "completion_requests": "decoder_calls"}
+MAX_COUNT = 10**6  # a count above this is no typing
+MAX_SECONDS = 7 * 24 * 3600.0
+
+
+def effort_of(sent, text: str) -> tuple[Effort, int]:
+    """The page's measurements (a dict of counts and seconds) as an Effort on the validated `text`, and the accepted
+    completions; one line naming the first bad field."""
+    if not isinstance(sent, dict):
+        raise UserError("effort: an object of counts")
+    values = {}
+    for key in (*COUNTS, "accepted_completions"):
+        v = sent.get(key, 0)
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_COUNT:
+            raise UserError(f"effort.{key}={v!r}: a whole number from 0 to {MAX_COUNT}")
+        values[key] = v
+    seconds = sent.get("seconds", 0.0)
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds <= MAX_SECONDS:
+        raise UserError(f"effort.seconds={seconds!r}: seconds from 0 to {MAX_SECONDS:g}")
+    effort = Effort(**{field: values[key] for key, field in COUNTS.items()}, chars=len(text), words=len(text.split()),
+                    level=HUMAN, costs=HUMAN, seconds=float(seconds))
+    return effort, values["accepted_completions"]
+
+
+class HumanSimulation(Simulation):
+    """`Simulation` whose references are the translator's validated texts (module docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.interactive = HUMAN  # every step has an effort: replayed from its record, summed in the summary
+        self.cfg.metrics.interactive_costs = HUMAN  # (summary.json cost.interactive names the counting)
+        self.validated: list = []  # the segments so far, each with its validated text as reference
+        self.scope = resolve_scope(self.cfg.metrics.scope, self.cfg.reset)
+
+    def evaluator_over(self, segments: list) -> Evaluator:
+        return Evaluator.from_config(self.cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
+                                     subword_tokenize=self.session.model.pieces, scope=self.scope)
+
+    def replaying(self, segments: list) -> None:
+        """The steps about to be replayed (`segments`, with their recorded references) are scored by one evaluator over
+        them all (else every replayed step would rebuild it: a resume's cost would grow with the square of its steps)."""
+        self.evaluator = self.evaluator_over(segments)
+
+    def step(self, seg, translation, *args, write: bool = True, **kwargs) -> None:
+        """`Simulation.step`, scored by an evaluator over the references validated so far, `seg`'s included (a replayed
+        step: by `replaying`'s)."""
+        self.validated.append(seg)
+        if write:
+            self.evaluator = self.evaluator_over(self.validated)
+            for j, (hyp, pieces, effort) in enumerate(zip(self.hyps, self.pieces, self.efforts)):
+                self.evaluator.segment(j, hyp, pieces, effort)
+        super().step(seg, translation, *args, write=write, **kwargs)
+
+    def finish(self, **timing) -> dict:
+        """steps.jsonl scored over all the references, references.tsv and the data fingerprint of the documents as
+        validated, then `Simulation.finish` (summary.json `finished` last: a kill before it leaves a run to resume)."""
+        final = self.evaluator_over(self.validated)
+        records, _ = written_steps(self.writer.dir)
+        if len(records) != len(self.validated):
+            raise UserError(f"{self.writer.dir}/steps.jsonl: {len(records)} steps for {len(self.validated)} segments")
+        lines = []
+        for i, record in enumerate(records):
+            record.update(final.segment(i, record["hypothesis"], record["pieces"], Effort.of_record(record["effort"])))
+            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+        replace_file(self.writer.dir / "steps.jsonl", "".join(lines))
+        write_references(self.writer.dir / "references.tsv", self.validated)
+        documents: dict[str, list] = {}
+        for s in self.validated:
+            documents.setdefault(s.doc_id, []).append(s)
+        self.job.data["data_fingerprint"] = fingerprint([Document(d, segs) for d, segs in documents.items()])
+        return super().finish(**timing)
+
+
+def write_references(path: Path, segments: list) -> None:
+    """The documents as validated, as a tsv dataset (doc_id, seg_id, source, reference; adaptsim's tsv has no quoting:
+    the texts' whitespace, tabs included, is collapsed to single spaces)."""
+    rows = [["doc_id", "seg_id", "source", "reference"]]
+    rows += [[" ".join(str(v).split()) for v in (s.doc_id, s.seg_id, s.source, s.reference)] for s in segments]
+    replace_file(path, "".join("\t".join(row) + "\n" for row in rows))
+
+
+def replace_file(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,395 @@
+"""A serve session: the simulated post-editing loop (adaptsim/simulate.py `loop`) cut where its translator acts.
+
+The loop's pieces, in the loop's order, for the segment the page shows: the document starts (`Session.start_document`:
+θ0 where `reset` says), a method's moment of adaptation before translating is entered (`Session.adapted_for`, tm's),
+the source is translated by θ_{i−1}; while the translator edits, `complete` runs the prefix-constrained search the
+simulated translator uses (`Seq2SeqModel.completions`, adaptsim/decode/prefix.py) on that same θ; on validation the
+moment is left, the method adapts on (source, validated text) (`Session.adapt`) and the step is recorded
+(`Simulation.step`, adaptsim/serve/human.py) — on disk before the next segment is translated. A document's end and a
+run's end are `Simulation.end_document` and `finish`.
+
+A session killed at any point goes on with `resume=true serve.dir=DIR`: each run's steps are replayed as `resume=true`
+replays a simulation's (`Simulation.resumable_steps`, `Simulation.replay`: the updates done again and checked against
+the recorded perplexities), which restores θ exactly, and the page shows the first segment not validated. Before
+anything is written, a resumed run's recorded settings must be the requested ones (adaptsim/resume.py `differences`;
+the server's address may change) and its model's and data's fingerprints the recorded ones.
+
+Every change happens under one lock: the model is one, and a completion computed for one θ must not be served for
+another (each answer names the position it was computed for; a request for another position is refused).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from adaptsim import resume
+from adaptsim.data.types import fingerprint
+from adaptsim.errors import UserError
+from adaptsim.model import Translation
+from adaptsim.model import fingerprint as model_fingerprint
+from adaptsim.outputs import JobSummary, RunWriter, job_fields
+from adaptsim.serve import study
+from adaptsim.serve.human import HumanSimulation, effort_of
+from adaptsim.session import Session, load
+from adaptsim.simulate import ReplayRefused
+
+log = logging.getLogger("adaptsim")
+
+COMMAND = "serve"
+FREE = ("serve.host", "serve.port")  # settings a resumed session may change besides resume.FREE: the address
+HUMAN_FILE = "human.jsonl"
+COMPLETIONS_KEPT = 256  # completions kept per segment (a prefix asked again is answered from them)
+
+
+class Refused(UserError):
+    """A request that cannot be served as it is (stale, too long, malformed); nothing was changed. `status`: the
+    HTTP status it is answered with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Run:
+    """One method's run of the session: its documents (in the session's order), its session (model, method, θ0),
+    its records, and where it is."""
+    method: str
+    cfg: DictConfig
+    documents: list
+    session: Session | None = None
+    job: JobSummary | None = None
+    writer: RunWriter | None = None
+    sim: HumanSimulation | None = None
+    started: int = -1     # the last document started (Session.start_document)
+    done: int = 0         # segments validated
+    texts: list = field(default_factory=list)  # the validated texts, in order
+
+    @property
+    def finished(self) -> bool:
+        return self.done == sum(len(d) for d in self.documents)
+
+
+@dataclass
+class Pending:
+    """The segment on the page: its run, document, θ_{i−1}'s translation, the moment entered for it and the
+    completions of its prefixes."""
+    run: Run
+    d: int                # the document's index in the run
+    seg: object
+    translation: Translation
+    seconds: float
+    moment: dict | None
+    stack: ExitStack
+    completions: object
+    cache: dict = field(default_factory=dict)
+
+
+def run_part(cfg: DictConfig) -> DictConfig:
+    """The config without the serve block: what a run is given (adaptsim/validate.py knows run's keys)."""
+    return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "serve"])
+
+
+def check_serve(cfg: DictConfig) -> None:
+    s = cfg.serve
+    if not isinstance(s.host, str) or not s.host:
+        raise UserError(f"serve.host={s.host}: an address to bind, e.g. 127.0.0.1")
+    if not isinstance(s.port, int) or not 0 <= s.port <= 65535:
+        raise UserError(f"serve.port={s.port}: a port from 1 to 65535, or 0 for a free one")
+    for key, least in (("max_chars", 1), ("max_request_bytes", 1024)):
+        if not isinstance(s[key], int) or s[key] < least:
+            raise UserError(f"serve.{key}={s[key]}: a whole number ≥ {least}")
+    if cfg.decode.dtype != "float32":
+        raise UserError(f"decode.dtype={cfg.decode.dtype}: the completions' prefix search runs in float32; use "
+                        "decode.dtype=float32 with serve")
+
+
+class ServeSession:
+    """The session of one translator (module docstring). `cfgs`: one composed serve config per method, in
+    serve.methods' order; `overrides`: the command line's, recorded with each run."""
+
+    def __init__(self, cfgs: dict[str, DictConfig], overrides: list[str]):
+        first = next(iter(cfgs.values()))
+        self.cfg = first
+        self.dir = Path(str(first.serve.dir))
+        self.resume = bool(first.resume)
+        self.max_chars = int(first.serve.max_chars)
+        self.lock = threading.Lock()
+        self.failed: str | None = None
+        self.pending: Pending | None = None
+        self._open(cfgs, overrides)
+
+    # -- opening: new, or resumed by replay ---------------------------------------------------------------------
+
+    def _open(self, cfgs: dict[str, DictConfig], overrides: list[str]) -> None:
+        for cfg in cfgs.values():
+            check_serve(cfg)
+        if self.dir.exists() and not self.dir.is_dir():
+            raise UserError(f"serve.dir={self.dir}: a file is in the way")
+        if self.resume and not (self.dir / study.FILE).is_file():
+            raise UserError(f"serve.dir={self.dir}: no session to resume here (no {study.FILE})")
+        if not self.resume and (self.dir / study.FILE).exists():
+            raise UserError(f"serve.dir={self.dir}: holds another session; resume=true goes on with it, or choose "
+                            "another serve.dir")
+        model, documents = load(run_part(self.cfg))
+        model.piece_index()  # completions spell the word begun: a vocabulary that cannot fails here, in one line
+        self.skipped = dict(documents.skipped)
+        self.documents = list(documents)
+        methods = list(cfgs)
+        if len(methods) > len(self.documents):
+            raise UserError(f"serve.methods={methods}: {len(methods)} methods for {len(self.documents)} documents; "
+                            "a study needs at least one document per method")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        assignment = study.load_or_create(self.dir, [d.doc_id for d in self.documents], methods, int(self.cfg.seed),
+                                          self.resume)
+        self.runs = {m: Run(m, cfgs[m], [d for d in self.documents if assignment[d.doc_id] == m]) for m in methods}
+        self.order = [self.runs[assignment[d.doc_id]] for d in self.documents]  # the run of each document
+        parts = [run_part(cfgs[m]) for m in methods]
+        if len(methods) == 1:
+            sessions = [Session(model, parts[0].method, parts[0]["update"], parts[0].reset, parts[0].seed)]
+        else:
+            from adaptsim.lockstep import sessions as clones  # one clone of the model per method, as lockstep's runs
+
+            sessions = clones(model, parts)
+        try:
+            for run, part, session in zip(self.runs.values(), parts, sessions):
+                self._open_run(run, part, session, overrides)
+            self._show_next()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_run(self, run: Run, part: DictConfig, session: Session, overrides: list[str]) -> None:
+        run_dir = self.dir / run.method
+        fields = job_fields(COMMAND, run.cfg, overrides)
+        summary = run_dir / "summary.json"
+        recorded_bytes = summary.read_bytes() if self.resume and summary.is_file() else None
+        previous = json.loads(recorded_bytes) if recorded_bytes else {}
+        if previous and previous.get("status") != "finished":
+            self._check_resume(run_dir, previous, fields["config"], run)
+        run.session = session
+        run.job = JobSummary(run_dir, fields, resume=self.resume)
+        if run.job.finished:  # the texts the page shows for its documents
+            run.texts = [r["reference"] for r in _records(run_dir)]
+            run.done = len(run.texts)
+            return
+        run.writer = RunWriter(run_dir, resume=self.resume)
+        run.sim = HumanSimulation(OmegaConf.create(OmegaConf.to_container(part, resolve=True)), run.job, run.writer,
+                                  session, run.documents, self.skipped)
+        done = run.sim.resumable_steps()
+        _keep_lines(run_dir / HUMAN_FILE, len(done))
+        try:
+            self._replay(run, done)
+        except ReplayRefused:
+            if recorded_bytes is not None:
+                run.job.give_back({"summary.json": recorded_bytes})
+            raise
+
+    def _check_resume(self, run_dir: Path, previous: dict, requested: dict, run: Run) -> None:
+        where = f"{run_dir}: cannot resume"
+        differ = resume.differences(previous.get("config", {}), requested, FREE + ("serve.dir",))
+        if differ:
+            raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
+                            f"change only {', '.join(resume.FREE + FREE)}")
+        now = {"model_fingerprint": model_fingerprint(run.cfg.model.path), "data_fingerprint": fingerprint(run.documents)}
+        differ = [f"{k}: {previous.get(k)} → {v}" for k, v in now.items() if previous.get(k) not in (None, v)]
+        if differ:
+            raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}); start a new "
+                            "session in another serve.dir")
+
+    def _replay(self, run: Run, done: list[dict]) -> None:
+        """The steps an interrupted session recorded, done again (`Simulation.replay`): θ as it was."""
+        if done:
+            segments = [s for doc in run.documents for s in doc.segments]
+            run.sim.replaying([replace(s, reference=r["reference"]) for s, r in zip(segments, done)])
+        for d, doc in enumerate(run.documents):
+            if run.done == len(done):
+                break
+            self._start(run, d)
+            for seg in doc.segments:
+                if run.done == len(done):
+                    break
+                record = done[run.done]
+                human = replace(seg, reference=record["reference"])
+                adapted = run.session.adapt(run.session.model.pair(seg.source, human.reference), run.sim.where(seg),
+                                            (seg.source, human.reference))
+                run.sim.replay(human, record, *adapted)
+                run.texts.append(human.reference)
+                run.done += 1
+            else:
+                run.sim.end_document(doc)
+        if run.finished:  # killed between its last step and its summary
+            self._finish(run)
+
+    def _start(self, run: Run, d: int) -> None:
+        if run.started < d:
+            run.session.start_document(d)
+            run.started = d
+
+    def _finish(self, run: Run) -> None:
+        run.sim.finish()
+        run.writer.close()
+        run.writer = None
+
+    # -- the segment on the page ---------------------------------------------------------------------------------
+
+    def _where(self) -> tuple[int, int] | None:
+        """(document index in the session, segment index in it) of the first segment not validated; None at the end."""
+        seen = {m: 0 for m in self.runs}
+        for k, doc in enumerate(self.documents):
+            run = self.order[k]
+            if run.done < seen[run.method] + len(doc):
+                return k, run.done - seen[run.method]
+            seen[run.method] += len(doc)
+        return None
+
+    def _show_next(self) -> None:
+        """Translate the next segment with its run's θ_{i−1} (the loop's order: document start, moment, search)."""
+        where = self._where()
+        if where is None:
+            self.pending = None
+            return
+        k, j = where
+        run, doc = self.order[k], self.documents[k]
+        d = run.documents.index(doc)
+        self._start(run, d)
+        seg = doc.segments[j]
+        stack = ExitStack()
+        before = dict(run.session.temporary)
+        stack.enter_context(run.session.adapted_for(seg.source))
+        moment = run.session.moment_since(before)
+        decode = run.sim.cfg.decode
+        t = time.perf_counter()
+        translation = run.session.model.translate(seg.source, **decode)
+        seconds = time.perf_counter() - t
+        completions = run.session.model.completions(seg.source, **decode)
+        self.pending = Pending(run, d, seg, translation, seconds, moment, stack, completions)
+
+    @property
+    def position(self) -> int:
+        """Segments validated in the session so far: what the page names a segment by."""
+        return sum(run.done for run in self.runs.values())
+
+    def state(self) -> dict:
+        """What the page shows (never the method: the study is blind)."""
+        with self.lock:
+            return self._state()
+
+    def _state(self) -> dict:
+        total = sum(len(d) for d in self.documents)
+        out = {"position": self.position, "segments_total": total, "documents": len(self.documents),
+               "max_chars": self.max_chars, "failed": self.failed}
+        if self.pending is None:
+            return out | {"finished": True}
+        k, j = self._where()
+        doc, run = self.documents[k], self.order[k]
+        return out | {"finished": False, "document": k + 1, "segment": j,
+                      "sources": [s.source for s in doc.segments], "validated": run.texts[len(run.texts) - j:] if j else [],
+                      "hypothesis": self.pending.translation.text}
+
+    # -- requests ------------------------------------------------------------------------------------------------
+
+    def _check(self, position) -> Pending:
+        if self.failed:
+            raise Refused(f"the session stopped: {self.failed}", 409)
+        if self.pending is None:
+            raise Refused("the session is finished: every segment is validated", 409)
+        if not isinstance(position, int) or isinstance(position, bool) or position != self.position:
+            raise Refused(f"position {position!r}: the session is at segment {self.position + 1} (reload the page)", 409)
+        return self.pending
+
+    def _text(self, text, what: str) -> str:
+        if not isinstance(text, str):
+            raise Refused(f"{what}: a string")
+        if len(text) > self.max_chars:
+            raise Refused(f"{what}: {len(text)} characters; at most serve.max_chars={self.max_chars}", 413)
+        return text
+
+    def complete(self, position, prefix) -> dict:
+        """The system's hypothesis that begins with `prefix` (the text before the cursor), by the prefix-constrained
+        search of the simulated translator."""
+        prefix = self._text(prefix, "prefix")
+        with self.lock:
+            pending = self._check(position)
+            if prefix not in pending.cache:
+                if len(pending.cache) >= COMPLETIONS_KEPT:
+                    pending.cache.pop(next(iter(pending.cache)))
+                pending.cache[prefix] = pending.completions.propose(prefix)
+            return {"position": position, "prefix": prefix, "completion": pending.cache[prefix]}
+
+    def validate(self, position, text, effort) -> dict:
+        """Record the validated `text` as the segment's reference, with the page's `effort`, adapt on it, and show the
+        next segment; nothing changes if any of it is refused."""
+        text = " ".join(self._text(text, "text").split())
+        if not text:
+            raise Refused("text: the translation is empty")
+        measured, accepted = effort_of(effort, text)
+        with self.lock:
+            pending = self._check(position)
+            run, seg = pending.run, pending.seg
+            pending.stack.close()  # the moment ends before the update, as in the loop
+            human = replace(seg, reference=text)
+            try:
+                adapted = run.session.adapt(run.session.model.pair(seg.source, text), run.sim.where(seg),
+                                            (seg.source, text))
+                _append(run.writer.dir / HUMAN_FILE, {"index": run.done, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
+                                                      "accepted_completions": accepted,
+                                                      "completion_requests": measured.decoder_calls})
+                run.sim.step(human, pending.translation, pending.seconds, *adapted, effort=measured,
+                             moment=pending.moment)
+            except UserError as e:  # a divergence under on_divergence=stop, a full disk: the run stops here
+                self.failed = str(e)
+                run.job.close("failed", str(e))
+                self.pending = None
+                raise Refused(f"the session stopped: {e}", 500) from None
+            run.texts.append(text)
+            run.done += 1
+            doc = run.documents[pending.d]
+            if seg is doc.segments[-1]:
+                run.sim.end_document(doc)
+                if run.finished:
+                    self._finish(run)
+            self._show_next()
+            return self._state()
+
+    def close(self, why: str = "the server stopped") -> None:
+        """Leave the moment, close the files; a run not finished is `interrupted` (resume=true goes on with it)."""
+        if self.pending is not None:
+            self.pending.stack.close()
+        for run in getattr(self, "runs", {}).values():
+            if run.writer is not None:
+                run.writer.close()
+                run.writer = None
+            if run.job is not None and run.job.data.get("status") == "running":
+                run.job.close("interrupted", f"{why}; resume=true serve.dir={self.dir} goes on")
+
+
+def _records(run_dir: Path) -> list[dict]:
+    from adaptsim.outputs import written_steps
+
+    return written_steps(run_dir)[0]
+
+
+def _append(path: Path, record: dict) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _keep_lines(path: Path, n: int) -> None:
+    """The first `n` whole lines of `path` (a resumed run's human.jsonl, cut back to its steps)."""
+    if not path.is_file():
+        return
+    lines = path.read_bytes().splitlines(keepends=True)
+    kept = [ln for ln in lines[:n] if ln.endswith(b"\n")]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(b"".join(kept))
+    os.replace(tmp, path)

@@ -1,0 +1,211 @@
+"""`adaptsim serve` through its web API (Starlette's test client) on the demo model: the records are a simulation's,
+a killed session resumes by replay, bad requests change nothing, a study assigns methods blind and balanced, and the
+command prints an address whose token every request needs. (The page itself, in Chromium: test_serve_browser.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from adaptsim.cli import main  # noqa: E402
+from adaptsim.commands.serve import configs  # noqa: E402
+from adaptsim.errors import UserError  # noqa: E402
+from adaptsim.serve import study  # noqa: E402
+from adaptsim.serve.app import create_app  # noqa: E402
+from adaptsim.serve.state import ServeSession  # noqa: E402
+
+SMALL = ["dataset.max_documents=2", "dataset.max_segments=2", "decode.beam_size=2", "decode.max_length=40"]
+TOKEN = "secret-token"
+EFFORT = {"keystrokes": 4, "mouse_actions": 2, "word_strokes": 1, "seconds": 2.5, "accepted_completions": 1,
+          "completion_requests": 3}
+
+
+def open_session(directory: Path, *overrides: str) -> tuple[ServeSession, TestClient]:
+    argv = [f"serve.dir={directory}", *SMALL, *overrides]
+    session = ServeSession(configs(argv), argv)
+    client = TestClient(create_app(session, TOKEN, ["testserver"], 4096), headers={"X-Adaptsim-Token": TOKEN})
+    return session, client
+
+
+def edit(hypothesis: str) -> str:
+    """What our translator makes of a hypothesis: the last word replaced (a correction the method can learn)."""
+    words = hypothesis.split()
+    return " ".join(words[:-1] + ["Ticket."])
+
+
+def validate(client: TestClient) -> dict:
+    state = client.get("/api/state").json()
+    response = client.post("/api/validate", json={"position": state["position"], "text": edit(state["hypothesis"]),
+                                                   "effort": EFFORT})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def steps(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+
+
+def test_a_session_records_what_a_simulation_of_its_references_records(tmp_path):
+    session, client = open_session(tmp_path / "s", "method=full")
+    first = client.get("/api/state").json()
+    assert first["position"] == 0 and first["document"] == 1 and first["segment"] == 0 and first["hypothesis"]
+    done = client.post("/api/complete", json={"position": 0, "prefix": "Bearbeitet eine"}).json()
+    assert done["completion"].startswith("Bearbeitet eine") and len(done["completion"]) > len("Bearbeitet eine")
+    shown = []
+    while not (state := client.get("/api/state").json())["finished"]:
+        shown.append(state["hypothesis"])
+        validate(client)
+    session.close()
+    run = tmp_path / "s" / "full"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["command"] == "serve" and summary["segments"] == 4
+    from adaptsim.outputs import JOB_KEYS, RUN_KEYS
+
+    assert set(summary) <= {*JOB_KEYS, *RUN_KEYS}  # a run's schema, nothing undeclared
+    records = steps(run)
+    assert [r["hypothesis"] for r in records] == shown  # θ_{i−1}'s translations, as the page showed them
+    assert [r["reference"] for r in records] == [edit(h) for h in shown]
+    assert all(r["effort"]["KS"] == 4 and r["effort"]["level"] == "human" for r in records)
+    assert summary["scores"]["KSMR"] is not None
+    assert [json.loads(line)["accepted_completions"] for line in (run / "human.jsonl").read_text().splitlines()] == [1] * 4
+    # the simulation of the same documents with the translator's references: the same hypotheses, updates and data
+    out, simulated = _run(tmp_path, "sim", "method=full", "dataset=tsv", f"dataset.path={run / 'references.tsv'}",
+                          "metrics.interactive=char")
+    assert [r["hypothesis"] for r in steps(out)] == shown
+    assert [r["ppl_after"] for r in steps(out)] == [r["ppl_after"] for r in records]
+    assert simulated["data_fingerprint"] == summary["data_fingerprint"]
+    for key in ("BLEU", "R0", "R1", "TER"):
+        assert simulated["scores"][key] == pytest.approx(summary["scores"][key])
+    assert [r["R0_num"] for r in steps(out)] == [r["R0_num"] for r in records]  # steps rescored over all references
+    for command in (["table", str(tmp_path / "s")], ["compare", str(run), str(out), "--metrics", "BLEU,KSMR,MAR"]):
+        with pytest.raises(SystemExit) as exit_:  # the translator's effort against what the simulation predicts
+            main(command)
+        assert exit_.value.code == 0
+
+
+def _run(tmp_path, name, *overrides):
+    out = tmp_path / name
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=40", *overrides])
+    assert exit_.value.code == 0
+    return out, json.loads((out / "summary.json").read_text())
+
+
+def test_a_killed_session_resumes_by_replay_where_the_translator_stopped(tmp_path):
+    whole, client = open_session(tmp_path / "whole")
+    for _ in range(3):
+        validate(client)
+    expected = client.get("/api/state").json()
+    whole.close()
+
+    killed, client = open_session(tmp_path / "s")
+    validate(client)
+    validate(client)  # the end of the first document
+    del killed, client  # (no close: as a kill leaves it, summary.json `running`)
+    resumed, client = open_session(tmp_path / "s", "resume=true")
+    assert client.get("/api/state").json()["position"] == 2
+    validate(client)
+    assert client.get("/api/state").json() == expected  # θ as the uninterrupted session's: the same translation
+    validate(client)
+    resumed.close()
+    assert [r["ppl_after"] for r in steps(tmp_path / "s" / "lasso")][:3] == \
+        [r["ppl_after"] for r in steps(tmp_path / "whole" / "lasso")]
+    summary = json.loads((tmp_path / "s" / "lasso" / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["timing"]["resumed_after_steps"] == 2
+
+
+def test_resuming_with_other_settings_is_refused_and_changes_nothing(tmp_path):
+    session, client = open_session(tmp_path / "s")
+    validate(client)
+    session.close()
+    run = tmp_path / "s" / "lasso"
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    with pytest.raises(UserError, match=r"method.lr: 0.01 → 0.5"):
+        open_session(tmp_path / "s", "resume=true", "method.lr=0.5")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    with pytest.raises(UserError, match="holds another session"):
+        open_session(tmp_path / "s")
+
+
+def test_bad_requests_get_one_line_and_change_nothing(tmp_path):
+    session, client = open_session(tmp_path / "s")
+    validate(client)
+    run = tmp_path / "s" / "lasso"
+    before = (run / "steps.jsonl").read_bytes(), client.get("/api/state").json()
+    bare = TestClient(client.app)
+    assert bare.get("/api/state").status_code == 403
+    assert bare.get("/api/state", headers={"X-Adaptsim-Token": "guess"}).status_code == 403
+    assert bare.get(f"/?token={TOKEN}").status_code == 200  # the page, with the token in its address
+    assert client.get("/api/state", headers={"Host": "evil.example"}).status_code == 400  # DNS rebinding
+    good = {"position": 1, "text": "Gut.", "effort": EFFORT}
+    cases = [({**good, "position": 0}, 409), ({**good, "text": "x" * 2001}, 413), ({**good, "text": "  "}, 400),
+             ({**good, "effort": {**EFFORT, "keystrokes": -1}}, 400), ({**good, "effort": "many"}, 400),
+             ({**good, "text": 5}, 400), ({**good, "path": "/etc/passwd", "position": "1"}, 409)]
+    for body, status in cases:
+        response = client.post("/api/validate", json=body)
+        assert response.status_code == status, (body, response.text)
+        assert "\n" not in response.json()["error"]
+    assert client.post("/api/validate", content=b"{not json", headers={"Content-Type": "application/json"}).status_code == 400
+    assert client.post("/api/complete", content=b"x" * 5000).status_code == 413  # over max_request_bytes (4096)
+    assert client.post("/api/complete", json={"position": 1, "prefix": "y" * 2001}).status_code == 413
+    assert ((run / "steps.jsonl").read_bytes(), client.get("/api/state").json()) == before
+    session.close()
+
+
+def test_a_study_assigns_methods_blind_and_balanced(tmp_path):
+    assignment = study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3)
+    counts = [list(assignment.values())[i:i + 2] for i in range(0, 6, 2)]
+    assert all(sorted(block) == ["full", "lasso"] for block in counts)  # every block of two has both
+    assert study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3) == assignment
+
+    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]")
+    answers = [client.get("/api/state").text, json.dumps(validate(client))]
+    del session, client  # killed after one segment; both methods' models restored by replay
+    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]", "resume=true")
+    assert client.get("/api/state").json()["position"] == 1
+    while not client.get("/api/state").json()["finished"]:
+        answers.append(json.dumps(validate(client)))
+    session.close()
+    assert not any(re.search(r"full|lasso", a) for a in answers)  # the page is never told the method
+    recorded = json.loads((tmp_path / "s" / "study.json").read_text())
+    assert sorted(recorded["assignment"].values()) == ["full", "lasso"]
+    for method in ("full", "lasso"):
+        summary = json.loads((tmp_path / "s" / method / "summary.json").read_text())
+        doc = next(d for d, m in recorded["assignment"].items() if m == method)
+        assert summary["method"] == method and summary["status"] == "finished"
+        assert {r["doc_id"] for r in steps(tmp_path / "s" / method)} == {doc}
+
+
+def test_the_command_prints_an_address_whose_token_it_requires(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "adaptsim", "serve", f"serve.dir={tmp_path / 's'}", "serve.port=0",
+                             *SMALL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        address = re.search(r"(http://127\.0\.0\.1:\d+/)\?token=(\S+)", line)
+        assert address, line + proc.stderr.read()
+        base, token = address.groups()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(base + "api/state", timeout=30)
+        assert refused.value.code == 403
+        state = json.loads(urllib.request.urlopen(f"{base}api/state?token={token}", timeout=30).read())
+        assert state["position"] == 0 and state["hypothesis"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    summary = json.loads((tmp_path / "s" / "lasso" / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and "resume=true" in summary["error"]

@@ -1,0 +1,114 @@
+"""`adaptsim serve` as a translator uses it, in headless Chromium (the system's: /usr/bin/chromium, or
+$ADAPTSIM_CHROMIUM; never downloaded), driven by playwright: type, accept a completion with Tab, validate with Enter,
+go on to the next segment, reload the page with text typed, kill the server and resume it, and check the records.
+Skips where playwright or the browser is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+sync_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = os.environ.get("ADAPTSIM_CHROMIUM", "/usr/bin/chromium")
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set ADAPTSIM_CHROMIUM)", allow_module_level=True)
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--no-first-run", "--disable-sync"]
+SMALL = ["dataset.max_documents=2", "dataset.max_segments=2", "decode.beam_size=2", "decode.max_length=40"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(directory: Path, port: int, *overrides: str) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "adaptsim", "serve", f"serve.dir={directory}", f"serve.port={port}",
+                             *SMALL, *overrides], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    found = re.search(r"http://\S+", line)
+    if not found:
+        proc.kill()
+        raise AssertionError(line + proc.stderr.read())
+    return proc, found.group(0)
+
+
+def steps(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_a_translator_post_edits_in_the_page_across_a_reload_and_a_killed_server(tmp_path):
+    port, session = free_port(), tmp_path / "s"
+    server, address = start(session, port)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page()
+            page.on("dialog", lambda dialog: dialog.accept())  # the warning about typed text, on reload
+            page.goto(address)
+            box = page.locator("#target")
+            sync_api.expect(page.locator("#progress")).to_have_text("document 1 of 2 · segment 1 of 2")
+            shown = box.input_value()
+            assert shown
+            box.press("Control+a")
+            box.press("Backspace")
+            box.press_sequentially("Bearb")
+            sync_api.expect(page.locator("#hint .rest")).not_to_be_empty()  # the system's completion of "Bearb"
+            box.press("Tab")
+            accepted = box.input_value()
+            assert accepted.startswith("Bearb") and len(accepted) > len("Bearb")
+            box.press("Enter")
+            sync_api.expect(page.locator("#progress")).to_have_text("document 1 of 2 · segment 2 of 2")
+            assert page.locator("li.done .target").inner_text() == accepted
+            page.wait_for_timeout(500)  # a completion asked for the validated segment answers stale: never said
+            sync_api.expect(page.locator("#status.error")).to_have_count(0)
+
+            box.press("End")
+            box.press_sequentially(" Neu")
+            typed = box.input_value()
+            page.reload()  # typed, not validated: kept
+            sync_api.expect(page.locator("#target")).to_have_value(typed)
+            sync_api.expect(page.locator("#status")).to_contain_text("kept")
+            page.locator("#target").press("Enter")
+            sync_api.expect(page.locator("#progress")).to_have_text("document 2 of 2 · segment 1 of 2")
+            page.locator("#target").press_sequentially(" Eins")
+            typed = page.locator("#target").input_value()
+            assert len(steps(session / "lasso")) == 2  # on disk before the next segment was shown
+
+            server.send_signal(signal.SIGKILL)
+            server.wait(timeout=30)
+            server, address = start(session, port, "resume=true")
+            page.goto(address)  # a new token; the same translation, so the draft comes back
+            sync_api.expect(page.locator("#progress")).to_have_text("document 2 of 2 · segment 1 of 2")
+            sync_api.expect(page.locator("#target")).to_have_value(typed)
+            page.locator("#target").press("Enter")
+            sync_api.expect(page.locator("#progress")).to_have_text("document 2 of 2 · segment 2 of 2")
+            page.locator("#validate").click()
+            sync_api.expect(page.locator("#status")).to_contain_text("finished")
+            browser.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    run = session / "lasso"
+    records = steps(run)
+    assert records[0]["hypothesis"] == shown and records[0]["reference"] == accepted
+    assert records[1]["reference"].endswith(" Neu") and records[2]["reference"] == " ".join(typed.split())
+    assert records[0]["effort"]["KS"] == 6 and records[0]["effort"]["WS"] == 1  # Backspace, B-a-r-b (Ctrl+A is none)
+    human = [json.loads(line) for line in (run / "human.jsonl").read_text().splitlines()]
+    assert [h["accepted_completions"] for h in human] == [1, 0, 0, 0]
+    assert all(r["effort"]["MA"] >= 1 and r["effort"]["seconds"] > 0 for r in records)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["timing"]["resumed_after_steps"] == 2
