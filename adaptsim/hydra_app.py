@@ -25,8 +25,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
-from adaptsim.jobs import (SWEEP_CLAIM, claim_job, claim_sweep_dir, closing, failed_jobs, job_context, read_json,
-                           record_failed_job)
+from adaptsim.jobs import (SWEEP_CLAIM, basic_sweep_jobs, claim_job, claim_sweep_dir, closing, failed_jobs,
+                           job_context, read_json, record_failed_job)
 from adaptsim.outputs import JobSummary, job_fields, write_json_atomic
 from adaptsim.resume import check as resume_check
 
@@ -110,9 +110,6 @@ def _output_dir(cfg, multirun: bool) -> Path | None:
         return None
 
 
-_BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
-
-
 def claim_output_dir(cfgs: list, multirun: bool, command: str,
                      overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None]:
     """Claim the command's output directory before Hydra writes anything into it, and say which it is (so
@@ -139,16 +136,15 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> N
     multirun.yaml, each job's .hydra/): the jobs recomputed as Hydra's basic sweeper expands them and numbered as its
     launchers (and lockstep) number them. (Another sweeper chooses its jobs itself: each job is checked as it
     starts, `claim_job`.)"""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from omegaconf import OmegaConf, open_dict
 
-    if not path.is_dir() or OmegaConf.select(cfg, "hydra.sweeper._target_") != _BASIC_SWEEPER:
+    if not path.is_dir():
         return
-    params = [f"{k}={v}" for k, v in (OmegaConf.select(cfg, "hydra.sweeper.params") or {}).items()]
     hydra = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
-    task = [o for o in overrides if o not in hydra]
-    parsed = OverridesParser.create().parse_overrides(params + task)
-    jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    jobs = basic_sweep_jobs(OmegaConf.select(cfg, "hydra.sweeper._target_"),
+                            OmegaConf.select(cfg, "hydra.sweeper.params"), [o for o in overrides if o not in hydra])
+    if jobs is None:
+        return
     with _configs():
         composed = [hydra_compose(cfg.hydra.job.config_name, overrides=[*hydra, *job], return_hydra_config=True)
                     for job in jobs]

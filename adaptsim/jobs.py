@@ -27,6 +27,7 @@ from adaptsim.resume import check as resume_check
 log = logging.getLogger("adaptsim")
 
 SWEEP_CLAIM = ".adaptsim-sweep.json"  # in a sweep directory: the process of the sweep that claimed it
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 FAILED_JOBS = "failed.jsonl"          # in a sweep directory: jobs that failed before they had a summary.json
 
 
@@ -206,3 +207,16 @@ def record_failed_job(sweep_dir: Path | None, job: Path, error: str) -> None:
     line = json.dumps({"job": str(job), "error": error, "time": time.time()}, ensure_ascii=False)
     with open(sweep_dir / FAILED_JOBS, "a", encoding="utf-8") as f:
         f.write(line + "\n")
+
+
+def basic_sweep_jobs(sweeper: str | None, params: dict | None, overrides: list[str]) -> list[list[str]] | None:
+    """The jobs, in order, that Hydra's basic sweeper expands its `params` (hydra.sweeper.params) and the command
+    line's task `overrides` into, each a list of overrides; None where another sweeper (`sweeper`: its _target_)
+    chooses its jobs itself. What a resumed sweep checks before Hydra writes, and what the reports expect to find."""
+    if sweeper != BASIC_SWEEPER:
+        return None
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in (params or {}).items()] + list(overrides))
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]

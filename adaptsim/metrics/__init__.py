@@ -1,6 +1,7 @@
 """Immediate-adaptation metrics (R0, R1, R0+1, Rk), sacrebleu corpus metrics and the others a run or a report
 computes (docs/design.md §4), one module a metric: `recall` (occurrence counting), `words` (content words), `sacre`,
-`novel`, `effort` (the simulated translator's), `cxmi`, `roles` (a word's role in the stream), `litter`, `terms`;
+`novel`, `effort` (the simulated translator's), `cxmi`, `roles` (a word's role in the stream), `litter`, `terms`,
+`forgetting` (a general-domain probe along the stream);
 `evaluator` scores a run with them (`Evaluator`) and `curves` writes its learning curves. Reports render what these
 compute (adaptsim/report/); nothing here imports a report.
 

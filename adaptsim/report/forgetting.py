@@ -47,9 +47,13 @@ def markdown(block) -> str | None:
     for label, run in probed:
         points = run.summary["probe"]["points"]
         first, last = points[0], points[-1]
-        lines.append(f"| {label} | {len(points)} | {first['BLEU']:.1f} | {last['BLEU']:.1f} | "
-                     f"{last['BLEU'] - first['BLEU']:+.1f} | {last['chrF'] - first['chrF']:+.1f} | "
-                     f"{last['nll'] - first['nll']:+.3f} | {_delta(run, baseline, 'R0')} | {_delta(run, baseline, 'R1')} |")
+        if first["after"] != 0:  # no θ0 point (a run that never probed before its first segment): no change to show
+            cells = ["–", f"{last['BLEU']:.1f}", "–", "–", "–"]
+        else:
+            cells = [f"{first['BLEU']:.1f}", f"{last['BLEU']:.1f}", f"{last['BLEU'] - first['BLEU']:+.1f}",
+                     f"{last['chrF'] - first['chrF']:+.1f}", f"{last['nll'] - first['nll']:+.3f}"]
+        lines.append(f"| {label} | {len(points)} | " + " | ".join(cells)
+                     + f" | {_delta(run, baseline, 'R0')} | {_delta(run, baseline, 'R1')} |")
     return "\n".join(lines)
 
 

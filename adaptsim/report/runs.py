@@ -19,13 +19,13 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from adaptsim.errors import UserError
+from adaptsim.jobs import basic_sweep_jobs
 from adaptsim.outputs import JOB_KEYS, RUN_KEYS, alive, recorded_process
 
 # what the reports need from a finished run's summary.json (its schema: adaptsim/outputs.py)
 READ_KEYS = ("method", "dataset", "model_path", "data_fingerprint", "segments", "scores", "signatures")
 assert set(READ_KEYS) <= {*JOB_KEYS, *RUN_KEYS}
 _SKIP = {".hydra", ".submitit"}
-_BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
 
 @dataclass
@@ -196,16 +196,13 @@ def _job_key(overrides) -> frozenset[str]:
 
 def _missing_jobs(sweep: Path, present: list[frozenset[str]]) -> list[Problem]:
     """Jobs the sweep's basic sweeper would have launched that have no run directory."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     try:
         hydra = OmegaConf.to_container(OmegaConf.load(sweep / "multirun.yaml"), resolve=False)["hydra"]
-        if hydra["sweeper"].get("_target_") != _BASIC_SWEEPER:
+        expanded = basic_sweep_jobs(hydra["sweeper"].get("_target_"), hydra["sweeper"].get("params"),
+                                    hydra["overrides"]["task"])
+        if expanded is None:
             return []  # another sweeper (optuna, …) chooses its jobs itself: nothing to recompute
-        params = hydra["sweeper"].get("params") or {}
-        args = [f"{k}={v}" for k, v in params.items()] + list(hydra["overrides"]["task"])
-        jobs = [_job_key(j) for j in BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)[0]]
+        jobs = [_job_key(j) for j in expanded]
     except Exception as e:  # a hand-edited or foreign multirun.yaml: say so, do not guess
         return [Problem(sweep, f"cannot tell which jobs the sweep should have ({type(e).__name__}: {e})")]
     common = frozenset.intersection(*jobs) if jobs else frozenset()
