@@ -281,7 +281,7 @@ def test_each_validated_step_is_on_disk_before_the_next_is_shown(tmp_path, monke
 
 
 def test_close_waits_for_the_work_in_progress(tmp_path):
-    session, client = open_session(tmp_path / "s")
+    session, _ = open_session(tmp_path / "s")
     summary = tmp_path / "s" / "lasso" / "summary.json"
     session.lock.acquire()  # a validation in progress
     session.close(wait=0.1)  # records left as a kill leaves them: resume=true goes on
