@@ -337,7 +337,8 @@ class ServeSession:
 
     def validate(self, position, text, effort) -> dict:
         """Record the validated `text` as the segment's reference, with the page's `effort`, adapt on it, and show the
-        next segment; nothing changes if any of it is refused."""
+        next segment; nothing changes if any of it is refused, and a failure after the update stops the session
+        (module docstring)."""
         text = " ".join(self._text(text, "text").split())
         if not text:
             raise Refused("text: the translation is empty")
@@ -346,10 +347,10 @@ class ServeSession:
             pending = self._check(position)
             run, seg = pending.run, pending.seg
             self.pending = None  # from here on the segment is off the page: it is adapted on once at most
-            pending.stack.close()  # the moment ends before the update, as in the loop
             human = replace(seg, reference=text)
             at = run  # the run whose work fails, if any
             try:
+                pending.stack.close()  # the moment ends before the update, as in the loop
                 adapted = run.session.adapt(run.session.model.pair(seg.source, text), run.sim.where(seg),
                                             (seg.source, text))
                 _append(run.writer.dir / HUMAN_FILE, {"index": run.done, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
@@ -370,7 +371,7 @@ class ServeSession:
                 self._show_next()
             except Exception as e:  # a divergence under on_divergence=stop, a full disk, …: the session stops here
                 if not isinstance(e, UserError):
-                    log.exception("serve: validating segment %d failed", self.position + 1)
+                    log.exception("serve: validating segment %d failed", position + 1)
                 self.failed = " ".join(str(e).split()) or type(e).__name__
                 self.pending = None
                 if at.job is not None:
