@@ -307,6 +307,10 @@ def test_translators_get_the_methods_in_a_latin_square(tmp_path):
     for a in square:  # and each translator's blocks stay balanced
         assert all(sorted(list(a.values())[i:i + 3]) == sorted(methods) for i in range(0, 6, 3))
     assert study.assign(docs, methods, seed=3, translator=4) == square[1]
+    from adaptsim.serve.state import check_serve
+
+    with pytest.raises(UserError, match=r"serve.translator=-1: a whole number ≥ 0"):
+        check_serve(next(iter(configs(["serve.translator=-1"]).values())))
 
 
 def test_each_session_keys_the_page_s_drafts_by_its_own_id_across_resumes(tmp_path):
