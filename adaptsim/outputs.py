@@ -306,6 +306,14 @@ class RunWriter:
                     pass
             raise _os_error(self.dir / name, e, "write") from None
 
+    def sync(self) -> None:
+        """steps.jsonl and hyps.txt on disk (fsync): for a caller whose steps come at human speed (serve)."""
+        for name, fd in self._fds.items():
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                raise _os_error(self.dir / name, e, "write") from None
+
     def curves(self, rows: list[dict], append: bool = False) -> None:
         """curves.csv: the cumulative scores after every segment (`append`: rows after those it holds)."""
         from adaptsim.metrics.curves import write_curves

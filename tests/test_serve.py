@@ -22,7 +22,7 @@ pytest.importorskip("httpx")
 from starlette.testclient import TestClient  # noqa: E402
 
 from adaptsim.cli import main  # noqa: E402
-from adaptsim.commands.serve import configs  # noqa: E402
+from adaptsim.commands.serve import allowed_hosts, configs  # noqa: E402
 from adaptsim.errors import UserError  # noqa: E402
 from adaptsim.serve import study  # noqa: E402
 from adaptsim.serve.app import create_app  # noqa: E402
@@ -110,6 +110,7 @@ def test_a_killed_session_resumes_by_replay_where_the_translator_stopped(tmp_pat
     for _ in range(3):
         validate(client)
     expected = client.get("/api/state").json()
+    expected.pop("session")
     whole.close()
 
     killed, client = open_session(tmp_path / "s")
@@ -119,7 +120,8 @@ def test_a_killed_session_resumes_by_replay_where_the_translator_stopped(tmp_pat
     resumed, client = open_session(tmp_path / "s", "resume=true")
     assert client.get("/api/state").json()["position"] == 2
     validate(client)
-    assert client.get("/api/state").json() == expected  # θ as the uninterrupted session's: the same translation
+    state = client.get("/api/state").json()
+    assert state.pop("session") and state == expected  # θ as the uninterrupted session's: the same translation
     validate(client)
     resumed.close()
     assert [r["ppl_after"] for r in steps(tmp_path / "s" / "lasso")][:3] == \
@@ -150,7 +152,12 @@ def test_bad_requests_get_one_line_and_change_nothing(tmp_path):
     assert bare.get("/api/state").status_code == 403
     assert bare.get("/api/state", headers={"X-Adaptsim-Token": "guess"}).status_code == 403
     assert bare.get(f"/?token={TOKEN}").status_code == 200  # the page, with the token in its address
-    assert client.get("/api/state", headers={"Host": "evil.example"}).status_code == 400  # DNS rebinding
+    rebound = client.get("/api/state", headers={"Host": "evil.example"})  # DNS rebinding
+    assert rebound.status_code == 400 and "evil.example" in rebound.json()["error"]
+    v6 = TestClient(create_app(session, TOKEN, allowed_hosts("::1"), 4096), base_url="http://[::1]:8043",
+                    headers={"X-Adaptsim-Token": TOKEN})  # serve.host=::1: the browser sends Host [::1]:8043
+    assert v6.get("/api/state").status_code == 200
+    assert v6.get("/api/state", headers={"Host": "evil.example:8043"}).status_code == 400
     good = {"position": 1, "text": "Gut.", "effort": EFFORT}
     cases = [({**good, "position": 0}, 409), ({**good, "text": "x" * 2001}, 413), ({**good, "text": "  "}, 400),
              ({**good, "effort": {**EFFORT, "keystrokes": -1}}, 400), ({**good, "effort": "many"}, 400),
@@ -161,28 +168,31 @@ def test_bad_requests_get_one_line_and_change_nothing(tmp_path):
         assert "\n" not in response.json()["error"]
     assert client.post("/api/validate", content=b"{not json", headers={"Content-Type": "application/json"}).status_code == 400
     assert client.post("/api/complete", content=b"x" * 5000).status_code == 413  # over max_request_bytes (4096)
+    nested = client.post("/api/complete", content=b"[" * 4000)  # deeper than Python's recursion limit
+    assert nested.status_code == 400 and nested.json()["error"] == "the request is not JSON"
     assert client.post("/api/complete", json={"position": 1, "prefix": "y" * 2001}).status_code == 413
     assert ((run / "steps.jsonl").read_bytes(), client.get("/api/state").json()) == before
     session.close()
 
 
 def test_a_study_assigns_methods_blind_and_balanced(tmp_path):
-    assignment = study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3)
+    assignment = study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3, translator=0)
     counts = [list(assignment.values())[i:i + 2] for i in range(0, 6, 2)]
     assert all(sorted(block) == ["full", "lasso"] for block in counts)  # every block of two has both
-    assert study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3) == assignment
+    assert study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3, translator=0) == assignment
 
-    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]")
+    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]", "serve.translator=1")
     answers = [client.get("/api/state").text, json.dumps(validate(client))]
     del session, client  # killed after one segment; both methods' models restored by replay
-    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]", "resume=true")
+    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]", "serve.translator=1", "resume=true")
     assert client.get("/api/state").json()["position"] == 1
     while not client.get("/api/state").json()["finished"]:
         answers.append(json.dumps(validate(client)))
     session.close()
     assert not any(re.search(r"full|lasso", a) for a in answers)  # the page is never told the method
     recorded = json.loads((tmp_path / "s" / "study.json").read_text())
-    assert sorted(recorded["assignment"].values()) == ["full", "lasso"]
+    assert sorted(recorded["assignment"].values()) == ["full", "lasso"] and recorded["translator"] == 1
+    assert recorded["assignment"] == study.assign(list(recorded["assignment"]), ["full", "lasso"], recorded["seed"], 1)
     for method in ("full", "lasso"):
         summary = json.loads((tmp_path / "s" / method / "summary.json").read_text())
         doc = next(d for d, m in recorded["assignment"].items() if m == method)
@@ -209,3 +219,109 @@ def test_the_command_prints_an_address_whose_token_it_requires(tmp_path):
         proc.wait(timeout=60)
     summary = json.loads((tmp_path / "s" / "lasso" / "summary.json").read_text())
     assert summary["status"] == "interrupted" and "resume=true" in summary["error"]
+
+
+def test_a_failed_write_stops_the_session_once_and_resume_goes_on(tmp_path, monkeypatch):
+    session, client = open_session(tmp_path / "s")
+    validate(client)
+    shown = client.get("/api/state").json()
+    run = tmp_path / "s" / "lasso"
+    (run / "human.jsonl").rename(run / "human.kept")
+    (run / "human.jsonl").mkdir()  # the write fails as on a full disk: an OSError
+    adapted = []
+    adapt = session.runs["lasso"].session.adapt
+    monkeypatch.setattr(session.runs["lasso"].session, "adapt", lambda *a: adapted.append(1) or adapt(*a))
+    body = {"position": 1, "text": edit(shown["hypothesis"]), "effort": EFFORT}
+    failed = client.post("/api/validate", json=body)
+    assert failed.status_code == 500 and "human.jsonl" in failed.json()["error"] and "\n" not in failed.json()["error"]
+    retried = client.post("/api/validate", json=body)  # the page's retry: refused, never a second update
+    assert retried.status_code == 409 and adapted == [1]
+    state = client.get("/api/state").json()
+    assert state["failed"] and state["finished"] and "hypothesis" not in state
+    assert json.loads((run / "summary.json").read_text())["status"] == "failed"
+    assert len(steps(run)) == 1
+    session.close()
+    (run / "human.jsonl").rmdir()
+    (run / "human.kept").rename(run / "human.jsonl")  # the disk has room again
+    resumed, client = open_session(tmp_path / "s", "resume=true")
+    again = client.get("/api/state").json()
+    assert (again["position"], again["hypothesis"]) == (1, shown["hypothesis"])  # θ as before the failed step
+    validate(client)
+    resumed.close()
+
+
+def test_a_failure_after_the_step_is_recorded_never_pairs_the_next_source_with_the_old_translation(tmp_path,
+                                                                                                    monkeypatch):
+    session, client = open_session(tmp_path / "s")
+    run = session.runs["lasso"]
+
+    def broken(*a, **k):
+        raise RuntimeError("the model cannot translate\nthis")
+
+    monkeypatch.setattr(run.session.model, "translate", broken)
+    failed = client.post("/api/validate", json={"position": 0, "text": "Gut.", "effort": EFFORT})
+    assert failed.status_code == 500 and "cannot translate" in failed.json()["error"]
+    assert "\n" not in failed.json()["error"]
+    state = client.get("/api/state").json()
+    assert state["failed"] and "hypothesis" not in state
+    assert client.post("/api/validate", json={"position": 1, "text": "Gut.", "effort": EFFORT}).status_code == 409
+    assert json.loads((tmp_path / "s" / "lasso" / "summary.json").read_text())["status"] == "failed"
+    assert len(steps(tmp_path / "s" / "lasso")) == 1
+    session.close()
+
+
+def test_each_validated_step_is_on_disk_before_the_next_is_shown(tmp_path, monkeypatch):
+    session, client = open_session(tmp_path / "s")
+    synced = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name) or fsync(fd))
+    validate(client)
+    assert {"steps.jsonl", "hyps.txt", "human.jsonl"} <= set(synced)
+    session.close()
+
+
+def test_close_waits_for_the_work_in_progress(tmp_path):
+    session, _ = open_session(tmp_path / "s")
+    summary = tmp_path / "s" / "lasso" / "summary.json"
+    session.lock.acquire()  # a validation in progress
+    session.close(wait=0.1)  # records left as a kill leaves them: resume=true goes on
+    assert json.loads(summary.read_text())["status"] == "running"
+    session.lock.release()
+    session.close()
+    assert json.loads(summary.read_text())["status"] == "interrupted"
+
+
+def test_the_forgetting_probe_is_refused_in_one_line(tmp_path):
+    probe = tmp_path / "probe"
+    for lang in ("en", "de"):
+        Path(f"{probe}.{lang}").write_text("eins\nzwei\n")
+    with pytest.raises(UserError, match=r"metrics.probe.path=.*serve") as refused:
+        open_session(tmp_path / "s", f"metrics.probe.path={probe}")
+    assert "\n" not in str(refused.value) and not (tmp_path / "s").exists()
+
+
+def test_translators_get_the_methods_in_a_latin_square(tmp_path):
+    docs, methods = [f"d{i}" for i in range(7)], ["full", "lasso", "none"]
+    square = [study.assign(docs, methods, seed=3, translator=t) for t in range(3)]
+    assert all(sorted(a[d] for a in square) == sorted(methods) for d in docs)  # every document gets every method once
+    for a in square:  # and each translator's blocks stay balanced
+        assert all(sorted(list(a.values())[i:i + 3]) == sorted(methods) for i in range(0, 6, 3))
+    assert study.assign(docs, methods, seed=3, translator=4) == square[1]
+    from adaptsim.serve.state import check_serve
+
+    with pytest.raises(UserError, match=r"serve.translator=-1: a whole number ≥ 0"):
+        check_serve(next(iter(configs(["serve.translator=-1"]).values())))
+
+
+def test_each_session_keys_the_page_s_drafts_by_its_own_id_across_resumes(tmp_path):
+    first, client = open_session(tmp_path / "a")
+    other, _ = open_session(tmp_path / "b")
+    sid = client.get("/api/state").json()["session"]
+    assert sid and sid != _.get("/api/state").json()["session"]  # the page's drafts are the session's
+    first.close()
+    other.close()
+    resumed, client = open_session(tmp_path / "a", "resume=true")
+    assert client.get("/api/state").json()["session"] == sid
+    page = (Path(__file__).resolve().parents[1] / "adaptsim" / "serve" / "page.html").read_text()
+    assert re.search(r"function draftKey\(\) \{[^}]*state\.session", page)
+    resumed.close()

@@ -1,6 +1,7 @@
 """`adaptsim serve` as a translator uses it, in headless Chromium (the system's: /usr/bin/chromium, or
 $ADAPTSIM_CHROMIUM; never downloaded), driven by playwright: type, accept a completion with Tab, validate with Enter,
-go on to the next segment, reload the page with text typed, kill the server and resume it, and check the records.
+go on to the next segment, reload the page with text typed, kill the server and resume it, and check the records; and
+a draft is its session's alone (another session at the same address starts clean).
 Skips where playwright or the browser is missing."""
 
 from __future__ import annotations
@@ -112,3 +113,36 @@ def test_a_translator_post_edits_in_the_page_across_a_reload_and_a_killed_server
     assert all(r["effort"]["MA"] >= 1 and r["effort"]["seconds"] > 0 for r in records)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["timing"]["resumed_after_steps"] == 2
+
+
+@pytest.mark.slow
+def test_another_session_at_the_same_address_never_gets_this_one_s_draft(tmp_path):
+    port = free_port()
+    server, address = start(tmp_path / "a", port)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page()
+            page.on("dialog", lambda dialog: dialog.accept())
+            page.goto(address)
+            box = page.locator("#target")
+            shown = box.input_value()
+            assert shown
+            box.press("End")
+            box.press_sequentially(" Zwei")
+            typed = box.input_value()
+            server.send_signal(signal.SIGKILL)
+            server.wait(timeout=30)
+            server, address = start(tmp_path / "b", port)  # a new session: the same first segment and translation
+            page.goto(address)
+            sync_api.expect(page.locator("#target")).to_have_value(shown)
+            sync_api.expect(page.locator("#status")).not_to_contain_text("kept")
+            server.send_signal(signal.SIGINT)
+            server.wait(timeout=60)
+            server, address = start(tmp_path / "a", port, "resume=true")  # the first again: its draft comes back
+            page.goto(address)
+            sync_api.expect(page.locator("#target")).to_have_value(typed)
+            browser.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)

@@ -54,6 +54,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def allowed_hosts(host: str) -> list[str]:
+    """The Host names a server bound to `host` answers to: a loopback address's names (an IPv6 one as a browser sends
+    it, in brackets), or any elsewhere, where the Host is the machine's name."""
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        return ["*"]
+    return ["127.0.0.1", "[::1]", "localhost"]
+
+
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE + "\n\n" + (__doc__ or ""))
@@ -76,9 +84,7 @@ def main(argv: list[str]) -> int:
         host, port = sock.getsockname()[:2]
         token = secrets.token_urlsafe(24)
         shown = f"[{host}]" if ":" in host else host
-        loopback = host in ("127.0.0.1", "::1", "localhost")  # elsewhere the Host is the machine's name: any
-        hosts = sorted({host, "localhost", "127.0.0.1", "::1"}) if loopback else ["*"]
-        app = create_app(session, token, hosts, int(first.serve.max_request_bytes))
+        app = create_app(session, token, allowed_hosts(host), int(first.serve.max_request_bytes))
         print(f"adaptsim serve: open http://{shown}:{port}/?token={token}", flush=True)
         print(f"adaptsim serve: the session's records go to {session.dir}", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))

@@ -18,8 +18,8 @@ from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
@@ -34,6 +34,24 @@ HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Con
 
 def error(message: str, status: int) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=HEADERS)
+
+
+class HostRequired:
+    """ASGI middleware: a request whose Host header (its port aside; an IPv6 address in brackets, `[::1]`) is not one of
+    `hosts` gets 400 and goes no further (DNS rebinding); `["*"]`: any."""
+
+    def __init__(self, app, hosts: list[str]):
+        self.app, self.hosts = app, set(hosts)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and "*" not in self.hosts:
+            given = Headers(scope=scope).get("host", "").lower()
+            name = given[:given.find("]") + 1] if given.startswith("[") else given.split(":")[0]
+            if name not in self.hosts:
+                await error(f"Host {given[:100]!r}: this server answers to {', '.join(sorted(self.hosts))} only (against "
+                            "DNS rebinding)", 400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class TokenRequired:
@@ -66,7 +84,7 @@ async def body_json(request: Request, limit: int) -> dict:
             raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413)
     try:
         body = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # (RecursionError: arrays nested thousands deep)
         raise Refused("the request is not JSON") from None
     if not isinstance(body, dict):
         raise Refused("the request is not a JSON object")
@@ -107,5 +125,5 @@ def create_app(session: ServeSession, token: str, hosts: list[str], max_request_
 
     routes = [Route("/", index), Route("/api/state", state), Route("/api/complete", complete, methods=["POST"]),
               Route("/api/validate", validate, methods=["POST"])]
-    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+    return Starlette(routes=routes, middleware=[Middleware(HostRequired, hosts=hosts),
                                                 Middleware(TokenRequired, token=token)])

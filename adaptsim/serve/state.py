@@ -16,6 +16,10 @@ the server's address may change) and its model's and data's fingerprints the rec
 
 Every change happens under one lock: the model is one, and a completion computed for one θ must not be served for
 another (each answer names the position it was computed for; a request for another position is refused).
+
+A validation adapts at most once: the segment leaves the page before the update, and anything that fails after it
+(a full disk, the next segment's translation) stops the session (its run `failed`, one line to the page, every
+later request refused) rather than leave a θ the records do not explain; resume=true then goes on from the records.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ COMMAND = "serve"
 FREE = ("serve.host", "serve.port")  # settings a resumed session may change besides resume.FREE: the address
 HUMAN_FILE = "human.jsonl"
 COMPLETIONS_KEPT = 256  # completions kept per segment (a prefix asked again is answered from them)
+CLOSE_WAIT_S = 30.0  # how long closing waits for the work in progress before leaving the records as a kill would
 
 
 class Refused(UserError):
@@ -105,9 +110,13 @@ def check_serve(cfg: DictConfig) -> None:
         raise UserError(f"serve.host={s.host}: an address to bind, e.g. 127.0.0.1")
     if not isinstance(s.port, int) or not 0 <= s.port <= 65535:
         raise UserError(f"serve.port={s.port}: a port from 1 to 65535, or 0 for a free one")
-    for key, least in (("max_chars", 1), ("max_request_bytes", 1024)):
+    for key, least in (("max_chars", 1), ("max_request_bytes", 1024), ("translator", 0)):
         if not isinstance(s[key], int) or s[key] < least:
             raise UserError(f"serve.{key}={s[key]}: a whole number ≥ {least}")
+    if OmegaConf.select(cfg, "metrics.probe.path", default=None) is not None:
+        raise UserError(f"metrics.probe.path={cfg.metrics.probe.path}: not with serve (the probe translates its whole "
+                        "set between two segments, and the page would wait); probe a run on the session's "
+                        "references.tsv instead")
     if cfg.decode.dtype != "float32":
         raise UserError(f"decode.dtype={cfg.decode.dtype}: the completions' prefix search runs in float32; use "
                         "decode.dtype=float32 with serve")
@@ -149,8 +158,8 @@ class ServeSession:
             raise UserError(f"serve.methods={methods}: {len(methods)} methods for {len(self.documents)} documents; "
                             "a study needs at least one document per method")
         self.dir.mkdir(parents=True, exist_ok=True)
-        assignment = study.load_or_create(self.dir, [d.doc_id for d in self.documents], methods, int(self.cfg.seed),
-                                          self.resume)
+        assignment, self.id = study.load_or_create(self.dir, [d.doc_id for d in self.documents], methods,
+                                                   int(self.cfg.seed), int(self.cfg.serve.translator), self.resume)
         self.runs = {m: Run(m, cfgs[m], [d for d in self.documents if assignment[d.doc_id] == m]) for m in methods}
         self.order = [self.runs[assignment[d.doc_id]] for d in self.documents]  # the run of each document
         parts = [run_part(cfgs[m]) for m in methods]
@@ -263,16 +272,16 @@ class ServeSession:
         d = run.documents.index(doc)
         self._start(run, d)
         seg = doc.segments[j]
-        stack = ExitStack()
-        before = dict(run.session.temporary)
-        stack.enter_context(run.session.adapted_for(seg.source))
-        moment = run.session.moment_since(before)
-        decode = run.sim.cfg.decode
-        t = time.perf_counter()
-        translation = run.session.model.translate(seg.source, **decode)
-        seconds = time.perf_counter() - t
-        completions = run.session.model.completions(seg.source, **decode)
-        self.pending = Pending(run, d, seg, translation, seconds, moment, stack, completions)
+        with ExitStack() as stack:  # left again if the translation fails
+            before = dict(run.session.temporary)
+            stack.enter_context(run.session.adapted_for(seg.source))
+            moment = run.session.moment_since(before)
+            decode = run.sim.cfg.decode
+            t = time.perf_counter()
+            translation = run.session.model.translate(seg.source, **decode)
+            seconds = time.perf_counter() - t
+            completions = run.session.model.completions(seg.source, **decode)
+            self.pending = Pending(run, d, seg, translation, seconds, moment, stack.pop_all(), completions)
 
     @property
     def position(self) -> int:
@@ -286,8 +295,8 @@ class ServeSession:
 
     def _state(self) -> dict:
         total = sum(len(d) for d in self.documents)
-        out = {"position": self.position, "segments_total": total, "documents": len(self.documents),
-               "max_chars": self.max_chars, "failed": self.failed}
+        out = {"session": self.id, "position": self.position, "segments_total": total,
+               "documents": len(self.documents), "max_chars": self.max_chars, "failed": self.failed}
         if self.pending is None:
             return out | {"finished": True}
         k, j = self._where()
@@ -328,7 +337,8 @@ class ServeSession:
 
     def validate(self, position, text, effort) -> dict:
         """Record the validated `text` as the segment's reference, with the page's `effort`, adapt on it, and show the
-        next segment; nothing changes if any of it is refused."""
+        next segment; nothing changes if any of it is refused, and a failure after the update stops the session
+        (module docstring)."""
         text = " ".join(self._text(text, "text").split())
         if not text:
             raise Refused("text: the translation is empty")
@@ -336,9 +346,11 @@ class ServeSession:
         with self.lock:
             pending = self._check(position)
             run, seg = pending.run, pending.seg
-            pending.stack.close()  # the moment ends before the update, as in the loop
+            self.pending = None  # from here on the segment is off the page: it is adapted on once at most
             human = replace(seg, reference=text)
+            at = run  # the run whose work fails, if any
             try:
+                pending.stack.close()  # the moment ends before the update, as in the loop
                 adapted = run.session.adapt(run.session.model.pair(seg.source, text), run.sim.where(seg),
                                             (seg.source, text))
                 _append(run.writer.dir / HUMAN_FILE, {"index": run.done, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
@@ -346,31 +358,48 @@ class ServeSession:
                                                       "completion_requests": measured.decoder_calls})
                 run.sim.step(human, pending.translation, pending.seconds, *adapted, effort=measured,
                              moment=pending.moment)
-            except UserError as e:  # a divergence under on_divergence=stop, a full disk: the run stops here
-                self.failed = str(e)
-                run.job.close("failed", str(e))
+                run.writer.sync()  # on disk before the next segment is shown
+                run.texts.append(text)
+                run.done += 1
+                doc = run.documents[pending.d]
+                if seg is doc.segments[-1]:
+                    run.sim.end_document(doc)
+                    if run.finished:
+                        self._finish(run)
+                where = self._where()
+                at = self.order[where[0]] if where else run
+                self._show_next()
+            except Exception as e:  # a divergence under on_divergence=stop, a full disk, …: the session stops here
+                if not isinstance(e, UserError):
+                    log.exception("serve: validating segment %d failed", position + 1)
+                self.failed = " ".join(str(e).split()) or type(e).__name__
                 self.pending = None
-                raise Refused(f"the session stopped: {e}", 500) from None
-            run.texts.append(text)
-            run.done += 1
-            doc = run.documents[pending.d]
-            if seg is doc.segments[-1]:
-                run.sim.end_document(doc)
-                if run.finished:
-                    self._finish(run)
-            self._show_next()
+                if at.job is not None:
+                    at.job.close("failed", self.failed)
+                raise Refused(f"the session stopped: {self.failed}; resume=true serve.dir={self.dir} goes on", 500) \
+                    from None
             return self._state()
 
-    def close(self, why: str = "the server stopped") -> None:
-        """Leave the moment, close the files; a run not finished is `interrupted` (resume=true goes on with it)."""
-        if self.pending is not None:
-            self.pending.stack.close()
-        for run in getattr(self, "runs", {}).values():
-            if run.writer is not None:
-                run.writer.close()
-                run.writer = None
-            if run.job is not None and run.job.data.get("status") == "running":
-                run.job.close("interrupted", f"{why}; resume=true serve.dir={self.dir} goes on")
+    def close(self, why: str = "the server stopped", wait: float = CLOSE_WAIT_S) -> None:
+        """Leave the moment, close the files; a run not finished is `interrupted` (resume=true goes on with it). Work
+        still in progress after `wait` seconds is left alone: the records stay as a kill leaves them (`running`, which
+        resume=true also goes on with)."""
+        if not self.lock.acquire(timeout=wait):
+            log.warning("serve: still busy after %.0f s; the records are left as a kill leaves them, and resume=true "
+                        "serve.dir=%s goes on", wait, self.dir)
+            return
+        try:
+            if self.pending is not None:
+                self.pending.stack.close()
+                self.pending = None
+            for run in getattr(self, "runs", {}).values():
+                if run.writer is not None:
+                    run.writer.close()
+                    run.writer = None
+                if run.job is not None and run.job.data.get("status") == "running":
+                    run.job.close("interrupted", f"{why}; resume=true serve.dir={self.dir} goes on")
+        finally:
+            self.lock.release()
 
 
 def _records(run_dir: Path) -> list[dict]:
@@ -380,8 +409,14 @@ def _records(run_dir: Path) -> list[dict]:
 
 
 def _append(path: Path, record: dict) -> None:
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    """One line appended and on disk; a failure (a full disk) is one line naming the file."""
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise UserError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
 def _keep_lines(path: Path, n: int) -> None:

@@ -2,9 +2,13 @@
 
 `serve.methods: null` gives every document to `method`. A list gives the documents to its methods blind and
 balanced: the documents, in the dataset's order, are cut into blocks of as many documents as methods, and each block
-gets the methods in a random order drawn with `seed` (a last, shorter block gets the first ones of a random order).
-So each method has the same number of documents (±1), in every part of the session (a translator who speeds up is
-no advantage to one method), and nothing the translator sees says which method a document has. Each method's
+gets the methods in a random order drawn with `seed` (a last, shorter block gets the first ones of a random order),
+rotated by `serve.translator`: translator t's block order is the drawn one shifted by t places, so translators
+0..k−1 (k methods) at the same seed form a Latin square — every document gets every method once — and method and
+document are not confounded across translators. So each method has the same number of documents (±1), in every
+part of the session (a translator who speeds up is no advantage to one method), and nothing the translator sees says
+which method a document has. study.json also holds the session's id (a random uuid, kept across resumes: the page's
+drafts are keyed by it, as every session on the same address shares the browser's storage). Each method's
 documents form one run directory, `<session>/<method>/`, a run of its own (its stream, its θ0 restarts, its
 records): the reports read each as a run; a paired comparison of two of them is refused, as their documents differ
 (docs/serve.md, "Study design").
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 from pathlib import Path
 
 from adaptsim.errors import UserError
@@ -34,29 +39,36 @@ def methods_of(cfg) -> list[str]:
     return [str(m) for m in chosen]
 
 
-def assign(doc_ids: list[str], methods: list[str], seed: int) -> dict[str, str]:
-    """{doc_id: method}: balanced blocks in random orders (module docstring)."""
+def assign(doc_ids: list[str], methods: list[str], seed: int, translator: int) -> dict[str, str]:
+    """{doc_id: method}: balanced blocks in random orders, rotated by `translator` (module docstring)."""
     rng = random.Random(seed)
     out = {}
+    shift = translator % len(methods)
     for start in range(0, len(doc_ids), len(methods)):
         order = rng.sample(methods, len(methods))
+        order = order[shift:] + order[:shift]
         for doc_id, method in zip(doc_ids[start:start + len(methods)], order):
             out[doc_id] = method
     return out
 
 
-def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed: int, resume: bool) -> dict[str, str]:
-    """The assignment of the session in `directory`: created (and written) for a new session; read and checked for a
-    resumed one, whose documents and methods must be the recorded ones."""
+def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed: int, translator: int,
+                   resume: bool) -> tuple[dict[str, str], str]:
+    """The assignment and id of the session in `directory`: created (and written) for a new session; read and checked
+    for a resumed one, whose documents, methods and translator must be the recorded ones."""
     path = Path(directory) / FILE
     if resume and path.is_file():
         recorded = json.loads(path.read_text(encoding="utf-8"))
-        if recorded.get("methods") != methods or list(recorded.get("assignment", {})) != doc_ids:
+        if recorded.get("methods") != methods or list(recorded.get("assignment", {})) != doc_ids \
+                or recorded.get("translator", 0) != translator:
             raise UserError(f"{path}: the session was started with methods {recorded.get('methods')} on "
-                            f"{len(recorded.get('assignment', {}))} documents; resume it with the same methods and "
-                            "dataset")
-        return dict(recorded["assignment"])
-    assignment = assign(doc_ids, methods, seed)
-    write_json_atomic(path, {"methods": methods, "seed": seed, "design": "balanced blocks in random orders, blind",
-                             "assignment": assignment})
-    return assignment
+                            f"{len(recorded.get('assignment', {}))} documents for serve.translator="
+                            f"{recorded.get('translator', 0)}; resume it with the same methods, dataset and translator")
+        # (a session recorded before ids were: one derived from its directory, the same at every resume)
+        sid = recorded.get("session") or str(uuid.uuid5(uuid.NAMESPACE_URL, str(path.resolve())))
+        return dict(recorded["assignment"]), sid
+    assignment, sid = assign(doc_ids, methods, seed, translator), str(uuid.uuid4())
+    write_json_atomic(path, {"session": sid, "methods": methods, "seed": seed, "translator": translator,
+                             "design": "balanced blocks in random orders rotated by translator (a Latin square "
+                                       "across translators), blind", "assignment": assignment})
+    return assignment, sid
