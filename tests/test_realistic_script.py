@@ -141,6 +141,7 @@ def test_text_free_records_make_the_reports(toy):
         record = (results / "runs" / name / "none" / "steps.jsonl").read_text()
         texts = {json.loads(line)[k] for line in sweep_steps.splitlines() for k in ("source", "hypothesis")}
         assert not any(t in record for t in texts if len(t) > 8)
+        assert '"ref_pieces"' not in record and '"pieces"' not in record  # the reference's and hypothesis' pieces
         assert not (results / "runs" / name / "none" / "hyps.txt").exists()
     relative = (results / "tables_relative.md").read_text()
     assert all(f"**{NAMES.get(name, name)} ·" in relative for name in DATASETS)

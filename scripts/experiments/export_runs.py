@@ -4,7 +4,8 @@ the sweep, but it holds no source, reference or hypothesis text (the test data s
     python scripts/experiments/export_runs.py SWEEP_DIR OUT_DIR
 
 Copied per finished run: summary.json, curves.csv, .hydra/{config,overrides}.yaml, and steps.jsonl without the text
-fields (the reference becomes a hash of it; the per-segment statistics, which the bootstrap resamples, stay);
+fields (source, hypothesis, their pieces and the reference's; the reference becomes a hash of it; the per-segment
+statistics, which the bootstrap resamples, and the log-probabilities stay);
 the sweep's multirun.yaml. Paths of the machine it ran on stay as they are (they name ../shared, not its
 contents).
 """
@@ -17,7 +18,8 @@ import shutil
 import sys
 from pathlib import Path
 
-TEXT = ("source", "hypothesis", "pieces")  # dropped; the reference is replaced by a hash of it
+TEXT = ("source", "hypothesis", "pieces", "ref_pieces")  # dropped (ref_pieces: the reference's pieces, its text);
+# the reference is replaced by a hash of it
 
 
 def export_run(run: Path, out: Path) -> None:
