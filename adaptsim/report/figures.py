@@ -1,5 +1,5 @@
-"""What the reports' figures share (`adaptsim plot`, `adaptsim cxmi --out`): the check of --out before any work,
-and the style of each run's line. matplotlib is imported only where a figure is drawn or checked."""
+"""What the reports' figures share (`adaptsim plot`, `cxmi --out`, `forgetting --out`): the check of --out before
+any work, the style of each run's line, and writing the file. matplotlib is imported only where a figure is drawn or checked."""
 
 from __future__ import annotations
 
@@ -26,3 +26,16 @@ def line_style(k: int) -> dict:
     coincide (common in R1, where few occurrences move a curve) stay visible under the ones drawn after them."""
     return {"ls": _DASHES[k % len(_DASHES)], "lw": max(1.0, 3.2 - 0.35 * k)}
 
+
+
+def save(fig, out: Path, **options) -> None:
+    """Write `fig` to `out` (its folder made), one line if that fails; the figure is closed either way."""
+    import matplotlib.pyplot as plt
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, **options)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write it ({e.strerror or e})") from None
+    finally:
+        plt.close(fig)

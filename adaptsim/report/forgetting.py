@@ -16,7 +16,7 @@ from pathlib import Path
 
 from adaptsim.errors import UserError
 from adaptsim.report.blocks import BASELINE, blocks
-from adaptsim.report.figures import check_out, line_style
+from adaptsim.report.figures import check_out, line_style, save
 from adaptsim.report.markdown import head
 from adaptsim.report.runs import finished_runs
 
@@ -74,13 +74,7 @@ def draw(block, out: Path) -> None:
     ax.grid(alpha=0.3, lw=0.5)
     ax.legend(frameon=False, fontsize=9)
     ax.set_title(f"{block.dataset}: forgetting on the probe (model {block.model})", fontsize=11)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=130)
-    except OSError as e:
-        raise UserError(f"--out {out}: cannot write it ({e.strerror or e})") from None
-    finally:
-        plt.close(fig)
+    save(fig, out, dpi=130)
 
 
 def main(argv: list[str]) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 from adaptsim.errors import UserError
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, Block, blocks
-from adaptsim.report.figures import check_out, line_style
+from adaptsim.report.figures import check_out, line_style, save
 from adaptsim.report.runs import finished_runs
 
 DEFAULT_METRICS = "R0,R1,R0+1,BLEU"  # Figure 2's panels, in its order
@@ -135,10 +135,4 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
     if band is not None and starts:
         fig.text(0.01, 0.005, "Bands jump where a document starts early in the stream: a resample of whole documents "
                  "may hold none before it, so only its first segments (docs/reports.md).", fontsize=8, color="0.35")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=130)
-    except OSError as e:
-        raise UserError(f"--out {out}: cannot write it ({e.strerror or e})") from None
-    finally:
-        plt.close(fig)
+    save(fig, out, dpi=130)
