@@ -73,8 +73,9 @@ def power_markdown(block, findings, baseline, unit: str, close: float) -> str:
             if best is None or (need is not None and (best[0] is None or need < best[0])):
                 best = (need, text, h)
         need, text, h = best
-        lines.append(f"| {f.number} | {f.verdict} | {h:.2f} | {text} | "
-                     f"{'– (the paper: 0 or the other way)' if need is None else f'{math.ceil(need):,}'} |")
+        why = f"– (the paper's own difference is beyond ±{close:g})" if f.ways[0][0].sign == 0 \
+            else "– (the paper: 0 or the other way)"
+        lines.append(f"| {f.number} | {f.verdict} | {h:.2f} | {text} | {why if need is None else f'{math.ceil(need):,}'} |")
     return "\n".join(lines)
 
 
