@@ -23,8 +23,9 @@ The search (the paper gives none; an exhaustive one over 2^tensors subsets is ou
    the best-scoring one is written.
 The budget is the paper's ~2M non-embedding parameters, capped for small models at the fraction that is of
 the paper's ~7.5M (0.27). Each simulation's loss goes to `simulations.jsonl` in the run's directory as it is
-computed; `resume=true` takes those back instead of simulating them again (a search on a large model takes hours). The list records the model it was chosen for (name, parameter count, a hash of
-tensor names and shapes), so `fixed` refuses it on any other model.
+computed; `resume=true` takes those back instead of simulating them again (a search on a large model takes hours).
+The list records the model it was chosen for (name, parameter count, a hash of tensor names and shapes), so `fixed`
+refuses it on any other model.
 """
 
 from __future__ import annotations
