@@ -125,7 +125,6 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
 
     from adaptsim import methods
     from adaptsim.data import check_lengths, load_documents
-    from adaptsim.data.select import first_segments
     from adaptsim.data.types import fingerprint
     from adaptsim.model import Seq2SeqModel
     from adaptsim.model import fingerprint as model_fingerprint
@@ -134,9 +133,8 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
                       command, cfg.get("segments")], sort_keys=True, default=str)
     if key not in computed:
         model = Seq2SeqModel.from_config(cfg.model)
-        documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens)
-        if command == "bench":
-            documents = first_segments(documents, cfg.segments)
+        documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens,
+                                     cfg.segments if command == "bench" else None)
         computed[key] = {"model_fingerprint": model_fingerprint(cfg.model.path), "data_fingerprint": fingerprint(documents)}
     out = dict(computed[key])
     if resources:

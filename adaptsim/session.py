@@ -25,9 +25,9 @@ log = logging.getLogger("adaptsim")
 Doc = TypeVar("Doc")
 
 
-def load(cfg: DictConfig) -> tuple[Seq2SeqModel, Dataset]:
-    """Settings checked, seed, threads, allocator (glibc's tuned where jemalloc is not in use), data, then the model
-    (bad data fails before a model is loaded)."""
+def load(cfg: DictConfig, limit: int | None = None) -> tuple[Seq2SeqModel, Dataset]:
+    """Settings checked, seed, threads, allocator (glibc's tuned where jemalloc is not in use), data (its first
+    `limit` segments that fit the model, if given), then the model (bad data fails before a model is loaded)."""
     validate(cfg)
     torch.manual_seed(cfg.seed)
     if cfg.threads:
@@ -37,7 +37,7 @@ def load(cfg: DictConfig) -> tuple[Seq2SeqModel, Dataset]:
         tune_malloc()
     documents = load_documents(cfg.dataset)
     model = Seq2SeqModel.from_config(cfg.model, cfg.device)
-    documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens)
+    documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens, limit)
     return model, documents
 
 

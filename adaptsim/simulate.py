@@ -18,7 +18,6 @@ import torch
 from omegaconf import DictConfig
 
 from adaptsim import interactive, resume
-from adaptsim.data.select import first_segments
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
@@ -44,10 +43,8 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
     """One run alone over the dataset (the first `limit` segments if given) into the job's directory: the loop
     with K = 1. Returns the summary; a failed run raises its one-line error."""
     with RunWriter(job.dir, resume=cfg.resume) as writer:
-        model, documents = load(cfg)
+        model, documents = load(cfg, limit)
         skipped = dict(documents.skipped)
-        if limit is not None:
-            documents = first_segments(documents, limit)
         session = Session(model, cfg.method, cfg["update"], cfg.reset, cfg.seed)  # cfg.update is DictConfig.update
         loop(model, documents, [Simulation(cfg, job, writer, session, documents, skipped)])
     if job.data.get("status") == "failed":

@@ -24,11 +24,6 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from adaptsim import methods
-from adaptsim.hydra_app import compose
-from adaptsim.model import Seq2SeqModel
-from adaptsim.update import Snapshot, Updater
-
 
 def naive_step(net, tok, opt, source: str, reference: str, beam: int) -> tuple[str, float, float]:
     """Translate, then adapt on the pair: the reference loop. Returns (hypothesis, translate s, update s)."""
@@ -60,10 +55,25 @@ def main() -> None:
     ap.add_argument("--segments", type=int, default=40)
     ap.add_argument("--methods", default="full")
     ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--alone", metavar="OUT", help="only the straightforward loop, its hypotheses into OUT: a whole "
+                    "process to time against `adaptsim bench … method=full` (nothing of adaptsim imported)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     with open(args.data, encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))[: args.segments]
+    if args.alone:
+        tok = AutoTokenizer.from_pretrained(args.model)
+        net = AutoModelForSeq2SeqLM.from_pretrained(args.model).eval()
+        opt = torch.optim.SGD(net.parameters(), lr=1e-2)
+        with open(args.alone, "w", encoding="utf-8") as out:
+            for row in rows:
+                print(naive_step(net, tok, opt, row["source"], row["reference"], args.beam)[0], file=out, flush=True)
+        return
+    from adaptsim import methods
+    from adaptsim.hydra_app import compose
+    from adaptsim.model import Seq2SeqModel
+    from adaptsim.update import Snapshot, Updater
+
     print(f"{len(rows)} segments, beam {args.beam}, 1 thread, CPU seconds per segment (medians; total: mean of "
           "translate + update; ratio: adaptsim's total CPU time / naive's)")
     print("| method | adaptsim translate | naive translate | adaptsim update | naive update | adaptsim total | "

@@ -76,6 +76,17 @@ def test_check_lengths_error_and_skip(tmp_path, caplog):
     assert any("d.tsv:3: skipped segment: reference has 5 tokens > 4" in r.getMessage() for r in caplog.records)
 
 
+def test_check_lengths_limit_keeps_the_first_segments_that_fit_and_reads_no_further(tmp_path):
+    """`bench segments=N` runs the first N segments that fit the model; what lies beyond them is not tokenized."""
+    rows = [("d1" if i < 3 else "d2", str(i), f"s{i}", "too long here" if i == 2 else f"r{i}") for i in range(1, 6)]
+    docs = load(tmp_path, rows=rows)
+    counted = []
+    count = lambda text: counted.append(text) or len(text.split())
+    kept, counts = check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, count, 2, limit=3)
+    assert shape(kept) == [("d1", ["1"]), ("d2", ["3", "4"])] and counts == {"too_long": 1}
+    assert "s5" not in counted and "r5" not in counted
+
+
 def test_check_lengths_names_reference_file_of_parallel_files(tmp_path):
     (tmp_path / "c.en").write_text("a b\nc\n")
     (tmp_path / "c.de").write_text("x\ny z w\n")

@@ -107,13 +107,3 @@ def prepare(docs: list[Document], opts: dict) -> Dataset:
     docs = relabel(choose(split(group(docs, opts), opts.get("split_every")), opts))
     return Dataset(docs, skipped)
 
-
-def first_segments(documents, limit: int):
-    """The first `limit` segments of the documents, in order (`bench`, a run's `limit`), cut inside a document."""
-    out, left = [], limit
-    for doc in documents:
-        if left <= 0:
-            break
-        out.append(type(doc)(doc.doc_id, doc.segments[:left]))
-        left -= len(out[-1])
-    return out

@@ -8,7 +8,8 @@ Each R0 occurrence is put in one of two classes — every piece of the word seen
 stream ("pieces seen") or not ("a new piece") — and R0 of every run of SWEEP is reported per class against the
 baseline (`none`), with document-bootstrap intervals and p-values (adaptsim.report.stats, the `table` machinery).
 Why: on real post-edits (ape-it) no method lost R0, against the paper's finding; this tells whether the
-zero-shot penalty is absent there or hidden by a gain on words the stream's pieces already cover.
+zero-shot penalty is absent there or hidden by a gain on words the stream's pieces already cover. A second table
+counts, per class, the R0 occurrences each run won and lost against the baseline.
 
 Reads the runs' steps.jsonl (references and hypotheses: run outputs, not the text-free records), the word
 pipeline and counting scope the runs used (.hydra/config.yaml, summary.json; adaptsim.metrics.roles), and checks that its R0 counts
@@ -48,13 +49,27 @@ def piece_classes(references: list[str], levels, pieces) -> list[dict[str, int]]
     return out
 
 
-def class_stats(steps: list[dict], classes: list[dict[str, int]], words) -> np.ndarray:
+def class_hits(steps: list[dict], classes: list[dict[str, int]], words) -> list[dict[str, bool]]:
+    """Per segment: each R0 word → whether the hypothesis holds it."""
+    return [{w: w in words(step["hypothesis"]) for w in cls} for step, cls in zip(steps, classes, strict=True)]
+
+
+def class_stats(hits: list[dict[str, bool]], classes: list[dict[str, int]]) -> np.ndarray:
     """segments × (class, num/den): R0 hits and occurrences of each class."""
-    out = np.zeros((len(steps), len(CLASSES), 2))
-    for i, (step, cls) in enumerate(zip(steps, classes, strict=True)):
-        found = words(step["hypothesis"])
+    out = np.zeros((len(hits), len(CLASSES), 2))
+    for i, (hit, cls) in enumerate(zip(hits, classes, strict=True)):
         for word, c in cls.items():
-            out[i, c] += (word in found, 1)
+            out[i, c] += (hit[word], 1)
+    return out
+
+
+def won_lost(hits: list[dict[str, bool]], base: list[dict[str, bool]], classes: list[dict[str, int]]) -> np.ndarray:
+    """(class, won/lost): R0 occurrences the baseline missed and this run hit, and the reverse. A difference in R0
+    is won − lost; the paper's zero-shot loss is the lost column, which a gain elsewhere can hide."""
+    out = np.zeros((len(CLASSES), 2))
+    for hit, b, cls in zip(hits, base, classes, strict=True):
+        for word, c in cls.items():
+            out[c] += (hit[word] and not b[word], b[word] and not hit[word])
     return out
 
 
@@ -84,12 +99,13 @@ def main() -> None:
     classes = piece_classes(references, levels, lambda text: sp.encode(text, out_type=str))
 
     names = ["none"] + sorted(m for m in runs if m != "none")
-    stats = {}
+    stats, found = {}, {}
     for m in names:
         m_summary, m_steps, _ = runs[m]
         if [s["reference"] for s in m_steps] != references:
             raise SystemExit(f"r0_by_pieces.py: {m}'s references differ from the baseline's")
-        stats[m] = class_stats(m_steps, classes, words)
+        found[m] = class_hits(m_steps, classes, words)
+        stats[m] = class_stats(found[m], classes)
         hits, total = stats[m][:, :, 0].sum(), stats[m][:, :, 1].sum()
         recorded = m_summary["counts"]["R0"]
         if (hits, total) != (recorded["num"], recorded["den"]):
@@ -111,7 +127,15 @@ def main() -> None:
             d = result.differences[r][c]
             cells.append(f"{d.diff:+.2f} [{d.ci[0]:+.2f}, {d.ci[1]:+.2f}]{'†' if significant(d.p) else ''}")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    lines += ["", f"`{result.signature}`"]
+    lines += ["", f"`{result.signature}`", "",
+              "R0 occurrences won (the baseline missed, the method hit) and lost (the reverse), in points of all R0 "
+              "occurrences (Δ R0 = won − lost)", "",
+              "| method | " + " | ".join(f"{c} {x}" for c in (*CLASSES, "all") for x in ("won", "lost")) + " |",
+              "|:--|" + "--:|" * (2 * len(CLASSES) + 2)]
+    for m in names[1:]:
+        wl = 100 * won_lost(found[m], found["none"], classes) / total.sum()
+        cells = [f"{v:.2f}" for row in (*wl, wl.sum(axis=0)) for v in row]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
