@@ -10,8 +10,10 @@
 #   heldout_bc_reset:  full with a reset at every document, counted over the same stream (metrics.scope=corpus),
 #                      so its R0 is the same quantity — is what full carries across articles what offsets the
 #                      zero-shot loss (finding 2)?
-# then tables relative to `none` with document-bootstrap intervals, and R0 split by whether the stream has shown
-# every piece of the word (r0_by_pieces.py) → $RESULTS. Runs (with text) go to $SWEEPS; they resume.
+# then tables relative to `none` with document-bootstrap intervals, the reset run against the same method carried
+# across articles (`adaptsim compare`), the paper's findings on this stream with effects and power, and R0 split by
+# whether the stream has shown every piece of the word, with the occurrences each run won and lost against the
+# baseline (r0_by_pieces.py) → $RESULTS. Runs (with text) go to $SWEEPS; they resume.
 #   ARTICLES [30]  MODEL [base-ende]  RESULTS [docs/results/base-ende/heldout]  SWEEPS [outputs/heldout_bc]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,6 +36,7 @@ sweep heldout_bc method=none,full,lasso,lasso_dense,lasso_lam0.01_bias0.01
 sweep heldout_bc_reset method=full reset=document metrics.scope=corpus
 echo "[$(date +%H:%M:%S)] reports → $RESULTS"
 python -m adaptsim table "$SWEEPS/heldout_bc" --relative --significance --cost | tee "$RESULTS/heldout_bc.md"
-python -m adaptsim table "$SWEEPS/heldout_bc/none" "$SWEEPS/heldout_bc_reset/full" --relative --significance \
-  | tee "$RESULTS/heldout_bc_reset.md"
+python -m adaptsim compare "$SWEEPS/heldout_bc_reset/full" "$SWEEPS/heldout_bc/full" "$SWEEPS/heldout_bc/none" \
+  | tee "$RESULTS/heldout_bc_reset.txt"
+python -m adaptsim findings "$SWEEPS/heldout_bc" --effects --power | tee "$RESULTS/findings.md"
 python scripts/experiments/r0_by_pieces.py "$SWEEPS/heldout_bc" | tee "$RESULTS/r0_by_pieces.md"
