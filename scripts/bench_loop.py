@@ -9,7 +9,8 @@ below (transformers `generate`, then plain SGD on the pair with the paper's rule
 repeated until perplexity ≤ 2, at most three updates; it fine-tunes everything, so it is the reference for
 `full`). Prints CPU seconds per segment for translating and updating, the ratio adaptsim / naive, and whether
 the hypotheses were identical (for `full` they must be). Metrics and output writing are not timed: they are
-negligible next to these two (measured with `adaptsim bench`).
+negligible next to these two (measured with `adaptsim bench`). With `--alone OUT` only the straightforward loop runs,
+as a process of its own, to be timed whole against `adaptsim bench` (docs/performance.md, "As a whole process").
 """
 
 from __future__ import annotations
