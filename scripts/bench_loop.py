@@ -49,6 +49,12 @@ def naive_step(net, tok, opt, source: str, reference: str, beam: int) -> tuple[s
     return hyp, t1 - t0, time.process_time() - t1
 
 
+def naive_model(path: str):
+    """The straightforward loop's tokenizer, model and SGD (γ = 1e-2, the paper's rate), from the same base model."""
+    net = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
+    return AutoTokenizer.from_pretrained(path), net, torch.optim.SGD(net.parameters(), lr=1e-2)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
@@ -63,9 +69,7 @@ def main() -> None:
     with open(args.data, encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))[: args.segments]
     if args.alone:
-        tok = AutoTokenizer.from_pretrained(args.model)
-        net = AutoModelForSeq2SeqLM.from_pretrained(args.model).eval()
-        opt = torch.optim.SGD(net.parameters(), lr=1e-2)
+        tok, net, opt = naive_model(args.model)
         with open(args.alone, "w", encoding="utf-8") as out:
             for row in rows:
                 print(naive_step(net, tok, opt, row["source"], row["reference"], args.beam)[0], file=out, flush=True)
@@ -85,9 +89,7 @@ def main() -> None:
         method = methods.build(compose("run", [f"method={name}", f"model.name={Path(args.model).name}"]).method, model)
         updater = Updater(model, method)
         method.start_document(Snapshot(method.parameters()).initial)
-        tok = AutoTokenizer.from_pretrained(args.model)
-        net = AutoModelForSeq2SeqLM.from_pretrained(args.model).eval()
-        opt = torch.optim.SGD(net.parameters(), lr=1e-2)
+        tok, net, opt = naive_model(args.model)
         times = {k: [] for k in ("at", "nt", "au", "nu")}
         same = True
         for row in rows:
