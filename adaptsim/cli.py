@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def leave(code: int) -> None:
     """End the process without the interpreter's teardown, which frees torch's and transformers' thousands of
-    modules and objects one by one: about a second of CPU per command, as much as the import (docs/performance.md,
-    "As a whole process"). Nothing is lost: the exit functions run (logging's flushes its handlers), the standard
+    modules and objects one by one: most of a second of CPU per command (docs/performance.md, "As a whole
+    process"). Nothing is lost: the exit functions run (logging's flushes its handlers), the standard
     streams are flushed, and adaptsim's own outputs are written through file descriptors that are closed or
     unbuffered. Where another thread still runs (none of adaptsim's does at this point), Python exits as usual, so
     that it is waited for."""
