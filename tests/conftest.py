@@ -16,6 +16,7 @@ The model directories are session-scoped and shared: copy one before changing fi
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
@@ -94,6 +95,16 @@ def tiny_model_dir(tmp_path_factory, tiny_corpus, _tiny_tokenizer_dir) -> Path:
 def tiny_model_dir_untied(tmp_path_factory, tiny_corpus, _tiny_tokenizer_dir) -> Path:
     torch.manual_seed(1)
     return _build(tmp_path_factory.mktemp("tiny_untied") / "model", tiny_corpus, False, _tiny_tokenizer_dir)
+
+
+def script_module(relative: str):
+    """A script of the repository (`scripts/…`, not a package) imported as a module, for testing its functions."""
+    from adaptsim import PROJECT_ROOT
+
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, PROJECT_ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def tsv_of(path: Path, rows) -> Path:

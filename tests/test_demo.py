@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from adaptsim import DATA_DIR, PROJECT_ROOT
+from adaptsim import DATA_DIR
+from conftest import script_module
 
 DEMO = DATA_DIR / "demo"
 needs_demo = pytest.mark.skipif(not (DEMO / "docs.tsv").exists(), reason="data/demo not generated")
@@ -15,10 +15,7 @@ needs_model = pytest.mark.skipif(not (DEMO / "model" / "config.json").exists(), 
 
 
 def _make_demo():
-    spec = importlib.util.spec_from_file_location("make_demo", PROJECT_ROOT / "scripts" / "make_demo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("scripts/make_demo.py")
 
 
 def _compose(config: str, *overrides: str):

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-
-from adaptsim import PROJECT_ROOT
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("r0_by_pieces",
-                                                  PROJECT_ROOT / "scripts" / "experiments" / "r0_by_pieces.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import script_module
 
 
 def test_won_minus_lost_is_the_r0_difference_and_shows_a_loss_the_net_hides():
-    r0 = _script()
+    r0 = script_module("scripts/experiments/r0_by_pieces.py")
     classes = [{"Datei": 0, "Ordner": 1}, {"Treiber": 1, "Drucker": 0, "Lager": 1}]
     base = [{"Datei": True, "Ordner": False}, {"Treiber": True, "Drucker": False, "Lager": True}]
     run = [{"Datei": False, "Ordner": True}, {"Treiber": True, "Drucker": True, "Lager": False}]
