@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# base-ende's misses on the test streams, examined on held-out data only (never a test stream).
+#
+#   bash scripts/experiments/heldout_misses.sh     # from the repository root, ../shared beside it
+#
+# Every sweep: one stream in the paper's setting (reset=never, R0/R1 counted over the stream), lockstep, one thread.
+# Business Central, the first ARTICLES held-out articles:
+#   heldout_bc:        none, full, fixed, top, lasso; lasso without budgets (diagnose/lasso_dense: the prox alone)
+#                      and with a weaker prox (λ 0.01) — is the zero-shot loss of full, fixed and top there
+#                      (findings 2, 6), and does lasso learn too little on this model (findings 3, 4)?
+#   heldout_bc_reset:  full with a reset at every document, counted over the same stream (metrics.scope=corpus),
+#                      so its R0 is the same quantity — is what full carries across articles what offsets the
+#                      zero-shot loss (finding 2)?
+# ape-it, the held-out blocks 21–25 of 100 post-edits (the test stream is blocks 1–20):
+#   heldout_ape_it:    none, full, fixed, top, lasso, lasso without budgets (findings 2, 3, 4, 6).
+# Then per sweep: tables relative to `none` with document-bootstrap intervals, the paper's findings with effects and
+# power, and R0 split by whether the stream has shown every piece of the word, with the occurrences each run won
+# and lost against the baseline (r0_by_pieces.py); for Business Central also the reset run against the same method
+# carried across articles (`adaptsim compare`) → $RESULTS. Runs (with text) go to $SWEEPS; they resume, and a
+# finished run is left alone, so methods can be added to a sweep.
+#   STREAMS [business_central ape_it]  ARTICLES [30]  MODEL [base-ende]  RESULTS [docs/results/base-ende/heldout]
+#   SWEEPS [outputs/heldout]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export ADAPTSIM_SHARED=${ADAPTSIM_SHARED:-$(cd .. && pwd)/shared}
+STREAMS=${STREAMS:-business_central ape_it}
+ARTICLES=${ARTICLES:-30}
+MODEL=${MODEL:-base-ende}
+RESULTS=${RESULTS:-docs/results/base-ende/heldout}
+SWEEPS=${SWEEPS:-outputs/heldout}
+mkdir -p "$RESULTS" "$SWEEPS"
+SEARCH="hydra.searchpath=[file://$PWD/scripts/experiments/diagnose,file://$PWD/scripts/experiments/heldout_bc]"
+BC=(dataset=business-central-heldout dataset.max_documents="$ARTICLES")
+APE_IT=(dataset=ape_it dataset.split_every=100 'dataset.documents=[train/21,train/22,train/23,train/24,train/25]')
+sweep() {  # directory name, overrides…
+  local name=$1; shift
+  echo "[$(date +%H:%M:%S)] sweep $name: $*"
+  python -m adaptsim run -m +experiment=paper_methods "$SEARCH" model="$MODEL" dataset.on_too_long=skip threads=1 \
+    progress=false resume=true hydra/launcher=lockstep "$@" hydra.sweep.dir="$SWEEPS/$name" \
+    'hydra.sweep.subdir=${method.name}' >>"$SWEEPS/$name.log" 2>&1 \
+    || { echo "heldout_misses.sh: the $name sweep failed, see $SWEEPS/$name.log" >&2; exit 1; }
+}
+report() {  # sweep name
+  echo "[$(date +%H:%M:%S)] reports on $1 → $RESULTS"
+  python -m adaptsim table "$SWEEPS/$1" --relative --significance --cost | tee "$RESULTS/$1.md"
+  python -m adaptsim findings "$SWEEPS/$1" --effects --power | tee "$RESULTS/findings_$1.md"
+  python scripts/experiments/r0_by_pieces.py "$SWEEPS/$1" | tee "$RESULTS/r0_by_pieces_$1.md"
+}
+for stream in $STREAMS; do
+  case $stream in
+    business_central)
+      sweep heldout_bc "${BC[@]}" method=none,full,fixed,top,lasso,lasso_dense,lasso_lam0.01_bias0.01
+      sweep heldout_bc_reset "${BC[@]}" method=full reset=document metrics.scope=corpus
+      report heldout_bc
+      python -m adaptsim compare "$SWEEPS/heldout_bc_reset/full" "$SWEEPS/heldout_bc/full" "$SWEEPS/heldout_bc/none" \
+        | tee "$RESULTS/heldout_bc_reset.txt" ;;
+    ape_it)
+      sweep heldout_ape_it "${APE_IT[@]}" method=none,full,fixed,top,lasso,lasso_dense
+      report heldout_ape_it ;;
+    *) echo "heldout_misses.sh: STREAMS: unknown stream '$stream' (business_central, ape_it)" >&2; exit 2 ;;
+  esac
+done
