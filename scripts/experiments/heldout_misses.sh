@@ -5,12 +5,14 @@
 #
 # Every sweep: one stream in the paper's setting (reset=never, R0/R1 counted over the stream), lockstep, one thread.
 # Business Central, the first ARTICLES held-out articles:
-#   heldout_bc:        none, full, fixed, top, lasso; lasso without budgets (diagnose/lasso_dense: the prox alone)
-#                      and with a weaker prox (λ 0.01) — is the zero-shot loss of full, fixed and top there
-#                      (findings 2, 6), and does lasso learn too little on this model (findings 3, 4)?
+#   heldout_bc:        none, full, lasso; lasso without budgets (diagnose/lasso_dense: the prox alone) and with a
+#                      weaker prox (λ 0.01) — is full's zero-shot loss there (finding 2), and does lasso learn too
+#                      little on this model (findings 3, 4)?
 #   heldout_bc_reset:  full with a reset at every document, counted over the same stream (metrics.scope=corpus),
 #                      so its R0 is the same quantity — is what full carries across articles what offsets the
 #                      zero-shot loss (finding 2)?
+# and the next ARTICLES held-out articles (fixed's list was chosen on the first 20, so `fixed` refuses those):
+#   heldout_bc_next:   none, fixed, top — do fixed and top lose R0 there (finding 6)?
 # ape-it, the held-out blocks 21–25 of 100 post-edits (the test stream is blocks 1–20):
 #   heldout_ape_it:    none, full, fixed, top, lasso, lasso without budgets (findings 2, 3, 4, 6).
 # Then per sweep: tables relative to `none` with document-bootstrap intervals, the paper's findings with effects and
@@ -31,6 +33,8 @@ SWEEPS=${SWEEPS:-outputs/heldout}
 mkdir -p "$RESULTS" "$SWEEPS"
 SEARCH="hydra.searchpath=[file://$PWD/scripts/experiments/diagnose,file://$PWD/scripts/experiments/heldout_bc]"
 BC=(dataset=business-central-heldout dataset.max_documents="$ARTICLES")
+NEXT=$(awk -F'\t' 'NR > 1 && !seen[$1]++ {print $1}' "$ADAPTSIM_SHARED/data/business-central/heldout.tsv" \
+  | sed -n "$((ARTICLES + 1)),$((2 * ARTICLES))p" | paste -sd,)  # the next articles' ids (column 1), in file order
 APE_IT=(dataset=ape_it dataset.split_every=100 'dataset.documents=[train/21,train/22,train/23,train/24,train/25]')
 sweep() {  # directory name, overrides…
   local name=$1; shift
@@ -49,9 +53,11 @@ report() {  # sweep name
 for stream in $STREAMS; do
   case $stream in
     business_central)
-      sweep heldout_bc "${BC[@]}" method=none,full,fixed,top,lasso,lasso_dense,lasso_lam0.01_bias0.01
+      sweep heldout_bc "${BC[@]}" method=none,full,lasso,lasso_dense,lasso_lam0.01_bias0.01
       sweep heldout_bc_reset "${BC[@]}" method=full reset=document metrics.scope=corpus
+      sweep heldout_bc_next dataset=business-central-heldout "dataset.documents=[$NEXT]" method=none,fixed,top
       report heldout_bc
+      report heldout_bc_next
       python -m adaptsim compare "$SWEEPS/heldout_bc_reset/full" "$SWEEPS/heldout_bc/full" "$SWEEPS/heldout_bc/none" \
         | tee "$RESULTS/heldout_bc_reset.txt" ;;
     ape_it)
