@@ -17,7 +17,7 @@
 #   heldout_ape_it:    none, full, fixed, top, lasso, lasso without budgets (findings 2, 3, 4, 6);
 # and blocks 26–30 (in no test stream and not in base-ende's training data), since fixed's list was chosen on the
 # first 10 post-edits of each of blocks 21–25 (the run warns: 50 of its 298 held-out pairs recur there):
-#   heldout_ape_it_next: none, fixed, lasso — fixed against lasso where fixed's choice never saw the data (3, 4, 6).
+#   heldout_ape_it_next: none, fixed, lasso — fixed against lasso where fixed's choice never saw the data (3, 4).
 # Then per sweep: tables relative to `none` with document-bootstrap intervals, the paper's findings with effects and
 # power, and R0 split by whether the stream has shown every piece of the word, with the occurrences each run won
 # and lost against the baseline (r0_by_pieces.py); for Business Central also the reset run against the same method
