@@ -13,6 +13,7 @@
 #                      zero-shot loss (finding 2)?
 # and the next ARTICLES held-out articles (fixed's list was chosen on the first 20, so `fixed` refuses those):
 #   heldout_bc_next:   none, fixed, top — do fixed and top lose R0 there (finding 6)?
+#   heldout_bc_next_reset: fixed and top with a reset at every document, as heldout_bc_reset for full.
 # ape-it, the held-out blocks 21–25 of 100 post-edits (the test stream is blocks 1–20):
 #   heldout_ape_it:    none, full, fixed, top, lasso, lasso without budgets (findings 2, 3, 4, 6);
 # and blocks 26–30 (in no test stream and not in base-ende's training data), since fixed's list was chosen on the
@@ -20,7 +21,7 @@
 #   heldout_ape_it_next: none, fixed, lasso — fixed against lasso where fixed's choice never saw the data (3, 4).
 # Then per sweep: tables relative to `none` with document-bootstrap intervals, the paper's findings with effects and
 # power, and R0 split by whether the stream has shown every piece of the word, with the occurrences each run won
-# and lost against the baseline (r0_by_pieces.py); for Business Central also the reset run against the same method
+# and lost against the baseline (r0_by_pieces.py); for Business Central also each reset run against the same method
 # carried across articles (`adaptsim compare`) → $RESULTS. Runs (with text) go to $SWEEPS; they resume, and a
 # finished run is left alone, so methods can be added to a sweep.
 #   STREAMS [business_central ape_it]  ARTICLES [30]  MODEL [base-ende]  RESULTS [docs/results/base-ende/heldout]
@@ -66,10 +67,15 @@ for stream in $STREAMS; do
       sweep heldout_bc_reset "${BC[@]}" method=full reset=document metrics.scope=corpus
       read -r -a next <<<"$(bc_next)"
       sweep heldout_bc_next "${next[@]}" method=none,fixed,top
+      sweep heldout_bc_next_reset "${next[@]}" method=fixed,top reset=document metrics.scope=corpus
       report heldout_bc
       report heldout_bc_next
       python -m adaptsim compare "$SWEEPS/heldout_bc_reset/full" "$SWEEPS/heldout_bc/full" "$SWEEPS/heldout_bc/none" \
-        | tee "$RESULTS/heldout_bc_reset.txt" ;;
+        | tee "$RESULTS/heldout_bc_reset.txt"
+      for m in fixed top; do
+        python -m adaptsim compare "$SWEEPS/heldout_bc_next_reset/$m" "$SWEEPS/heldout_bc_next/$m" \
+          "$SWEEPS/heldout_bc_next/none" | tee "$RESULTS/heldout_bc_next_reset_$m.txt"
+      done ;;
     ape_it)
       read -r -a blocks <<<"$(ape_blocks 21 25)"
       sweep heldout_ape_it "${blocks[@]}" method=none,full,fixed,top,lasso,lasso_dense
