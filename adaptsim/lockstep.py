@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from adaptsim import methods
 from adaptsim.errors import UserError
 from adaptsim.model import Seq2SeqModel
-from adaptsim.outputs import JobSummary, RunWriter
+from adaptsim.outputs import JobSummary, RunWriter, compress_records
 from adaptsim.session import Session, load
 from adaptsim.simulate import Simulation, loop
 from adaptsim.validate import validate
@@ -97,3 +97,6 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
                     stack.enter_context(RunWriter(job.dir, resume=cfg.resume)), session, documents, skipped)
                 for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, sessions(base, cfgs)))]
         loop(base, documents, runs, lockstep=len(runs))
+    for cfg, job in zip(cfgs, jobs):
+        if cfg.compress and job.data.get("status") == "finished":
+            compress_records(job.dir)

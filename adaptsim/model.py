@@ -23,12 +23,12 @@ from adaptsim.errors import UserError
 log = logging.getLogger(__name__)
 
 
-def _from_pretrained(cls, source: str, path, where: Path | None, what: str):
-    """`cls.from_pretrained(source)`, failing with one line. A broken local copy (a directory with only
+def _from_pretrained(cls, source: str, path, where: Path | None, what: str, **kwargs):
+    """`cls.from_pretrained(source, **kwargs)`, failing with one line. A broken local copy (a directory with only
     config.json, an empty or truncated model.safetensors) makes transformers/safetensors raise TypeError,
     SafetensorError, …: name the file (`where`) instead of showing their traceback."""
     try:
-        return cls.from_pretrained(source)
+        return cls.from_pretrained(source, **kwargs)
     except OSError as e:
         raise UserError(f"model.path={path}: could not load ({_first_line(e)}); offline, "
                         "point model.path at a local copy of the model") from None
@@ -183,8 +183,10 @@ class Seq2SeqModel:
                             "a tokenizer and weights, e.g. from `adaptsim train` or a downloaded OPUS-MT model)")
         source = str(local) if looks_local else str(path)
         tokenizer = _from_pretrained(AutoTokenizer, source, path, local if looks_local else None, "tokenizer")
+        # float32 whatever the file stores (a model kept in fp16 to halve its size, scripts/device/fp16.py): the
+        # update's SGD steps and the recorded perplexities are float32 arithmetic (update.dtype only autocasts)
         net = _from_pretrained(AutoModelForSeq2SeqLM, source, path, _weights_file(local) if looks_local else None,
-                               "model")
+                               "model", dtype=torch.float32)
         log.info("loaded %s (%s, %d parameters)", path, net.config.model_type, sum(p.numel() for p in net.parameters()))
         return cls(net, tokenizer, device, languages)
 

@@ -3,7 +3,8 @@
 Every command's job directory holds summary.json (`JobSummary`): claimed at the job's start with status
 `running` and the process, filled in by the command, closed by the launcher as finished, failed (with the
 error) or interrupted. A run's other files are written by `RunWriter`: steps.jsonl and hyps.txt line by
-line, curves.csv, offsets/.
+line, curves.csv, offsets/. A finished run may keep its two large records compressed (`compress_records`:
+steps.jsonl.xz, curves.csv.xz); every reader takes either form (`record_file`, `read_record`).
 
 A job owns its directory: two runs writing into one directory interleaved their steps and mixed one's
 summary with the other's config, and a re-run truncated the old run's steps. (Whether a resume may take over
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import lzma
 import os
 import socket
 import tempfile
@@ -32,7 +34,12 @@ if TYPE_CHECKING:  # (imported where used: reports read summaries without import
 log = logging.getLogger("adaptsim")
 
 # The files whose presence means a directory belongs to a run.
-RUN_FILES = ("summary.json", "steps.jsonl")
+RUN_FILES = ("summary.json", "steps.jsonl", "steps.jsonl.xz")
+# The records a finished run may store xz-compressed (run.yaml `compress`): a quarter of their size, so that the
+# committed records stay small enough for the working tree to travel to a GPU machine (docs/performance.md). xz, not
+# gzip: 22 MB against 29 MB for the base-ende records of docs/results.
+COMPRESSIBLE = ("steps.jsonl", "curves.csv")
+XZ = ".xz"
 
 # summary.json's schema, shared by its writers (JobSummary, simulate.Simulation) and its readers (adaptsim/report;
 # docs/design.md §6 lists the same keys): the top-level keys and what each holds.
@@ -60,7 +67,8 @@ RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "changed_parameters_max": "the most parameters changed in one document",
     "method_info": "the method's own figures (lasso's budgets, fixed's tensors, …)",
     "cost": "step_ms_median, steps, state_bytes_median, state_bytes_max",
-    "timing": "wall and per-step times, threads, resident memory every 100 segments, resumed_after_steps",
+    "timing": "wall and per-step times, threads, device (the GPU, CUDA and torch where cuda), resident memory every "
+              "100 segments, resumed_after_steps",
     "peak_rss_mb": "bench: the peak resident memory",
 }
 
@@ -219,6 +227,52 @@ class JobSummary:
             write_json_atomic(self.path, data)
         except OSError as e:
             raise _os_error(self.path, e, "write") from None
+
+
+def record_file(run_dir: Path, name: str) -> Path:
+    """Where a run's record `name` (steps.jsonl, curves.csv) is: the plain file (a run writes it so, and it is
+    whole while it exists: `compress_records` removes it only after its .xz is in place), else its .xz; the plain
+    path when neither exists, for the caller's message."""
+    plain = Path(run_dir) / name
+    packed = plain.with_name(name + XZ)
+    return packed if not plain.exists() and packed.exists() else plain
+
+
+def read_record(path: Path) -> str:
+    """A record's text, plain or xz (by its name)."""
+    path = Path(path)
+    try:
+        data = lzma.decompress(path.read_bytes()) if path.name.endswith(XZ) else path.read_bytes()
+    except lzma.LZMAError as e:
+        raise UserError(f"{path}: not a whole xz file ({e})") from None
+    return data.decode("utf-8")
+
+
+def compress_records(run_dir: Path) -> list[Path]:
+    """Replace a finished run's plain steps.jsonl and curves.csv by .xz files with the same bytes inside, each
+    written whole before its plain file goes (a kill in between leaves both, and readers take the plain one).
+    Returns the files written. An unfinished run is refused: resuming reads and appends to the plain files."""
+    run_dir = Path(run_dir)
+    status = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("status") \
+        if (run_dir / "summary.json").is_file() else None
+    if status != "finished":
+        raise UserError(f"{run_dir}: not a finished run (status {status}); only finished runs are compressed")
+    written = []
+    for name in COMPRESSIBLE:
+        plain = run_dir / name
+        if not plain.is_file():
+            continue
+        packed = plain.with_name(name + XZ)
+        tmp = plain.with_name(f".{packed.name}.tmp")
+        try:
+            tmp.write_bytes(lzma.compress(plain.read_bytes(), preset=9 | lzma.PRESET_EXTREME))
+            os.replace(tmp, packed)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise _os_error(packed, e, "write") from None
+        plain.unlink()
+        written.append(packed)
+    return written
 
 
 def _hyp_line(hypothesis: str) -> str:

@@ -19,7 +19,7 @@ from adaptsim.errors import UserError
 
 # The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
 # other than timings). The one list of them; everything else is compared.
-FREE = ("threads", "progress", "progress_every", "allocator", "resume", "malloc_tuning")
+FREE = ("threads", "progress", "progress_every", "allocator", "resume", "malloc_tuning", "compress")
 
 
 def flatten(node, prefix: str = "") -> dict:

@@ -6,6 +6,7 @@ restoring θ0 where `reset` says and handling divergence the one way `update.on_
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -35,10 +36,28 @@ def load(cfg: DictConfig, limit: int | None = None) -> tuple[Seq2SeqModel, Datas
     log.info("%s", allocator.describe(cfg.allocator))
     if cfg.malloc_tuning and allocator.active() == "system":
         tune_malloc()
+    if str(cfg.device).startswith("cuda"):
+        deterministic_cuda()
     documents = load_documents(cfg.dataset)
     model = Seq2SeqModel.from_config(cfg.model, cfg.device)
     documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens, limit)
     return model, documents
+
+
+def deterministic_cuda() -> None:
+    """A resume replays its steps and checks their perplexities bit for bit, and a lockstep run must get the
+    hypotheses it gets alone: on CUDA that takes cuBLAS's fixed workspace (set before its first use) and torch's
+    deterministic kernels. A kernel that has none warns instead of failing; the device check (scripts/device/gpu.sh)
+    logs which."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def describe_device(device: str) -> str:
+    """The device as a record should name it: cpu, or the GPU with its CUDA and torch versions."""
+    if not str(device).startswith("cuda"):
+        return "cpu"
+    return f"{torch.cuda.get_device_name(torch.device(device))}, CUDA {torch.version.cuda}, torch {torch.__version__}"
 
 
 def tune_malloc() -> bool:

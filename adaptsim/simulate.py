@@ -25,9 +25,9 @@ from adaptsim.metrics.effort import Effort
 from adaptsim.metrics.forgetting import Probe
 from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.model import fingerprint as model_fingerprint
-from adaptsim.outputs import JobSummary, RunWriter
+from adaptsim.outputs import JobSummary, RunWriter, compress_records
 from adaptsim.progress import progress
-from adaptsim.session import Session, load
+from adaptsim.session import Session, describe_device, load
 from adaptsim.update import UpdateResult
 
 log = logging.getLogger("adaptsim")
@@ -49,6 +49,8 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
         loop(model, documents, [Simulation(cfg, job, writer, session, documents, skipped)])
     if job.data.get("status") == "failed":
         raise UserError(job.data["error"])
+    if cfg.compress:
+        compress_records(job.dir)
     return job.data
 
 
@@ -293,7 +295,8 @@ class Simulation:
                                                       self.cfg.metrics.interactive_costs,
                                                       self.cfg.metrics.max_corrections)} if self.efforts else {})},
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,
-                    "threads": torch.get_num_threads(), "translate_median_s": statistics.median(self.translate_s),
+                    "threads": torch.get_num_threads(), "device": describe_device(self.cfg.device),
+                    "translate_median_s": statistics.median(self.translate_s),
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
                     "update_total_s": sum(self.update_s), "rss_mb": self.rss,
                     **({"probe_total_s": self.probe_s} if self.probe is not None else {}),

@@ -43,7 +43,7 @@ SETTINGS: dict[str, Rule] = {
     "seed": Integer(0),
     "threads": Integer(1, null="torch's default"),
     "reset": Choice(("document", "never")),
-    "progress": Boolean(), "save_offsets": Boolean(), "resume": Boolean(), "malloc_tuning": Boolean(),
+    "progress": Boolean(), "save_offsets": Boolean(), "compress": Boolean(), "resume": Boolean(), "malloc_tuning": Boolean(),
     "progress_every": Number(above=0), "allocator": Choice(allocator.CHOICES),
     "decode.beam_size": Integer(1),
     "decode.max_length": Integer(1),

@@ -146,3 +146,12 @@ def test_cxmi_sent_is_the_mean_of_the_segments_per_token_gain(demo_runs, capsys)
         main(["table", str(demo_runs), "--metrics", "R1,CXMI.sent"])
     full_row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| full |"))
     assert full_row.replace("*", "").rstrip(" |").endswith(f"{runs['full'].scores['CXMI.sent']:.3f}")
+
+
+def test_word_roles_of_a_text_free_record_are_one_line():
+    """The committed records keep log-probabilities but not the pieces (scripts/experiments/export_runs.py): cxmi's
+    roles cannot be had from them, and it says so instead of a KeyError traceback."""
+    from adaptsim.errors import UserError
+
+    with pytest.raises(UserError, match="text-free record"):
+        cxmi.words(None, [{"doc_id": "d", "logprobs": [-1.0, -0.5]}], [None])

@@ -123,6 +123,9 @@ def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None
     """Every reference word of the stream with its role and P-CXMI (segments without log-probabilities left
     out)."""
     out = []
+    if rows and "ref_pieces" not in rows[0]:
+        raise UserError("word roles need the reference's pieces and the hypotheses, which this run's steps.jsonl does "
+                        "not hold (a text-free record, scripts/experiments/export_runs.py); run cxmi on the sweep")
     if not any("▁" in p for row in rows for p in row["ref_pieces"]):
         raise UserError("word roles need sentencepiece pieces (▁ opening a word); this model's tokenizer writes "
                         "none")

@@ -9,6 +9,7 @@ is reported too, not silently left out of a table.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -20,7 +21,7 @@ from omegaconf import OmegaConf
 
 from adaptsim.errors import UserError
 from adaptsim.jobs import basic_sweep_jobs
-from adaptsim.outputs import JOB_KEYS, RUN_KEYS, alive, recorded_process
+from adaptsim.outputs import JOB_KEYS, RUN_KEYS, alive, read_record, record_file, recorded_process
 
 # what the reports need from a finished run's summary.json (its schema: adaptsim/outputs.py)
 READ_KEYS = ("method", "dataset", "model_path", "data_fingerprint", "segments", "scores", "signatures")
@@ -48,11 +49,10 @@ class Run:
 
     def curves(self) -> dict[str, list]:
         """curves.csv as columns: metric -> cumulative scores (NaN where none yet), "doc_id" -> ids."""
-        path = self.dir / "curves.csv"
+        path = record_file(self.dir, "curves.csv")
         if not path.is_file():
             raise UserError(f"{self.dir}: no curves.csv (needed for learning curves)")
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(io.StringIO(read_record(path), newline="")))
         if not rows:
             raise UserError(f"{path}: no rows")
         out: dict[str, list] = {"doc_id": [r["doc_id"] for r in rows]}

@@ -18,6 +18,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import cxmi
 from adaptsim.metrics.effort import RATES, Effort, counting, numerators
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
+from adaptsim.outputs import read_record, record_file
 from adaptsim.report.blocks import check_joinable
 from adaptsim.report.runs import Run
 from adaptsim.report.stats import (ALPHA, LEVEL, TESTS, UNITS, Result, Series, Settings, compare, distinct_outcomes,
@@ -48,11 +49,11 @@ class Steps:
     """A run's steps.jsonl, read once: segment identity and the raw rows."""
 
     def __init__(self, run: Run):
-        path = run.dir / "steps.jsonl"
+        path = record_file(run.dir, "steps.jsonl")
         if not path.is_file():
             raise UserError(f"{run.dir}: no steps.jsonl (significance needs the per-segment statistics)")
         try:
-            self.rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            self.rows = [json.loads(line) for line in read_record(path).splitlines() if line.strip()]
         except ValueError as e:
             raise UserError(f"{path}: unreadable ({e})") from None
         expected = run.summary.get("segments")
@@ -94,7 +95,7 @@ class Steps:
     def cxmi_values(self, baseline: Steps) -> list:
         """Each segment's per-token P-CXMI against the baseline run (checked to be comparable)."""
         check_joinable(baseline.run, self.run)
-        return cxmi.token_values(baseline.rows, self.rows, str(self.run.dir / "steps.jsonl"),
+        return cxmi.token_values(baseline.rows, self.rows, str(record_file(self.run.dir, "steps.jsonl")),
                                  cxmi.forced(self.run.summary.get("config") or {}))
 
 

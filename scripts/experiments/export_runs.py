@@ -3,11 +3,11 @@ the sweep, but it holds no source, reference or hypothesis text (the test data s
 
     python scripts/experiments/export_runs.py SWEEP_DIR OUT_DIR
 
-Copied per finished run: summary.json, curves.csv, .hydra/{config,overrides}.yaml, and steps.jsonl without the text
-fields (source, hypothesis, their pieces and the reference's; the reference becomes a hash of it; the per-segment
-statistics, which the bootstrap resamples, and the log-probabilities stay);
-the sweep's multirun.yaml. Paths of the machine it ran on stay as they are (they name ../shared, not its
-contents).
+Copied per finished run (its records plain or compressed), written xz-compressed where large: summary.json,
+.hydra/{config,overrides}.yaml, curves.csv.xz, and steps.jsonl.xz without the text fields (source, hypothesis,
+their pieces and the reference's; the reference becomes a hash of it; the per-segment statistics, which the
+bootstrap resamples, and the log-probabilities stay); the sweep's multirun.yaml. Paths of the machine it ran on
+stay as they are (they name ../shared, not its contents).
 """
 
 from __future__ import annotations
@@ -18,22 +18,27 @@ import shutil
 import sys
 from pathlib import Path
 
+from adaptsim.outputs import compress_records, read_record, record_file
+
 TEXT = ("source", "hypothesis", "pieces", "ref_pieces")  # dropped (ref_pieces: the reference's pieces, its text);
 # the reference is replaced by a hash of it
 
 
 def export_run(run: Path, out: Path) -> None:
     (out / ".hydra").mkdir(parents=True, exist_ok=True)
-    for name in ("summary.json", "curves.csv", ".hydra/config.yaml", ".hydra/overrides.yaml"):
+    for name in ("summary.json", ".hydra/config.yaml", ".hydra/overrides.yaml"):
         if (run / name).is_file():
             shutil.copyfile(run / name, out / name)
-    with open(run / "steps.jsonl", encoding="utf-8") as src, open(out / "steps.jsonl", "w", encoding="utf-8") as dst:
-        for line in src:
+    if record_file(run, "curves.csv").is_file():
+        (out / "curves.csv").write_text(read_record(record_file(run, "curves.csv")), encoding="utf-8", newline="")
+    with open(out / "steps.jsonl", "w", encoding="utf-8") as dst:
+        for line in filter(None, read_record(record_file(run, "steps.jsonl")).split("\n")):
             step = json.loads(line)
             kept = {k: v for k, v in step.items() if k not in TEXT}
             # the reports pair runs segment by segment on (doc_id, seg_id, reference): a hash keeps that check
             kept["reference"] = "sha256:" + hashlib.sha256(step["reference"].encode()).hexdigest()[:16]
             dst.write(json.dumps(kept, ensure_ascii=False) + "\n")
+    compress_records(out)  # committed records stay small (adaptsim/outputs.py COMPRESSIBLE)
 
 
 def finished(run: Path) -> bool:

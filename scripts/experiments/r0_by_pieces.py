@@ -27,6 +27,7 @@ import sentencepiece
 from omegaconf import OmegaConf
 
 from adaptsim.metrics.roles import Roles
+from adaptsim.outputs import read_record, record_file
 from adaptsim.report.significance import significant
 from adaptsim.report.stats import Series, Settings, compare, ratio, units_of
 
@@ -35,7 +36,7 @@ CLASSES = ("pieces seen", "a new piece")
 
 def load_run(path: Path) -> tuple[dict, list[dict], object]:
     summary = json.loads((path / "summary.json").read_text())
-    steps = [json.loads(line) for line in (path / "steps.jsonl").read_text().splitlines()]
+    steps = [json.loads(line) for line in read_record(record_file(path, "steps.jsonl")).splitlines()]
     return summary, steps, OmegaConf.load(path / ".hydra" / "config.yaml").metrics
 
 
