@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
+import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,6 +19,7 @@ from transformers import MarianMTModel, MarianTokenizer
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
 from adaptsim.hydra_app import compose
+from adaptsim.basemodel import trainer as trainer_module
 from adaptsim.basemodel.trainer import encode, inverse_sqrt, make_batches, train
 
 _BIG = {"den Hund": "den großen Hund", "die Katze": "die große Katze", "das Haus": "das große Haus",
@@ -132,6 +137,7 @@ def test_resume_continues_exactly(text_files, tmp_path):
     b = MarianMTModel.from_pretrained(str(tmp_path / "b" / "last")).state_dict()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert straight["last"]["train_nll"] == pytest.approx(resumed["last"]["train_nll"], rel=1e-5)
+    assert "cuda_rng" not in torch.load(tmp_path / "b" / "last" / "trainer_state.pt", weights_only=True)  # on CPU
 
     # resuming a finished training (a rerun of the experiment script) reports it without training or validating
     log = (tmp_path / "b" / "train_log.jsonl").read_text()
@@ -147,6 +153,128 @@ def test_patience_stops_after_validations_without_improvement(text_files, tmp_pa
                            "train.patience=2"))
     log = [json.loads(line) for line in (tmp_path / "m" / "train_log.jsonl").read_text().splitlines()]
     assert summary["steps"] == 6 and [r["best"] for r in log] == [True, False, False]
+
+
+@pytest.fixture
+def minute_per_step(monkeypatch):
+    """The trainer's clock, moved on one minute by every training step and standing still otherwise: the time
+    limits are tested without waiting for them, and their steps are exact."""
+    now = [1000.0]
+    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    step = trainer_module.Trainer.step
+
+    def timed_step(self, indices):
+        now[0] += 60
+        return step(self, indices)
+
+    monkeypatch.setattr(trainer_module.Trainer, "step", timed_step)
+    return now
+
+
+def logged_steps(out) -> list[int]:
+    return [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()]
+
+
+def test_max_minutes_stops_training_on_the_clock(text_files, tmp_path, minute_per_step, caplog):
+    """train.max_minutes bounds training alone (no step or epoch limit), stops with the usual last validation and
+    checkpoints, and a resumed run counts the minutes of the run before it."""
+    out = tmp_path / "m"
+    with caplog.at_level(logging.INFO, logger="adaptsim.train"):
+        summary = train(config(text_files, out, "train.max_steps=null", "train.max_minutes=5",
+                               "train.valid_every=1000"))
+    assert summary["steps"] == 5 and summary["train_seconds"] == 300 and logged_steps(out) == [5]
+    assert (out / "model.safetensors").exists() and (out / "last" / "trainer_state.pt").exists()
+    assert json.loads((out / "training.json").read_text())["steps"] == 5
+    assert "time limit train.max_minutes=5 reached: stopped at step 5 after 300 s" in caplog.text
+
+    resumed = train(config(text_files, out, "train.max_steps=null", "train.max_minutes=8", "train.valid_every=1000",
+                           "train.resume=true"))
+    assert resumed["steps"] == 8 and logged_steps(out) == [5, 8]  # 3 more minutes, not 8
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["train.max_steps=null"], "set train.max_steps, train.max_epochs or train.max_minutes"),
+    (["train.max_minutes=0"], "train.max_minutes=0: give a positive number of minutes (or null)"),
+    (["train.max_steps=null", "train.max_minutes=-2"], "train.max_minutes=-2: give a positive number of minutes"),
+    (["train.checkpoint_minutes=soon"], "train.checkpoint_minutes=soon: give a positive number of minutes"),
+])
+def test_training_bounds_are_checked(text_files, tmp_path, overrides, message):
+    with pytest.raises(UserError, match="^" + re.escape(message)):
+        train(config(text_files, tmp_path / "x", *overrides))
+    assert not (tmp_path / "x").exists()
+
+
+def test_checkpoint_minutes_checkpoints_on_a_timer(text_files, tmp_path, minute_per_step):
+    """Every 2.5 minutes since the last checkpoint (a step takes a minute here), besides every valid_every steps
+    and at the end: a run killed from outside keeps a recent model."""
+    out = tmp_path / "m"
+    summary = train(config(text_files, out, "train.max_steps=10", "train.valid_every=1000",
+                           "train.checkpoint_minutes=2.5"))
+    assert summary["steps"] == 10 and logged_steps(out) == [3, 6, 9, 10]
+    assert torch.load(out / "last" / "trainer_state.pt", weights_only=True)["trainer"]["step"] == 10
+
+
+def test_a_given_tokenizer_is_reused_with_its_exact_vocabulary(text_files, tmp_path, tiny_model_dir):
+    """train.tokenizer: no sentencepiece is trained; the model is built for that vocabulary and every checkpoint
+    carries the same tokenizer files (a model comparable to the one they came from)."""
+    out = tmp_path / "m"
+    summary = train(config(text_files, out, "train.max_steps=4", "train.valid_every=2",
+                           f"train.tokenizer={tiny_model_dir}"))
+    given = json.loads((tiny_model_dir / "vocab.json").read_text())
+    assert summary["vocab_size"] == len(given)
+    for path in (out, out / "last"):
+        assert json.loads((path / "vocab.json").read_text()) == given
+        for name in ("source.spm", "target.spm"):
+            assert (path / name).read_bytes() == (tiny_model_dir / name).read_bytes()
+        assert MarianMTModel.from_pretrained(str(path)).config.vocab_size == len(given)
+        assert MarianTokenizer.from_pretrained(str(path)).get_vocab() == \
+            MarianTokenizer.from_pretrained(str(tiny_model_dir)).get_vocab()
+
+    empty, broken = tmp_path / "empty", tmp_path / "broken"
+    empty.mkdir()
+    shutil.copytree(tiny_model_dir, broken)
+    (broken / "source.spm").write_bytes(b"not sentencepiece")
+    for where, message in ((tmp_path / "none", "no such directory"), (empty, "no source.spm, target.spm, vocab.json"),
+                           (broken, "not a Marian tokenizer adaptsim can load")):
+        with pytest.raises(UserError, match="^" + re.escape(f"train.tokenizer={where}: {message}")):
+            train(config(text_files, out, "train.max_steps=1", "train.overwrite=true", f"train.tokenizer={where}"))
+    assert (out / "model.safetensors").exists()  # refused before overwrite=true removed anything
+
+
+def test_cuda_random_states_are_saved_and_restored(tmp_path, monkeypatch):
+    """On CUDA the trainer state also holds the GPUs' generators (dropout draws from them), as plain tensors the
+    weights-only loader accepts; a state without them (CPU, older adaptsim) restores as before."""
+    from adaptsim.basemodel.trainer import load_state, rng_states, set_rng_states
+
+    cpu = rng_states(torch.device("cpu"))
+    assert set(cpu) == {"python_rng", "torch_rng"}
+    gpus = [torch.arange(16, dtype=torch.uint8), torch.ones(16, dtype=torch.uint8)]
+    restored = []
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device: restored.append((device, state.tolist())))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    torch.save(rng_states(torch.device("cuda")), tmp_path / "state.pt")
+    saved = load_state(tmp_path / "state.pt")
+    assert [s.tolist() for s in saved["cuda_rng"]] == [s.tolist() for s in gpus]
+    set_rng_states(saved, torch.device("cuda"))
+    assert restored == [(0, gpus[0].tolist())]  # the GPUs this machine has
+    restored.clear()
+    set_rng_states(cpu, torch.device("cuda:0"))
+    assert restored == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_resume_continues_exactly_on_cuda(text_files, tmp_path):
+    """Dropout on a GPU draws from CUDA's generator: without its state the resumed run drops other units."""
+    cuda = ("device=cuda", "train.valid_every=8")
+    straight = train(config(text_files, tmp_path / "a", "train.max_steps=16", *cuda))
+    train(config(text_files, tmp_path / "b", "train.max_steps=8", *cuda))
+    resumed = train(config(text_files, tmp_path / "b", "train.max_steps=16", "train.resume=true", *cuda))
+    assert "cuda_rng" in torch.load(tmp_path / "b" / "last" / "trainer_state.pt", weights_only=True)
+    a = MarianMTModel.from_pretrained(str(tmp_path / "a" / "last")).state_dict()
+    b = MarianMTModel.from_pretrained(str(tmp_path / "b" / "last")).state_dict()
+    assert all(torch.allclose(a[k], b[k], atol=1e-4) for k in a)
+    assert straight["last"]["train_nll"] == pytest.approx(resumed["last"]["train_nll"], rel=1e-3)
 
 
 def test_encode_matches_tokenizer(tiny_model_dir, tiny_corpus):

@@ -4,7 +4,10 @@ scratch on parallel text.
 A compact trainer in the spirit of JoeyNMT/nanoGPT: sentencepiece vocabulary, token-count batches of
 length-sorted buckets, Adam with linear warm-up and inverse-square-root decay, label smoothing, dropout,
 periodic validation (loss, and BLEU of greedy/beam output on the first valid sentences), best and last
-checkpoints, exact resume.
+checkpoints, exact resume (CPU and CUDA random states). Training stops at `max_steps`, `max_epochs`, `patience` or
+`max_minutes` of wall clock (a time-boxed run on a lent machine), whichever comes first; `checkpoint_minutes` also
+checkpoints on a timer, so a run killed from outside leaves a recent model. `train.tokenizer` reuses an existing
+Marian tokenizer instead of training sentencepiece (to keep another model's exact vocabulary).
 
 Output directory (`train.out`, by default the model config's `path`, which is where `run` loads from):
 
@@ -189,6 +192,24 @@ def load_state(path: Path) -> dict:
                         "train.overwrite=true starts again") from None
 
 
+def rng_states(device: torch.device) -> dict:
+    """The random states a resumed run needs to continue exactly (dropout draws from the device's generator)."""
+    states = {"python_rng": random.getstate(), "torch_rng": torch.get_rng_state()}
+    if device.type == "cuda":
+        states["cuda_rng"] = torch.cuda.get_rng_state_all()  # a list of CPU byte tensors: load_state accepts it
+    return states
+
+
+def set_rng_states(saved: dict, device: torch.device) -> None:
+    """Restore what `rng_states` saved; a state without CUDA's (saved on CPU, or by an older adaptsim) leaves the
+    CUDA generators as seeded, and one saved on more GPUs than this machine has restores those it has."""
+    random.setstate(saved["python_rng"])
+    torch.set_rng_state(saved["torch_rng"])
+    if device.type == "cuda" and saved.get("cuda_rng") is not None:
+        for i, state in enumerate(saved["cuda_rng"][:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(state, i)
+
+
 # Everything `train` writes into its output directory (what train.overwrite=true removes).
 OWN_FILES = ("config.json", "generation_config.json", "model.safetensors", "source.spm", "target.spm", "vocab.json",
              "target_vocab.json", "tokenizer_config.json", "special_tokens_map.json", "train_log.jsonl",
@@ -202,6 +223,7 @@ def train(cfg: DictConfig) -> dict:
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bars at every checkpoint
     check_settings(cfg)
+    reused = load_tokenizer(cfg.train.tokenizer) if cfg.train.tokenizer else None  # before anything is removed
     out, resume = prepare_output(cfg.train)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -210,7 +232,7 @@ def train(cfg: DictConfig) -> dict:
         raise UserError(f"{cfg.train.source}: no training pairs")
     valid = read_parallel(cfg.train.valid_source, cfg.train.valid_target) if cfg.train.valid_source else []
     valid = valid[:int(cfg.train.valid_max_sentences or len(valid))]
-    tokenizer, model = resume_model(out) if resume else new_model(cfg, pairs, out)
+    tokenizer, model = resume_model(out) if resume else new_model(cfg, pairs, out, reused)
     model.to(torch.device(cfg.device)).train()
     max_len = min(int(cfg.train.max_length), int(model.config.max_position_embeddings))
     data, held = Encoded.of(tokenizer, pairs, max_len, "training"), Encoded.of(tokenizer, valid, max_len, "validation")
@@ -234,8 +256,12 @@ def check_settings(cfg: DictConfig) -> None:
         if OmegaConf.is_missing(cfg.train, key):
             raise UserError(f"train.{key} is not set: give the training text files, one sentence per line "
                             "(train.source=FILE train.target=FILE)")
-    if not cfg.train.max_steps and not cfg.train.max_epochs:
-        raise UserError("set train.max_steps or train.max_epochs")
+    for key in ("max_minutes", "checkpoint_minutes"):
+        value = cfg.train[key]
+        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
+            raise UserError(f"train.{key}={value}: give a positive number of minutes (or null)")
+    if not cfg.train.max_steps and not cfg.train.max_epochs and not cfg.train.max_minutes:
+        raise UserError("set train.max_steps, train.max_epochs or train.max_minutes")
     if cfg.train.dtype not in DTYPES:
         raise UserError(f"train.dtype={cfg.train.dtype}: choose " + " | ".join(DTYPES))
     if cfg.allocator not in allocator.CHOICES:
@@ -266,9 +292,32 @@ def prepare_output(train_cfg: DictConfig) -> tuple[Path, bool]:
     return out, resume
 
 
-def new_model(cfg: DictConfig, pairs: list[tuple[str, str]], out: Path):
-    """A sentencepiece vocabulary trained on the training text, and a randomly initialised model."""
+def load_tokenizer(path):
+    """The Marian tokenizer of `train.tokenizer` (a directory as MarianTokenizer.save_pretrained writes it), so that
+    the new model has exactly that vocabulary (comparable to the model it came from; its fixed-tensor lists apply)."""
+    from transformers import MarianTokenizer
+
+    where = Path(str(path)).expanduser()
+    missing = [f for f in ("source.spm", "target.spm", "vocab.json") if not (where / f).is_file()]
+    if not where.is_dir() or missing:
+        what = "no such directory" if not where.is_dir() else "no " + ", ".join(missing)
+        raise UserError(f"train.tokenizer={where}: {what}; give a directory with a Marian tokenizer "
+                        "(source.spm, target.spm, vocab.json), e.g. a model's")
+    try:
+        return MarianTokenizer.from_pretrained(str(where))
+    except Exception as e:  # sentencepiece/json/transformers errors alike: the files are not a usable tokenizer
+        reason = " ".join(str(e).split())[:200]
+        raise UserError(f"train.tokenizer={where}: not a Marian tokenizer adaptsim can load ({reason})") from None
+
+
+def new_model(cfg: DictConfig, pairs: list[tuple[str, str]], out: Path, tokenizer=None):
+    """A sentencepiece vocabulary trained on the training text (or `tokenizer`, reused as it is), and a randomly
+    initialised model for it."""
     vocab, arch = cfg.model.vocab, cfg.model.arch
+    if tokenizer is not None:
+        log.info("tokenizer: %s, %d pieces (%s), reused as it is (model.vocab does not apply)", cfg.train.tokenizer,
+                 len(tokenizer.encoder), "shared" if not tokenizer.separate_vocabs else "per side")
+        return tokenizer, build_model(OmegaConf.to_container(arch, resolve=True), tokenizer, seed=cfg.seed)
     t0 = time.perf_counter()
     tokenizer = train_tokenizer([s for s, _ in pairs], [t for _, t in pairs], out, int(vocab.size),
                                 shared=bool(vocab.shared), source_lang=cfg.model.source_lang,
@@ -311,7 +360,7 @@ class Encoded:
 # -- the trainer ------------------------------------------------------------------------------------
 class Trainer:
     """Adam with warm-up and inverse-square-root decay over token-count batches: `step` one batch, `checkpoint`
-    (validation scores, last/ and best), `should_stop` (steps, epochs, patience), `fit` the loop over them,
+    (validation scores, last/ and best), `should_stop` (steps, epochs, time, patience), `fit` the loop over them,
     `restore` the exact state of a last/ checkpoint, `summary` at the end."""
 
     def __init__(self, cfg: DictConfig, model, tokenizer, data: Encoded, held: Encoded, out: Path):
@@ -326,36 +375,59 @@ class Trainer:
                       "elapsed": 0.0, "tokens": 0}
         self.max_steps, self.max_epochs = int(tc.max_steps or 0) or None, int(tc.max_epochs or 0) or None
         self.patience = int(tc.patience or 0)
+        self.max_seconds = 60 * float(tc.max_minutes) if tc.max_minutes else None
+        self.checkpoint_seconds = 60 * float(tc.checkpoint_minutes) if tc.checkpoint_minutes else None
         self.log_path = out / "train_log.jsonl"
         self.window = {"nll": 0.0, "tokens": 0}  # training loss since the last validation
         self.window_started = time.perf_counter()
         self.last_record: dict | None = None
-        self.started = time.perf_counter()
+        self.started = time.perf_counter()  # reset in fit (minus the elapsed time of a resumed run)
+        self.saved_at = self.started  # when the last checkpoint was written (checkpoint_minutes)
 
     def restore(self, path: Path) -> None:
         saved = load_state(path)
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         self.state.update(saved["trainer"])
-        random.setstate(saved["python_rng"])
-        torch.set_rng_state(saved["torch_rng"])
+        set_rng_states(saved, self.device)
         self.started = time.perf_counter() - self.state["elapsed"]
         log.info("resumed from %s at step %d (epoch %d)", path.parent, self.state["step"], self.state["epoch"] + 1)
         if self.finished() and self.log_path.exists():  # already trained this far: report, don't validate again
             self.last_record = json.loads(self.log_path.read_text(encoding="utf-8").splitlines()[-1])
             self.last_record.pop("example", None)
 
-    def finished(self) -> bool:
-        """The step or epoch limit is reached."""
+    def stop_reason(self) -> str | None:
+        """Why training stops now: "steps", "epochs", "time" (`max_minutes` of wall clock since training started; in
+        a resumed run, since the first run started, not counting the time between the runs) or "patience" (that
+        many validations in a row without improvement); None: it goes on."""
         s = self.state
-        return bool((self.max_steps and s["step"] >= self.max_steps) or (self.max_epochs and s["epoch"] >= self.max_epochs))
+        if self.max_steps and s["step"] >= self.max_steps:
+            return "steps"
+        if self.max_epochs and s["epoch"] >= self.max_epochs:
+            return "epochs"
+        if self.max_seconds and time.perf_counter() - self.started >= self.max_seconds:
+            return "time"
+        if self.patience and s["bad_validations"] >= self.patience:
+            return "patience"
+        return None
+
+    def finished(self) -> bool:
+        """The step, epoch or time limit is reached."""
+        return self.stop_reason() in ("steps", "epochs", "time")
 
     def should_stop(self) -> bool:
         """The limits, or `patience` validations in a row without improvement."""
-        return self.finished() or bool(self.patience and self.state["bad_validations"] >= self.patience)
+        return self.stop_reason() is not None
+
+    def checkpoint_due(self) -> bool:
+        """`checkpoint_minutes` have passed since the last checkpoint (a run killed from outside keeps a recent one)."""
+        return bool(self.checkpoint_seconds and time.perf_counter() - self.saved_at >= self.checkpoint_seconds)
 
     def fit(self) -> None:
         self.model.train()
+        self.started = self.saved_at = time.perf_counter()
+        self.started -= self.state["elapsed"]  # max_minutes counts from here, plus a resumed run's earlier time
+        reason = None
         with logging_redirect_tqdm(), progress(self.max_steps, "train", "step", self.cfg.progress,
                                                self.cfg.progress_every, initial=self.state["step"]) as bar:
             while not self.should_stop():
@@ -367,17 +439,23 @@ class Trainer:
                     if self.state["step"] % max(1, int(self.tc.log_every)) == 0:
                         bar.set_postfix(nll=f"{nll / ntok:.3f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}",
                                         **{"tok/s": f"{self.window['tokens'] / self.window_seconds():.0f}"})
-                    if self.state["step"] % int(self.tc.valid_every) == 0 or self.finished():
+                    reason = self.stop_reason()
+                    if self.state["step"] % int(self.tc.valid_every) == 0 or reason or self.checkpoint_due():
                         self.last_record = self.checkpoint()
-                        if self.should_stop() and not self.finished():
+                        reason = reason or self.stop_reason()  # patience, or time spent validating
+                        if reason == "patience":
                             log.info("no improvement in %d validations: stopping", self.patience)
-                    if self.should_stop():
+                    if reason:
                         break
                 else:
                     self.state["epoch"] += 1
                     self.state["batch"] = 0
+            reason = reason or self.stop_reason()  # at the end of an epoch, or a resumed run already stopped
             if self.last_record is None or self.last_record["step"] != self.state["step"]:
                 self.last_record = self.checkpoint()
+        if reason == "time":
+            log.info("time limit train.max_minutes=%g reached: stopped at step %d after %.0f s", self.max_seconds / 60,
+                     self.state["step"], self.state["elapsed"])
 
     def step(self, indices: list[int]) -> tuple[float, int]:
         """One optimizer step on one batch; returns its summed NLL and target tokens."""
@@ -416,7 +494,7 @@ class Trainer:
         record["elapsed_s"] = round(state["elapsed"], 1)
         save_checkpoint(self.model, self.tokenizer, self.out / "last", {
             "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), "trainer": dict(state),
-            "python_rng": random.getstate(), "torch_rng": torch.get_rng_state()})
+            **rng_states(self.device)})
         if improved:
             save_checkpoint(self.model, self.tokenizer, self.out)
         record["best"] = improved
@@ -429,7 +507,7 @@ class Trainer:
                  record["elapsed_s"], " (best)" if improved else "")
         if example:
             log.info("  src: %s\n  ref: %s\n  hyp: %s", example["source"], example["reference"], example["hypothesis"])
-        self.window_started = time.perf_counter()
+        self.window_started = self.saved_at = time.perf_counter()
         return record
 
     def window_seconds(self) -> float:
