@@ -10,13 +10,22 @@
 - `tiny_model_dir_untied`: the same but with separate source embeddings, target embeddings and output
   projection (`share_encoder_decoder_embeddings=False`, `tie_word_embeddings=False`, like the paper).
 - `tiny_tsv`: a TSV file (doc_id, seg_id, source, reference) with 2 documents × 3 segments of `tiny_corpus`.
+- `device`: the torch device the device tests run on, from the `--device` option (default `cpu`; `cuda`,
+  `cuda:N`): `run_adaptsim` gives it to every run (`device=…`), and the tests load models and make tensors on it.
 
 The model directories are session-scoped and shared: copy one before changing files in it.
+
+On a GPU (a GPU machine may be lent by chance, for minutes; scripts/device/gpu.sh does this there): `python -m pytest
+--device cuda tests/test_lockstep.py tests/test_decode.py tests/test_resume.py tests/test_methods.py
+tests/test_update.py tests/test_train.py`. Asking
+for a cuda device where CUDA is not available fails the session at once with one line (a usage error), rather than
+skipping; the device is named in the header and, when not cpu, in the summary.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 
@@ -24,6 +33,59 @@ import pytest
 import torch
 
 torch.set_num_threads(1)
+
+_DEVICE = re.compile(r"cpu|cuda(:\d+)?")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--device", default="cpu", metavar="cpu|cuda|cuda:N",
+                     help="torch device for the tests that take one (the `device` fixture; runs get device=…). "
+                          "Default: cpu")
+
+
+def check_device_option(device: str) -> None:
+    """Raise pytest.UsageError (one line) for a --device that is malformed or that this machine cannot give."""
+    if not _DEVICE.fullmatch(device):
+        raise pytest.UsageError(f"--device {device}: choose cpu | cuda | cuda:N")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            raise pytest.UsageError(f"--device {device}: CUDA is not available here (torch {torch.__version__}, "
+                                    f"{build}); run without --device (cpu) or on a GPU machine")
+        index = int(device.split(":")[1]) if ":" in device else 0
+        if index >= torch.cuda.device_count():
+            raise pytest.UsageError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA "
+                                    f"device(s)")
+
+
+def pytest_configure(config):
+    check_device_option(config.getoption("--device"))  # before collecting: no test runs on a device it lacks
+
+
+def describe_device(device: str) -> str:
+    if device == "cpu":
+        return f"device: cpu (torch {torch.__version__}, {torch.get_num_threads()} thread(s))"
+    return (f"device: {device} ({torch.cuda.get_device_name(torch.device(device))}, CUDA {torch.version.cuda}, "
+            f"torch {torch.__version__})")
+
+
+def pytest_report_header(config):
+    return describe_device(config.getoption("--device"))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """A device other than cpu is named at the end too: the header is hidden by -q (addopts) and a tail is what
+    a remote run sends back."""
+    device = config.getoption("--device")
+    if device != "cpu":
+        terminalreporter.write_line(describe_device(device))
+
+
+@pytest.fixture(scope="session")
+def device(pytestconfig) -> str:
+    """The torch device of this session (`--device`, default cpu)."""
+    return pytestconfig.getoption("--device")
+
 
 _SUBJECTS = [("The man", "Der Mann"), ("The woman", "Die Frau"), ("The child", "Das Kind"),
              ("The driver", "Der Fahrer"), ("My friend", "Mein Freund"), ("The teacher", "Die Lehrerin")]
@@ -126,9 +188,9 @@ def tiny_tsv(tmp_path, tiny_corpus) -> Path:
 
 
 @pytest.fixture
-def run_adaptsim(tmp_path):
-    """`run_adaptsim(name, *overrides)`: `adaptsim run` in-process into tmp_path/name with a short beam search;
-    asserts exit code 0 and returns (run directory, summary)."""
+def run_adaptsim(tmp_path, device):
+    """`run_adaptsim(name, *overrides)`: `adaptsim run` in-process into tmp_path/name with a short beam search, on
+    the session's `device`; asserts exit code 0 and returns (run directory, summary)."""
     import json
 
     from adaptsim.cli import main
@@ -137,7 +199,7 @@ def run_adaptsim(tmp_path):
         out = tmp_path / name
         with pytest.raises(SystemExit) as exit_:
             main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=20",
-                  *overrides])
+                  f"device={device}", *overrides])
         assert exit_.value.code == 0
         return out, json.loads((out / "summary.json").read_text())
     return run

@@ -3,7 +3,9 @@ and untrained (random) Marian models, tied and untied, for several beam sizes, l
 lengths (so that hypotheses end by </s>, by the forced last token and by the length limit), with the methods'
 hooks on modules acting on it (`bias`, `lora`), and on the real small-ende-probe model and TED when
 ../shared is there. Where it cannot reproduce `generate` (a hook on the whole network, another
-architecture, a generation setting it does not implement) translation falls back to `generate`."""
+architecture, a generation setting it does not implement) translation falls back to `generate`.
+
+The models are on the session's device: `python -m pytest --device cuda tests/test_decode.py` on a GPU."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def assert_same_as_generate(model: Seq2SeqModel, texts: list[str], **settings) -
         assert lean == generated, (text, settings)
 
 
-def random_model(tiny_model_dir, tied: bool, seed: int, end_bias: float = 0.0) -> Seq2SeqModel:
+def random_model(tiny_model_dir, tied: bool, seed: int, end_bias: float = 0.0, device: str = "cpu") -> Seq2SeqModel:
     """An untrained Marian model: flat, arbitrary distributions, so beams tie and hit the length limit; with an
     `end_bias` on </s>, hypotheses of many lengths end close in score (what the length penalty decides)."""
     from transformers import MarianTokenizer
@@ -45,26 +47,27 @@ def random_model(tiny_model_dir, tied: bool, seed: int, end_bias: float = 0.0) -
     tokenizer = MarianTokenizer.from_pretrained(str(tiny_model_dir))
     net = build_model(dict(TINY_ARCH, share_encoder_decoder_embeddings=tied, tie_word_embeddings=tied), tokenizer, seed)
     net.final_logits_bias[0, tokenizer.eos_token_id] = end_bias
-    return Seq2SeqModel(net, tokenizer)
+    return Seq2SeqModel(net, tokenizer, device)
 
 
 @pytest.mark.parametrize("settings", SETTINGS)
-def test_trained_models_tied_and_untied(tiny_model_dir, tiny_model_dir_untied, tiny_corpus, settings):
+def test_trained_models_tied_and_untied(tiny_model_dir, tiny_model_dir_untied, tiny_corpus, settings, device):
     for path in (tiny_model_dir, tiny_model_dir_untied):
-        model = Seq2SeqModel.load(str(path))
+        model = Seq2SeqModel.load(str(path), device)
         assert decode.lean_applies(model.net)
         assert_same_as_generate(model, sources(tiny_corpus), **settings)
 
 
 @pytest.mark.parametrize("settings", SETTINGS)
-def test_untrained_models(tiny_model_dir, tiny_corpus, settings):
+def test_untrained_models(tiny_model_dir, tiny_corpus, settings, device):
     for tied, seed, end_bias in ((True, 3, 0.0), (False, 4, 0.0), (True, 7, 3.0), (False, 8, 3.5)):
-        assert_same_as_generate(random_model(tiny_model_dir, tied, seed, end_bias), sources(tiny_corpus), **settings)
+        assert_same_as_generate(random_model(tiny_model_dir, tied, seed, end_bias, device), sources(tiny_corpus),
+                                **settings)
 
 
-def test_banned_tokens_of_the_generation_config(tiny_model_dir, tiny_corpus):
+def test_banned_tokens_of_the_generation_config(tiny_model_dir, tiny_corpus, device):
     """OPUS-MT configs ban the pad token (`bad_words_ids`); generate applies it, so must the lean search."""
-    model = random_model(tiny_model_dir, True, 5)
+    model = random_model(tiny_model_dir, True, 5, device=device)
     frequent = model.translate(tiny_corpus[0][0], beam_size=1, max_length=12).pieces[0]
     model.net.generation_config.bad_words_ids = [[model.tokenizer.pad_token_id],
                                                  [model.tokenizer.convert_tokens_to_ids(frequent)]]
@@ -74,10 +77,10 @@ def test_banned_tokens_of_the_generation_config(tiny_model_dir, tiny_corpus):
 
 
 @pytest.mark.parametrize("method", ["bias", "lora"])
-def test_hooks_on_modules_act_on_the_lean_search(tiny_model_dir, tiny_corpus, method):
+def test_hooks_on_modules_act_on_the_lean_search(tiny_model_dir, tiny_corpus, method, device):
     """`bias` adds its second bias with a hook on the output layer, `lora` its adapters with hooks on linear
     layers: with them non-zero, the translation changes, and lean and generate still agree."""
-    model = Seq2SeqModel.load(str(tiny_model_dir))
+    model = Seq2SeqModel.load(str(tiny_model_dir), device)
     before = [model.translate(s, beam_size=3).text for s in sources(tiny_corpus)]
     built = methods.build(compose("run", [f"method={method}"]).method, model)
     torch.manual_seed(0)
@@ -88,10 +91,10 @@ def test_hooks_on_modules_act_on_the_lean_search(tiny_model_dir, tiny_corpus, me
     assert_same_as_generate(model, sources(tiny_corpus), beam_size=3)
 
 
-def test_a_hook_on_the_whole_network_falls_back_to_generate(tiny_model_dir, tiny_corpus):
+def test_a_hook_on_the_whole_network_falls_back_to_generate(tiny_model_dir, tiny_corpus, device):
     """`memory` rewrites the network's output: the lean search would not see it, so translation uses generate,
     and what the memory stored is what translating the stored source gives."""
-    model = Seq2SeqModel.load(str(tiny_model_dir))
+    model = Seq2SeqModel.load(str(tiny_model_dir), device)
     memory = methods.build(compose("run", ["method=memory", "method.lam=1.0", "method.temperature=1.0"]).method, model)
     source, reference = "The driver buys the house.", "Die Lehrerin kauft den Schlüssel."
     memory.after_pair(model.pair(source, reference))
@@ -99,8 +102,8 @@ def test_a_hook_on_the_whole_network_falls_back_to_generate(tiny_model_dir, tiny
     assert model.translate(source, beam_size=2).text == reference
 
 
-def test_generation_settings_it_does_not_reproduce_fall_back_to_generate(tiny_model_dir, tiny_corpus):
-    model = random_model(tiny_model_dir, True, 6)
+def test_generation_settings_it_does_not_reproduce_fall_back_to_generate(tiny_model_dir, tiny_corpus, device):
+    model = random_model(tiny_model_dir, True, 6, device=device)
     model.net.generation_config.no_repeat_ngram_size = 1
     assert not decode.lean_applies(model.net)
     hyp = model.translate(tiny_corpus[0][0], beam_size=2, max_length=12)
@@ -108,24 +111,24 @@ def test_generation_settings_it_does_not_reproduce_fall_back_to_generate(tiny_mo
     assert hyp == model.translate(tiny_corpus[0][0], beam_size=2, max_length=12, search="generate")
 
 
-def test_an_unknown_search_is_refused(tiny_model_dir):
+def test_an_unknown_search_is_refused(tiny_model_dir, device):
     with pytest.raises(ValueError, match="search='fast'"):
-        Seq2SeqModel.load(str(tiny_model_dir)).translate("The man sees the dog.", search="fast")
+        Seq2SeqModel.load(str(tiny_model_dir), device).translate("The man sees the dog.", search="fast")
 
 
 @pytest.mark.skipif(not (PROBE.is_dir() and TED.is_file()), reason="../shared is absent")
-def test_real_model_and_data_the_first_ted_segments():
-    model = Seq2SeqModel.load(str(PROBE))
+def test_real_model_and_data_the_first_ted_segments(device):
+    model = Seq2SeqModel.load(str(PROBE), device)
     with open(TED, encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))[:20]
     assert_same_as_generate(model, [r["source"] for r in rows], beam_size=5)
 
 
 @pytest.mark.parametrize("search", ["lean", "generate"])
-def test_bfloat16_decoding_runs_the_products_in_bf16(search):
+def test_bfloat16_decoding_runs_the_products_in_bf16(search, device):
     """decode.dtype=bfloat16: the network's products run in bf16 (seen on a feed-forward layer's output), the
     weights stay float32, and on the demo model most hypotheses are those of float32 decoding."""
-    model = Seq2SeqModel.load(str(Path(__file__).resolve().parents[1] / "data" / "demo" / "model"))
+    model = Seq2SeqModel.load(str(Path(__file__).resolve().parents[1] / "data" / "demo" / "model"), device)
     seen = []
     hook = model.net.model.decoder.layers[0].fc1.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
     texts = [row["source"] for row in csv.DictReader(open(Path(__file__).resolve().parents[1] / "data" / "demo" /

@@ -1,6 +1,8 @@
 """Lockstep runs (`hydra/launcher=lockstep`, adaptsim/lockstep.py): a sweep's runs in one process, decoded
 together, each writing exactly what it writes alone; frozen tensors shared between the runs, trained ones
-private; settings the runs must share checked; a failing run closed as failed while the others finish."""
+private; settings the runs must share checked; a failing run closed as failed while the others finish.
+
+The runs and models are on the session's device: `python -m pytest --device cuda tests/test_lockstep.py` on a GPU."""
 
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ def steps(run_dir) -> list[dict]:
 
 
 @pytest.fixture
-def data(tiny_sweep):
-    return tiny_sweep
+def data(tiny_sweep, device):
+    return [*tiny_sweep, f"device={device}"]
 
 
 @pytest.mark.slow
@@ -55,12 +57,12 @@ def test_each_run_writes_what_it_writes_alone(tmp_path, data, beam):
         assert (b / ".hydra" / "config.yaml").is_file()  # table and plot read the runs as any sweep's
 
 
-def test_frozen_tensors_are_shared_and_trained_ones_private(tiny_model_dir):
+def test_frozen_tensors_are_shared_and_trained_ones_private(tiny_model_dir, device):
     from adaptsim import lockstep
 
-    base = Seq2SeqModel.load(str(tiny_model_dir))
+    base = Seq2SeqModel.load(str(tiny_model_dir), device)
     fixed = f"method.params=[{','.join(FIXED_TENSORS)}]"
-    cfgs = [compose("run", [f"method={m}", "model.name=tiny", *([fixed] if m == "fixed" else [])])
+    cfgs = [compose("run", [f"method={m}", "model.name=tiny", f"device={device}", *([fixed] if m == "fixed" else [])])
             for m in ("none", "top", "full", "fixed")]
     none, top, full, fixed = (s.model.named_parameters() for s in lockstep.sessions(base, cfgs))
     base_params = base.named_parameters()

@@ -1,5 +1,8 @@
 """The adaptation methods bias, top, fixed and lasso on tiny models (tied embeddings like OPUS-MT, untied
-like the paper): what each trains, what stays bit-identical, lasso's prox step and budgets."""
+like the paper): what each trains, what stays bit-identical, lasso's prox step and budgets.
+
+Models and tensors are on the session's device (`python -m pytest --device cuda tests/test_methods.py` on a GPU),
+but for the test of CPU thread counts, which runs on cpu whatever the device."""
 
 
 import pytest
@@ -29,13 +32,13 @@ def method_cfg(name: str, **overrides):
 
 
 @pytest.fixture(params=["tied", "untied"])
-def model(request, tiny_model_dir, tiny_model_dir_untied):
-    return Seq2SeqModel.load(str(tiny_model_dir if request.param == "tied" else tiny_model_dir_untied))
+def model(request, tiny_model_dir, tiny_model_dir_untied, device):
+    return Seq2SeqModel.load(str(tiny_model_dir if request.param == "tied" else tiny_model_dir_untied), device)
 
 
 @pytest.fixture
-def tied(tiny_model_dir):
-    return Seq2SeqModel.load(str(tiny_model_dir))
+def tied(tiny_model_dir, device):
+    return Seq2SeqModel.load(str(tiny_model_dir), device)
 
 
 def frozen_copy(model):
@@ -60,13 +63,14 @@ def changed_names(model, before):
 
 
 @pytest.mark.parametrize("which", ["tied", "untied"])
-def test_bias_updates_from_cached_decoder_states_equal_full_forwards(which, tiny_model_dir, tiny_model_dir_untied):
+def test_bias_updates_from_cached_decoder_states_equal_full_forwards(which, tiny_model_dir, tiny_model_dir_untied,
+                                                                      device):
     """bias computes the pair's decoder states once and each update's loss from them: the perplexities and
     the bias it learns must be exactly those of running the whole network at every update."""
     from adaptsim.methods.base import Method
 
     def learn(cached: bool):
-        model = Seq2SeqModel.load(str(tiny_model_dir if which == "tied" else tiny_model_dir_untied))
+        model = Seq2SeqModel.load(str(tiny_model_dir if which == "tied" else tiny_model_dir_untied), device)
         method = methods.build(method_cfg("bias"), model)
         if not cached:
             method.pair_nll = lambda batch: Method.pair_nll(method, batch)  # the whole network, every time
@@ -136,7 +140,7 @@ def set_offsets(params, theta0, offsets):
             p.copy_(theta0[name])
         for (name, row), delta in offsets.items():
             target = params[name] if row is None else params[name][row]
-            target += torch.as_tensor(delta)
+            target += torch.as_tensor(delta, device=target.device)
 
 
 def test_lasso_prox_step_shrinks_known_offsets_by_hand_computed_factors(model):
@@ -215,9 +219,9 @@ def test_lasso_respects_both_budgets_after_every_step(model):
     assert info["selected_max"]["embedding_parameters"] <= method.embedding_budget
 
 
-def test_lasso_budget_is_the_papers_count_capped_at_a_fraction_of_small_models(tiny_model_dir):
+def test_lasso_budget_is_the_papers_count_capped_at_a_fraction_of_small_models(tiny_model_dir, device):
     def build(**overrides):
-        return methods.build(method_cfg("lasso", **overrides), Seq2SeqModel.load(str(tiny_model_dir)))
+        return methods.build(method_cfg("lasso", **overrides), Seq2SeqModel.load(str(tiny_model_dir), device))
 
     method = build()  # defaults: 1M + 1M, capped at 0.13 / 0.033 of the model's parameters of that kind
     assert method.budget == int(0.13 * sum(method.sizes)) < 1_000_000
@@ -265,9 +269,9 @@ def test_updater_gives_frozen_tensors_no_gradient(tied):
     assert all(p.grad is None for p in tied.net.parameters())
 
 
-def test_every_method_runs_end_to_end_and_reports_its_parameters(run_adaptsim, tiny_model_dir, tiny_tsv):
-    data = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}"]
-    model = Seq2SeqModel.load(str(tiny_model_dir))
+def test_every_method_runs_end_to_end_and_reports_its_parameters(run_adaptsim, tiny_model_dir, tiny_tsv, device):
+    data = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}"]  # (run_adaptsim: device=…)
+    model = Seq2SeqModel.load(str(tiny_model_dir), device)
     total = sum(p.numel() for p in model.named_parameters().values())
     vocab = model.arch.output_layer.weight.shape[0]
     summaries = {}
@@ -305,7 +309,8 @@ def step(method, theta0, offsets, grad_norms):
     with torch.no_grad():
         for name, value in offsets.items():
             params[name].view(-1)[0] += value
-    method.before_step({n: torch.tensor(g) for n, g in grad_norms.items()})
+    device = next(iter(params.values())).device  # the norms an update gives are on the model's device
+    method.before_step({n: torch.tensor(g, device=device) for n, g in grad_norms.items()})
     method.after_step()
     return {n for n in method.names if not torch.equal(params[n], theta0.initial[n])}
 
@@ -352,21 +357,21 @@ def test_lasso_hysteresis_keeps_the_served_group_against_a_marginally_larger_one
     assert method.info()["hysteresis"] == hysteresis
 
 
-def test_lasso_without_its_second_bias(tiny_model_dir):
-    model = Seq2SeqModel.load(str(tiny_model_dir))
+def test_lasso_without_its_second_bias(tiny_model_dir, device):
+    model = Seq2SeqModel.load(str(tiny_model_dir), device)
     method = methods.build(method_cfg("lasso", bias_lr=0.0), model)
     assert "output_bias" not in method.parameters() and method.learning_rates() == {}
     assert method.info()["output_bias_size"] == 0
     method.start_document(Snapshot(method.parameters()).initial)
     Updater(model, method, min_updates=1, max_updates=1)(model.pair(*PAIRS[0]))  # adapts without it
     with pytest.raises(UserError, match="hysteresis"):
-        methods.build(method_cfg("lasso", hysteresis=-0.1), Seq2SeqModel.load(str(tiny_model_dir)))
+        methods.build(method_cfg("lasso", hysteresis=-0.1), Seq2SeqModel.load(str(tiny_model_dir), device))
 
 
-def test_lasso_second_bias_learns_at_its_own_rate(tiny_model_dir):
+def test_lasso_second_bias_learns_at_its_own_rate(tiny_model_dir, device):
     moved = {}
     for rate in (0.01, 1.0):
-        model = Seq2SeqModel.load(str(tiny_model_dir))
+        model = Seq2SeqModel.load(str(tiny_model_dir), device)
         method = methods.build(method_cfg("lasso", bias_lr=rate), model)
         method.start_document(Snapshot(method.parameters()).initial)
         Updater(model, method, min_updates=1, max_updates=1)(model.pair(*PAIRS[0]))
@@ -377,7 +382,8 @@ def test_lasso_second_bias_learns_at_its_own_rate(tiny_model_dir):
 
 
 def test_lasso_keeps_the_same_tensors_with_one_or_two_threads():
-    """Float sums differ between thread counts (~1e-7); the kept set, after every update, must not."""
+    """Float sums differ between thread counts (~1e-7); the kept set, after every update, must not. (On cpu
+    whatever --device says: the thread count is the CPU's.)"""
     import csv
 
     from adaptsim import DATA_DIR
@@ -388,7 +394,7 @@ def test_lasso_keeps_the_same_tensors_with_one_or_two_threads():
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            model = Seq2SeqModel.load(str(DATA_DIR / "demo" / "model"))
+            model = Seq2SeqModel.load(str(DATA_DIR / "demo" / "model"), "cpu")
             method, _ = lasso_at(model)
             updater, history = Updater(model, method), []
             for row in rows:

@@ -1,6 +1,8 @@
 """A run directory that never lies (adaptsim/resume.py, docs/design.md §6): a resume with anything that can change an
 output refused before anything is written, the directory left byte for byte; a model known by its files; a resumed
-run's summary the uninterrupted run's, for every method."""
+run's summary the uninterrupted run's, for every method.
+
+The runs are on the session's device: `python -m pytest --device cuda tests/test_resume.py` on a GPU."""
 
 from __future__ import annotations
 
@@ -19,9 +21,13 @@ def stream(tmp_path, tiny_corpus):
     return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
 
 
-def common(model, data, *extra):
-    return [f"model.path={model}", "dataset=tsv", f"dataset.path={data}", "decode.beam_size=2",
-            "decode.max_length=20", "progress=false", "threads=1", *extra]
+@pytest.fixture
+def common(device):
+    """`common(model, data, *extra)`: the overrides of a short run of `model` on `data`, on the session's device."""
+    def overrides(model, data, *extra):
+        return [f"model.path={model}", "dataset=tsv", f"dataset.path={data}", "decode.beam_size=2",
+                "decode.max_length=20", "progress=false", "threads=1", f"device={device}", *extra]
+    return overrides
 
 
 def run(out, *overrides, code=0, command="run"):
@@ -68,7 +74,8 @@ CHANGES = {  # each kind of setting the issue names: what is changed, the key th
 
 
 @pytest.mark.parametrize("kind", CHANGES)
-def test_a_resume_with_another_setting_is_refused_and_changes_nothing(tmp_path, tiny_model_dir, stream, capsys, kind):
+def test_a_resume_with_another_setting_is_refused_and_changes_nothing(tmp_path, tiny_model_dir, stream, common, capsys,
+                                                                      kind):
     args = common(tiny_model_dir, stream, "method=full")
     out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 3)
     before = files(out)
@@ -81,7 +88,7 @@ def test_a_resume_with_another_setting_is_refused_and_changes_nothing(tmp_path, 
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
 
 
-def test_a_setting_that_cannot_change_an_output_may_change(tmp_path, tiny_model_dir, stream):
+def test_a_setting_that_cannot_change_an_output_may_change(tmp_path, tiny_model_dir, stream, common):
     args = common(tiny_model_dir, stream, "method=full")
     whole = run(tmp_path / "whole", *args)
     out = cut(whole, tmp_path / "cut", 3)
@@ -90,7 +97,7 @@ def test_a_setting_that_cannot_change_an_output_may_change(tmp_path, tiny_model_
     assert json.loads((out / "summary.json").read_text())["config"]["malloc_tuning"] is False
 
 
-def test_threads_may_change_on_resume(tmp_path, tiny_model_dir, stream):
+def test_threads_may_change_on_resume(tmp_path, tiny_model_dir, stream, common):
     args = common(tiny_model_dir, stream, "method=none")  # (no update: the replay's arithmetic cannot differ)
     out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 3)
     run(out, *args, "resume=true", "threads=2")
@@ -99,7 +106,8 @@ def test_threads_may_change_on_resume(tmp_path, tiny_model_dir, stream):
 
 
 def test_the_same_settings_naming_other_files_are_refused_and_change_nothing(tmp_path, tiny_model_dir,
-                                                                              tiny_model_dir_untied, stream, capsys):
+                                                                              tiny_model_dir_untied, stream, common,
+                                                                              capsys):
     """Another model, other data, another external TM at the paths the run recorded: the replay cannot see a TM
     consulted only before translating, nor the data after the interruption, nor (always) another model."""
     model = tmp_path / "model"
@@ -130,7 +138,8 @@ def test_the_same_settings_naming_other_files_are_refused_and_change_nothing(tmp
 
 
 @pytest.mark.slow  # two sweeps of two runs, each refused and resumed (about 25 s on 2 cores)
-def test_a_resumed_sweep_with_another_setting_is_refused_before_hydra_writes(tmp_path, tiny_model_dir, stream, capsys):
+def test_a_resumed_sweep_with_another_setting_is_refused_before_hydra_writes(tmp_path, tiny_model_dir, stream, common,
+                                                                             capsys):
     for launcher in ("basic", "lockstep"):
         args = [*common(tiny_model_dir, stream), "method=none,full", "hydra.sweep.subdir=${method.name}"]
         out = sweep(tmp_path / launcher, *args, launcher=launcher)
@@ -146,7 +155,7 @@ def test_a_resumed_sweep_with_another_setting_is_refused_before_hydra_writes(tmp
         assert json.loads((out / "full" / "summary.json").read_text())["status"] == "finished"
 
 
-def test_a_resume_refused_by_its_replay_changes_nothing(tmp_path, tiny_model_dir, stream, capsys):
+def test_a_resume_refused_by_its_replay_changes_nothing(tmp_path, tiny_model_dir, stream, common, capsys):
     """What no setting names (other software, another summation order) shows only when the steps are replayed,
     after the resume claimed the directory: the records it wrote are given back as they were."""
     args = common(tiny_model_dir, stream, "method=full", "save_offsets=true")
@@ -161,7 +170,7 @@ def test_a_resume_refused_by_its_replay_changes_nothing(tmp_path, tiny_model_dir
     assert files(out) == {**before, "adaptsim.log": files(out)["adaptsim.log"]}  # (its log says so too)
 
 
-def test_a_corrupted_middle_line_of_steps_is_refused_not_dropped(tmp_path, tiny_model_dir, stream, capsys):
+def test_a_corrupted_middle_line_of_steps_is_refused_not_dropped(tmp_path, tiny_model_dir, stream, common, capsys):
     args = common(tiny_model_dir, stream, "method=full")
     out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 5)
     lines = (out / "steps.jsonl").read_text().splitlines(keepends=True)
@@ -174,7 +183,7 @@ def test_a_corrupted_middle_line_of_steps_is_refused_not_dropped(tmp_path, tiny_
 
 
 # -- a model is known by its files ----------------------------------------------------------------------------------
-def test_a_model_is_known_by_its_files_not_its_path(tmp_path, tiny_model_dir, tiny_model_dir_untied, stream,
+def test_a_model_is_known_by_its_files_not_its_path(tmp_path, tiny_model_dir, tiny_model_dir_untied, stream, common,
                                                     monkeypatch, capsys):
     (tmp_path / "link").symlink_to(tiny_model_dir)
     shutil.copytree(tiny_model_dir, tmp_path / "copy")
@@ -237,9 +246,9 @@ def interrupt_after(monkeypatch, steps: int):
 
 
 @pytest.mark.slow  # ten methods, three sweeps (about a minute on 2 cores)
-def test_every_method_resumed_in_lockstep_ends_as_uninterrupted(tmp_path, tiny_sweep, stream, monkeypatch):
+def test_every_method_resumed_in_lockstep_ends_as_uninterrupted(tmp_path, tiny_sweep, stream, monkeypatch, device):
     args = [*tiny_sweep[:2], "dataset=tsv", f"dataset.path={stream}", "decode.beam_size=2", "decode.max_length=20",
-            "progress=false", "threads=1", "reset=never", f"method={','.join(METHODS)}",
+            "progress=false", "threads=1", f"device={device}", "reset=never", f"method={','.join(METHODS)}",
             "hydra.sweep.subdir=${method.name}"]
     whole = sweep(tmp_path / "whole", *args, launcher="lockstep")
     restore = interrupt_after(monkeypatch, 7)
@@ -256,7 +265,7 @@ def test_every_method_resumed_in_lockstep_ends_as_uninterrupted(tmp_path, tiny_s
 
 
 @pytest.mark.parametrize("method", ["lasso", "tm"])
-def test_a_run_interrupted_mid_document_resumes_to_the_uninterrupted_summary(tmp_path, tiny_model_dir, stream,
+def test_a_run_interrupted_mid_document_resumes_to_the_uninterrupted_summary(tmp_path, tiny_model_dir, stream, common,
                                                                              monkeypatch, method):
     args = common(tiny_model_dir, stream, f"method={method}", "reset=never")
     whole = run(tmp_path / "whole", *args)

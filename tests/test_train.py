@@ -85,9 +85,9 @@ def test_paper_transformer_has_the_size_the_paper_budgets_refer_to():
     assert str(cfg.train.out).endswith("adaptsim/models/paper-transformer")
 
 
-def test_train_loss_falls_and_checkpoint_translates(text_files, tmp_path):
+def test_train_loss_falls_and_checkpoint_translates(text_files, tmp_path, device):
     out = tmp_path / "model"
-    summary = train(config(text_files, out, "train.max_steps=40", "train.valid_every=20"))
+    summary = train(config(text_files, out, "train.max_steps=40", "train.valid_every=20", f"device={device}"))
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == [20, 40] and summary["steps"] == 40
     assert log[1]["train_nll"] < log[0]["train_nll"] < 5.0
@@ -263,10 +263,11 @@ def test_cuda_random_states_are_saved_and_restored(tmp_path, monkeypatch):
     assert restored == []
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_resume_continues_exactly_on_cuda(text_files, tmp_path):
+def test_resume_continues_exactly_on_cuda(text_files, tmp_path, device):
     """Dropout on a GPU draws from CUDA's generator: without its state the resumed run drops other units."""
-    cuda = ("device=cuda", "train.valid_every=8")
+    if not device.startswith("cuda"):
+        pytest.skip("needs --device cuda")
+    cuda = (f"device={device}", "train.valid_every=8")
     straight = train(config(text_files, tmp_path / "a", "train.max_steps=16", *cuda))
     train(config(text_files, tmp_path / "b", "train.max_steps=8", *cuda))
     resumed = train(config(text_files, tmp_path / "b", "train.max_steps=16", "train.resume=true", *cuda))

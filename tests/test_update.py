@@ -1,4 +1,6 @@
-"""The paper's update rule: per-tensor clipping, the perplexity stopping rule, reset to θ0."""
+"""The paper's update rule: per-tensor clipping, the perplexity stopping rule, reset to θ0.
+
+Models and tensors are on the session's device: `python -m pytest --device cuda tests/test_update.py` on a GPU."""
 
 import math
 
@@ -16,12 +18,12 @@ PAIR = ("The dog sees the man.", "Der Hund sieht den Mann.")
 
 
 @pytest.fixture
-def model(tiny_model_dir):
-    return Seq2SeqModel.load(str(tiny_model_dir))
+def model(tiny_model_dir, device):
+    return Seq2SeqModel.load(str(tiny_model_dir), device)
 
 
-def test_clipping_rescales_each_tensor_on_its_own():
-    big, small = torch.full((4,), 1.5), torch.tensor([0.3, 0.4])  # norms 3.0 and 0.5
+def test_clipping_rescales_each_tensor_on_its_own(device):
+    big, small = torch.full((4,), 1.5, device=device), torch.tensor([0.3, 0.4], device=device)  # norms 3.0 and 0.5
     clip_per_tensor_([big, small], 1.0)
     assert big.norm().item() == pytest.approx(1.0, abs=1e-4)
     assert small.tolist() == pytest.approx([0.3, 0.4])  # below the bound: untouched, not scaled globally
@@ -94,10 +96,10 @@ def test_translation_stops_at_the_position_table(model):
     assert model.tokenizer.convert_tokens_to_string(hyp.pieces) == hyp.text  # the pieces are the text's
 
 
-def test_bfloat16_update_computes_in_bfloat16_but_keeps_float32_parameters(tiny_model_dir):
+def test_bfloat16_update_computes_in_bfloat16_but_keeps_float32_parameters(tiny_model_dir, device):
     results = {}
     for dtype in ("float32", "bfloat16"):
-        model = Seq2SeqModel.load(str(tiny_model_dir))
+        model = Seq2SeqModel.load(str(tiny_model_dir), device)
         result = Updater(model, methods.build(FULL, model), ppl_threshold=0.0, dtype=dtype)(model.pair(*PAIR))
         assert all(p.dtype == torch.float32 for p in model.net.parameters())
         results[dtype] = result
