@@ -188,6 +188,15 @@ def tiny_tsv(tmp_path, tiny_corpus) -> Path:
 
 
 @pytest.fixture
+def common(device):
+    """`common(model, data, *extra)`: the overrides of a short run of `model` on `data`, on the session's device."""
+    def overrides(model, data, *extra):
+        return [f"model.path={model}", "dataset=tsv", f"dataset.path={data}", "decode.beam_size=2",
+                "decode.max_length=20", "progress=false", "threads=1", f"device={device}", *extra]
+    return overrides
+
+
+@pytest.fixture
 def run_adaptsim(tmp_path, device):
     """`run_adaptsim(name, *overrides)`: `adaptsim run` in-process into tmp_path/name with a short beam search, on
     the session's `device`; asserts exit code 0 and returns (run directory, summary)."""

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from test_resume import common, cut, last_error, run
+from test_resume import cut, last_error, run
 
 
 @pytest.fixture
@@ -26,26 +26,30 @@ def stream(tmp_path, tiny_corpus):
     return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
 
 
-def probed(tiny_model_dir, stream, probe, *extra):
-    return common(tiny_model_dir, stream, f"metrics.probe.path={probe}", "metrics.probe.every=4",
-                  "metrics.probe.segments=3", "reset=never", *extra)
+@pytest.fixture
+def probed(common, tiny_model_dir, stream, probe):
+    """`probed(*extra)`: the overrides of a short run with the probe, every 4 segments, over one stream."""
+    def overrides(*extra):
+        return common(tiny_model_dir, stream, f"metrics.probe.path={probe}", "metrics.probe.every=4",
+                      "metrics.probe.segments=3", "reset=never", *extra)
+    return overrides
 
 
 def points(out) -> list[dict]:
     return json.loads((out / "summary.json").read_text())["probe"]["points"]
 
 
-def test_probe_points_along_the_stream_and_only_adaptation_moves_them(tmp_path, tiny_model_dir, stream, probe):
-    base = points(run(tmp_path / "none", *probed(tiny_model_dir, stream, probe, "method=none")))
+def test_probe_points_along_the_stream_and_only_adaptation_moves_them(tmp_path, probed):
+    base = points(run(tmp_path / "none", *probed("method=none")))
     assert [p["after"] for p in base] == [0, 4, 8, 10]  # θ0, before segments 5 and 9, the final θ
     assert len({(p["BLEU"], p["chrF"], p["nll"]) for p in base}) == 1  # θ never changed: nothing forgotten
-    full = points(run(tmp_path / "full", *probed(tiny_model_dir, stream, probe, "method=full", "method.lr=0.5")))
+    full = points(run(tmp_path / "full", *probed("method=full", "method.lr=0.5")))
     assert full[0] == base[0]  # the same θ0
     assert full[-1]["nll"] != base[-1]["nll"]  # adapting on the stream moved the probe
 
 
-def test_a_resumed_run_keeps_the_interrupted_runs_probes(tmp_path, tiny_model_dir, stream, probe):
-    args = probed(tiny_model_dir, stream, probe, "method=full", "method.lr=0.5")
+def test_a_resumed_run_keeps_the_interrupted_runs_probes(tmp_path, probed):
+    args = probed("method=full", "method.lr=0.5")
     whole = run(tmp_path / "whole", *args)
     resumed = run(cut(whole, tmp_path / "cut", 6), *args, "resume=true")
     assert points(resumed) == points(whole)
@@ -53,7 +57,7 @@ def test_a_resumed_run_keeps_the_interrupted_runs_probes(tmp_path, tiny_model_di
     assert [s["index"] for s in steps if "probe" in s] == [0, 4, 8]
 
 
-def test_a_probe_that_cannot_be_read_is_one_line_and_runs_nothing(tmp_path, tiny_model_dir, stream, probe, capsys):
+def test_a_probe_that_cannot_be_read_is_one_line_and_runs_nothing(tmp_path, tiny_model_dir, stream, common, capsys):
     run(tmp_path / "bad", *common(tiny_model_dir, stream, f"metrics.probe.path={tmp_path}/nothing"), code=1)
     error = last_error(capsys)
     assert "metrics.probe.path=" in error and "nothing.en" in error and "PATH.en" in error
@@ -65,10 +69,10 @@ def test_a_probe_that_cannot_be_read_is_one_line_and_runs_nothing(tmp_path, tiny
     assert not steps.exists() or not steps.read_text()  # no segment was translated
 
 
-def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, tiny_model_dir, stream, probe, capsys):
+def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, probed, capsys):
     from adaptsim.cli import main
     for method in ("none", "full"):
-        run(tmp_path / "sweep" / method, *probed(tiny_model_dir, stream, probe, f"method={method}", "method.lr=0.5"))
+        run(tmp_path / "sweep" / method, *probed(f"method={method}", "method.lr=0.5"))
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         main(["forgetting", str(tmp_path / "sweep"), "--out", str(tmp_path / "f.png")])

@@ -21,15 +21,6 @@ def stream(tmp_path, tiny_corpus):
     return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
 
 
-@pytest.fixture
-def common(device):
-    """`common(model, data, *extra)`: the overrides of a short run of `model` on `data`, on the session's device."""
-    def overrides(model, data, *extra):
-        return [f"model.path={model}", "dataset=tsv", f"dataset.path={data}", "decode.beam_size=2",
-                "decode.max_length=20", "progress=false", "threads=1", f"device={device}", *extra]
-    return overrides
-
-
 def run(out, *overrides, code=0, command="run"):
     with pytest.raises(SystemExit) as exit_:
         main([command, f"hydra.run.dir={out}", *overrides])

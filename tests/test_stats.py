@@ -198,13 +198,15 @@ def test_seeded_and_signed(runs, capsys):
     assert first == again
     other = compare_json(capsys, *args, "--seed", "1")
     assert other["metrics"]["BLEU"][1]["ci"] != first["metrics"]["BLEU"][1]["ci"]
-    assert first["signature"].startswith("test:ci|unit:document|units:20|resamples:300|seed:12345|ci:95%|adaptsim:")
+    # the default ("auto") is the exact randomisation test up to 20 documents, and the signature names it
+    assert first["signature"].startswith("test:exact|unit:document|units:20|resamples:300|seed:12345|ci:95%|adaptsim:")
     chosen = compare_json(capsys, *args, "--test", "bs")  # sacrebleu's statistic, named as it is chosen
     assert chosen["signature"].startswith("test:bs|unit:document|units:20|resamples:300|seed:12345|ci:95%|adaptsim:")
 
 
 def test_table_marks_intervals_and_footer(runs, capsys):
-    assert table.main([str(runs["root"]), "--relative", "--significance", "--ci", "--resamples", "300"]) == 0
+    assert table.main([str(runs["root"]), "--relative", "--significance", "--ci", "--resamples", "300",
+                       "--test", "ci"]) == 0
     out = capsys.readouterr().out
     lines = {ln.split(" | ")[0][2:]: ln for ln in out.splitlines() if ln.startswith("| ")}
     assert lines["full"].count("†") == len(["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"])
@@ -213,7 +215,7 @@ def test_table_marks_intervals_and_footer(runs, capsys):
     assert "_†: the 95% interval of the difference to the baseline excludes 0 (paired bootstrap, percentile interval, " \
            "300 resamples of 20 documents); signature test:ci|unit:document|units:20|resamples:300|seed:12345" \
            in out
-    table.main([str(runs["root"]), "--format", "csv", "--significance", "--ci", "--resamples", "300"])
+    table.main([str(runs["root"]), "--format", "csv", "--significance", "--ci", "--resamples", "300", "--test", "ci"])
     rows = {r["method"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert float(rows["bias"]["p BLEU"]) == 1.0 and float(rows["full"]["p BLEU"]) < 0.01
     assert float(rows["full"]["BLEU low"]) <= float(rows["full"]["BLEU"]) <= float(rows["full"]["BLEU high"])
@@ -252,7 +254,8 @@ def test_refusals(runs, data, tmp_path, capsys):
 
 
 def test_compare_text(runs, capsys):
-    assert compare_command.main([str(runs["none"]), str(runs["full"]), str(runs["top"]), "--resamples", "200"]) == 0
+    assert compare_command.main([str(runs["none"]), str(runs["full"]), str(runs["top"]), "--resamples", "200",
+                                 "--test", "ci"]) == 0
     out = capsys.readouterr().out
     assert "score [95% CI]" in out and "Δ to baseline [95% CI]" in out
     assert "signature: test:ci|unit:document|units:20|resamples:200|seed:12345" in out
@@ -281,7 +284,7 @@ def test_plot_bands_end_at_the_corpus_interval(runs, data, tmp_path, capsys):
         write_curves(ev.curves([r["hypothesis"] for r in rows]), runs[name] / "curves.csv")
     out = tmp_path / "bands.png"
     assert plot.main([str(runs["root"]), "--out", str(out), "--bands", "--resamples", "200"]) == 0
-    assert out.read_bytes()[:4] == b"\x89PNG" and "bands (test:ci|unit:document" in capsys.readouterr().out
+    assert out.read_bytes()[:4] == b"\x89PNG" and "bands (test:exact|unit:document" in capsys.readouterr().out
 
 
 def test_findings_verdicts_follow_the_direction_and_significance_of_each_difference(tmp_path, data, capsys):
@@ -298,17 +301,18 @@ def test_findings_verdicts_follow_the_direction_and_significance_of_each_differe
     for i, method in enumerate(("lasso", "fixed", "top")):
         write_run(root, f"{3 + i}_{method}", method, noisy(refs, 0.7, seed=5 + i), refs, ids)
     assert findings.main([str(root), "--resamples", "200"]) == 0
-    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "#" not in line
+    out = capsys.readouterr().out
+    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| ") and "#" not in line
             and "--" not in line]
     verdicts = {int(r[0][2:]): r[-1].rstrip(" |") for r in rows}
-    assert verdicts == {1: "reproduced",        # full R1 up
-                        2: "not reproduced",    # full R0 up, not down
-                        3: "not reproduced",    # full's R0 beats lasso's
-                        4: "not reproduced",
-                        5: "reproduced",        # bias = baseline on every metric
-                        6: "reproduced",        # fixed and top far below the baseline's R0
-                        7: "not reproduced",    # lasso and fixed lower BLEU
-                        8: "not reproduced"}    # every method moves BLEU and R0 the same way
+    assert verdicts == {1: "reproduced",          # full R1 up
+                        2: "contradicted",        # full R0 up, not down, significantly
+                        3: "contradicted",        # full's R0 beats lasso's
+                        4: "contradicted",
+                        5: "reproduced",          # bias = baseline on every metric
+                        6: "reproduced",          # fixed and top far below the baseline's R0
+                        7: "contradicted",        # lasso and fixed lower BLEU
+                        8: "opposite direction"}  # every method moves BLEU and R0 the same way, bias not at all
 
 
 def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
@@ -320,7 +324,7 @@ def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
     write_run(root, "1_full", "full", refs, refs, ids)
     assert findings.main([str(root), "--resamples", "100"]) == 0
     out = capsys.readouterr().out
-    assert "| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | not testable |" in out
+    assert "| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | – | – | cannot tell |" in out
     assert "| 1 | full raises R1 |" in out and "| 6 | fixed and top lower R0 | no fixed, top run |" in out
 
 
@@ -378,16 +382,17 @@ def test_an_interval_on_its_boundary_holds_zero_and_is_not_marked():
 @pytest.mark.parametrize("docs,marked", [(1, False), (2, False), (3, False), (20, True)])
 def test_few_documents_give_no_mark_and_the_note_says_so(tmp_path, capsys, docs, marked):
     """A large, consistent difference (hypotheses = references against noisy ones). A document bootstrap of n
-    documents has C(2n − 1, n) distinct resamples (1, 3, 10 for 1–3): no p below 1/that, so no † from 1–3
-    documents under any test, and the note under the numbers says why; 20 documents find it."""
+    documents has C(2n − 1, n) distinct resamples (1, 3, 10 for 1–3), the randomisation tests 2ⁿ⁻¹ distinct |δ'|: no
+    p below 1/that, so no † from 1–3 documents under any test, and the note under the numbers says why; 20 documents
+    find it."""
     from math import comb
 
     refs, ids = corpus(docs=docs, per_doc=10)
     none = write_run(tmp_path, "0_none", "none", noisy(refs, 0.35, seed=1), refs, ids)
     full = write_run(tmp_path, "1_full", "full", refs, refs, ids)
-    for test in ("ci", "bs", "ar"):
+    for test in ("ci", "bs", "ar", "exact"):
         out = compare_json(capsys, none, full, "--test", test)
-        floor = 1 / (2 ** (docs - 1) if test == "ar" else comb(2 * docs - 1, docs))
+        floor = 1 / (2 ** (docs - 1) if test in ("ar", "exact") else comb(2 * docs - 1, docs))
         rows = [out["metrics"][m][1] for m in METRICS if out["metrics"][m][1]["p"] is not None]
         assert rows and all(r["p"] >= min(floor, 1 / 1001) for r in rows), (docs, test, rows)
         marks = {m for m in METRICS if out["metrics"][m][1]["significant"]}
@@ -395,10 +400,10 @@ def test_few_documents_give_no_mark_and_the_note_says_so(tmp_path, capsys, docs,
     assert compare_command.main([str(none), str(full)]) == 0
     captured = capsys.readouterr()
     numbers = captured.out.split("\n\n†:")[0]
-    d = comb(2 * docs - 1, docs)
-    note = f"only {d} distinct resamples, so p ≥ {1 / d:.2g} and no difference is marked (that needs at least 4"
+    d = 2 ** (docs - 1)  # the default test at few documents is the exact randomisation test
+    note = f"only {d} distinct randomisations, so p ≥ {1 / d:.2g} and no difference is marked (that needs at least 6"
     if marked:
-        assert "†" in numbers and "distinct resamples" not in captured.out + captured.err
+        assert "†" in numbers and "distinct randomisations" not in captured.out + captured.err
     else:
         assert "†" not in numbers and note in captured.out and note in captured.err
 

@@ -70,7 +70,7 @@ def _f(v: float) -> float | None:
 
 
 def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> dict:
-    out = {"signature": result.signature, "test": result.settings.test, "unit": result.settings.unit,
+    out = {"signature": result.signature, "test": result.settings.effective(result.units), "unit": result.settings.unit,
            "units": result.units, "resamples": result.settings.resamples, "seed": result.settings.seed,
            "alpha": sig.ALPHA, "runs": [{"label": lb, "run_dir": str(r.dir), "method": r.method}
                                         for lb, r in zip(labels, runs)],

@@ -4,17 +4,21 @@
 interval (the paired document bootstrap of `table --significance`, baseline and method resampled together), beside
 the paper's Table 5 number for the stream's counterpart set (adaptsim/report/paper.py).
 
-`--power` separates "not reproduced" from "this stream cannot tell". Per finding:
+`--power` separates "the data contradict the paper" from "this stream cannot tell". Per finding:
 - *detectable*: the half-width of the 95% interval of its differences (points; the largest of its parts): a true
-  difference smaller than that is likely to come out "not significant" on a stream like this one;
+  difference smaller than that is likely to come out "same direction" on a stream like this one;
 - *the paper's effect*: its Table 5 relative numbers turned into points of this stream's baseline (the paper's
   relative difference × our baseline's score; for "lasso has the best R0" the gap between the other method's
   and lasso's relative numbers);
-- *documents needed*: how many documents like these the paper's effect would need for 80% power at α = 0.05
-  (two-sided): the interval's half-width shrinks as 1/√n, so n = n_here · (z₀.₉₇₅ + z₀.₈)² / z₀.₉₇₅² · (h / e)²
-  — the usual normal approximation, with the bootstrap's half-width as 1.96 standard errors. For finding 5
-  (closeness) it is the documents for every interval to fit within ±CLOSE around the paper's difference. A
-  finding with several parts needs them all (the largest n); finding 8 can hold through any method (the smallest).
+- *documents needed*: the fewest documents like these at which the paper's effect has 80% power at α = 0.05
+  (two-sided). A part's standard error at n documents is σ/√n, σ from this stream (its bootstrap half-width taken
+  as 1.96 standard errors of its n documents); its power is that of a t test on n − 1 degrees of freedom,
+  1 − F(t₀.₉₇₅ − |e|·√n/σ), which at few documents asks for more than the normal approximation did; a finding whose
+  parts must all hold needs their joint power (the product: the parts taken as independent) at 80%; finding 8 can
+  hold through any method (the method that needs the fewest). No n is below what the test can resolve
+  (stats.min_units: 6 documents for the exact test), so no n is promised at which a finding cannot be significant.
+  For finding 5 (closeness) it is the documents for every interval (t quantile) to fit within ±CLOSE around the
+  paper's difference.
 Where the paper's own number points the other way on its set, or is 0, no n is given: the paper did not show it
 there either.
 """
@@ -26,12 +30,53 @@ import math
 from adaptsim.report import paper
 from adaptsim.report.markdown import head
 from adaptsim.report.significance import Steps
-from adaptsim.report.stats import units_of
+from adaptsim.report.stats import min_units, units_of
 
-Z_ALPHA, Z_POWER = 1.959964, 0.841621  # two-sided 5%, 80% power
+Z_ALPHA = 1.959964  # two-sided 5%: the bootstrap half-width as this many standard errors
+POWER = 0.8
+MOST = 1_000_000  # documents beyond which "needed" is printed as more than this
 
 
-def _paper_points(part, set_name: str, baseline_score: float) -> float | None:
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (Lentz's method)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
+
+
+def t_cdf(x: float, df: float) -> float:
+    """Student's t distribution function, through the regularised incomplete beta function."""
+    z = df / (df + x * x)
+    if z >= 1 or z <= 0:
+        return 0.5 if z >= 1 else float(x > 0)
+    a, b = df / 2, 0.5
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(z) + b * math.log1p(-z))
+    tail = front * _betacf(a, b, z) / a if z < (a + 1) / (a + b + 2) else 1 - front * _betacf(b, a, 1 - z) / b
+    return 1 - tail / 2 if x >= 0 else tail / 2
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The q-quantile of Student's t (bisection on t_cdf)."""
+    low, high = -1e3, 1e3
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if t_cdf(mid, df) < q else (low, mid)
+    return (low + high) / 2
+
+
+def paper_points(part, set_name: str, baseline_score: float) -> float | None:
+    """The paper's Table 5 difference for a part, in points of this stream's baseline score (None: no number)."""
     plus = paper.relative(set_name, part.plus, part.metric)
     minus = 0.0 if part.minus is None else paper.relative(set_name, part.minus, part.metric)
     if plus is None or minus is None:
@@ -39,34 +84,67 @@ def _paper_points(part, set_name: str, baseline_score: float) -> float | None:
     return (plus - minus) / 100 * baseline_score
 
 
-def _needed(part, effect: float | None, n: int, close: float) -> float | None:
-    """Documents for 80% power for one part (None: the paper's number is 0 or the other way)."""
-    h = (part.diff.ci[1] - part.diff.ci[0]) / 2
-    if effect is None or math.isnan(h):
-        return None
-    if part.sign == 0:  # closeness: the interval's half-width must fit in what ±close leaves around the effect
-        room = close - abs(effect)
-        return n * (h / room) ** 2 if room > 0 else None
-    if effect * part.sign <= 0:
-        return None
-    return n * ((Z_ALPHA + Z_POWER) / Z_ALPHA * h / abs(effect)) ** 2
+def _sigma(part, n: int) -> float:
+    """The per-document standard deviation of a part's difference, from its bootstrap interval on n documents."""
+    return (part.diff.ci[1] - part.diff.ci[0]) / 2 / Z_ALPHA * math.sqrt(n)
 
 
-def power_markdown(block, findings, baseline, unit: str, close: float) -> str:
+def _power(part, effect: float, sigma: float, n: int) -> float:
+    """The power of the two-sided 5% test of one part on n documents against a true difference `effect`."""
+    if sigma == 0:
+        return 1.0
+    return 1 - t_cdf(t_quantile(0.975, n - 1) - abs(effect) * math.sqrt(n) / sigma, n - 1)
+
+
+def _smallest(enough, start: int) -> int | None:
+    """The smallest n ≥ start with enough(n) (monotone), or None beyond MOST."""
+    if enough(start):
+        return start
+    high = start
+    while not enough(high):
+        if high > MOST:
+            return None
+        high *= 2
+    low = high // 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return high
+
+
+def needed(way, effects: list[float | None], n: int, close: float, floor: int) -> int | None:
+    """Documents for 80% joint power of one way's parts (None: the paper's number is 0 or the other way, or more
+    than MOST documents). Closeness (sign 0): every interval's half-width within what ±close leaves."""
+    if any(e is None for e in effects) or any(math.isnan(p.diff.ci[0]) for p in way):
+        return None
+    sigmas = [_sigma(p, n) for p in way]
+    if way[0].sign == 0:
+        rooms = [close - abs(e) for e in effects]
+        if min(rooms) <= 0:
+            return None
+        return _smallest(lambda m: all(t_quantile(0.975, m - 1) * s / math.sqrt(m) <= r
+                                       for s, r in zip(sigmas, rooms)), floor)
+    if any(p.sign * e <= 0 for p, e in zip(way, effects)):
+        return None
+    return _smallest(lambda m: math.prod(_power(p, e, s, m) for p, e, s in zip(way, effects, sigmas)) >= POWER,
+                     floor)
+
+
+def power_markdown(block, findings, baseline, cfg, close: float) -> str:
     set_name = paper.paper_set(block.dataset)
-    n = units_of(Steps.of(baseline).doc_ids, unit)[1]
-    lines = [f"_Power on {n} {unit}s, against the paper's Table 5 effects on {set_name} (adaptsim/report/power.py):_",
+    n = units_of(Steps.of(baseline).doc_ids, cfg.unit)[1]
+    floor = min_units(cfg.effective(n))
+    lines = [f"_Power on {n} {cfg.unit}s, against the paper's Table 5 effects on {set_name} (adaptsim/report/power.py):_",
              "", *head("#", ["verdict here", "detectable (95% half-width, points)", "the paper's effect here (points)",
-                             f"{unit}s needed for 80% power"])]
+                             f"{cfg.unit}s needed for 80% power"])]
     for f in findings:
         if not f.ways:
             lines.append(f"| {f.number} | {f.verdict} | – | – | – |")
             continue
         best = None  # (needed, effects text, detectable) of the way that needs the fewest documents
         for way in f.ways:
-            effects = [_paper_points(p, set_name, baseline.scores.get(p.metric, float("nan"))) for p in way]
-            needs = [_needed(p, e, n, close) for p, e in zip(way, effects)]
-            need = None if any(x is None for x in needs) else max(needs)
+            effects = [paper_points(p, set_name, baseline.scores.get(p.metric, float("nan"))) for p in way]
+            need = needed(way, effects, n, close, floor)
             text = "; ".join(f"{p.plus}{'' if p.minus is None else ' − ' + p.minus} {p.metric} "
                              + ("–" if e is None else f"{e:+.1f}") for p, e in zip(way, effects))
             h = max((p.diff.ci[1] - p.diff.ci[0]) / 2 for p in way)
@@ -74,8 +152,8 @@ def power_markdown(block, findings, baseline, unit: str, close: float) -> str:
                 best = (need, text, h)
         need, text, h = best
         why = f"– (the paper's own difference is beyond ±{close:g})" if f.ways[0][0].sign == 0 \
-            else "– (the paper: 0 or the other way)"
-        lines.append(f"| {f.number} | {f.verdict} | {h:.2f} | {text} | {why if need is None else f'{math.ceil(need):,}'} |")
+            else "– (the paper: 0 or the other way, or over a million)"
+        lines.append(f"| {f.number} | {f.verdict} | {h:.2f} | {text} | {why if need is None else f'{need:,}'} |")
     return "\n".join(lines)
 
 

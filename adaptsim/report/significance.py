@@ -21,8 +21,8 @@ from adaptsim.metrics.sacre import METRICS, SacreMetrics
 from adaptsim.outputs import read_record, record_file
 from adaptsim.report.blocks import check_joinable
 from adaptsim.report.runs import Run
-from adaptsim.report.stats import (ALPHA, LEVEL, TESTS, UNITS, Result, Series, Settings, compare, distinct_outcomes,
-                                   min_units, prefix_bands, ratio, units_of)
+from adaptsim.report.stats import (ALPHA, EXACT_UNITS, LEVEL, SMALL_UNITS, TESTS, UNITS, Result, Series, Settings,
+                                   compare, distinct_outcomes, min_units, prefix_bands, ratio, units_of)
 
 MARK = "†"  # a cell whose p is below ALPHA; under the default test: whose interval of the difference excludes 0
 FEW_UNITS = 10  # fewer resampling units than this: warn that the test can find only large differences
@@ -35,10 +35,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--unit", choices=UNITS, default="document",
                    help="resampling unit (default: document, because segments of a document are not independent)")
     g.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")
-    g.add_argument("--test", choices=list(TESTS), default="ci",
+    g.add_argument("--test", choices=list(TESTS), default="auto",
                    help="ci: † when the 95%% bootstrap interval of the difference excludes 0; bs: paired bootstrap "
-                   "with sacrebleu's statistic (Koehn 2004; about one-sided); ar: approximate randomisation "
-                   "(default: ci; intervals are bootstrap intervals either way)")
+                   "with sacrebleu's statistic (Koehn 2004; about one-sided); ar: approximate randomisation; exact: "
+                   f"randomisation over every swap pattern (up to {EXACT_UNITS} units); auto: exact up to "
+                   f"{EXACT_UNITS} units, ar below {SMALL_UNITS}, ci from there (default: auto; intervals are "
+                   "bootstrap intervals either way)")
 
 
 def settings(args: argparse.Namespace) -> Settings:
@@ -180,12 +182,13 @@ def bands(runs: list[Run], metrics: list[str], ends: list[int], cfg: Settings, c
 def unresolvable(n_units: int, cfg: Settings) -> str | None:
     """Why no difference can be significant with so few units (adaptsim.report.stats, "No p below what the units
     can resolve"), or None."""
-    if n_units >= min_units(cfg.test):
+    test = cfg.effective(n_units)
+    if n_units >= min_units(test):
         return None
-    outcomes = "resamples" if cfg.test != "ar" else "randomisations"
-    d = distinct_outcomes(cfg.test, n_units)
+    outcomes = "resamples" if test in ("ci", "bs") else "randomisations"
+    d = distinct_outcomes(test, n_units)
     return (f"{n_units} {cfg.unit}{'s' if n_units != 1 else ''}: only {d} distinct {outcomes}, so p ≥ {1 / d:.2g} "
-            f"and no difference is marked (that needs at least {min_units(cfg.test)} {cfg.unit}s)")
+            f"and no difference is marked (that needs at least {min_units(test)} {cfg.unit}s)")
 
 
 def warn_few(n_units: int, cfg: Settings, command: str) -> None:
@@ -214,8 +217,11 @@ def cell(result: Result, run: int, metric: str, digits: int = 1, tested: bool = 
 def footer(result: Result) -> str:
     """The note under a report: what † means, and, with too few units, that it cannot appear."""
     cfg = result.settings
-    meaning = (f"the {LEVEL:.0%} interval of the difference to the baseline excludes 0" if cfg.test == "ci"
+    test = cfg.effective(result.units)
+    meaning = (f"the {LEVEL:.0%} interval of the difference to the baseline excludes 0" if test == "ci"
                else f"differs from the baseline at p < {ALPHA}")
     few = unresolvable(result.units, cfg)
-    return (f"{MARK}: {meaning} ({TESTS[cfg.test]}, {cfg.resamples} resamples of {result.units} {cfg.unit}s)"
+    draws = f"all {2 ** result.units:,} swap patterns" if test == "exact" and result.units <= EXACT_UNITS \
+        else f"{cfg.resamples} resamples"
+    return (f"{MARK}: {meaning} ({TESTS[test]}, {draws} of {result.units} {cfg.unit}s)"
             + (f"; {few}" if few else ""))

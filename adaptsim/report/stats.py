@@ -38,6 +38,17 @@ Tests, all paired (all runs resampled with the same units):
   absolute value folds the distribution and the relation is no longer exact.
 - "ar", two-sided paired approximate randomisation (Noreen 1989; Riezler & Maxwell 2005): each unit's statistics
   are swapped between the two runs with probability ½; p = (1 + #{|δ'| ≥ |δ|}) / (R + 1).
+- "exact", the same randomisation over every one of the 2ⁿ swap patterns (up to EXACT_UNITS units; beyond, "ar"):
+  p = #{|δ'| ≥ |δ|} / 2ⁿ, the permutation test itself rather than an estimate of it (Fisher's sign-flip test when a
+  unit's score is additive). Its smallest p is 2/2ⁿ (no swap and every swap give ±δ): 6 units are the fewest that
+  can reach p < 0.05, and with 5 it answers 0.0625 at best, as a sign test on 5 units does.
+
+The default, "auto", is the randomisation test below SMALL_UNITS units ("exact" up to EXACT_UNITS, "ar" beyond)
+and "ci" from there. At few documents the percentile bootstrap is too liberal: on streams drawn from the committed
+Business Central records with no difference at all it said p < 0.05 for 14–18 % of 5-document streams, 8–9 % at
+10, 6–7 % at 20, 7–9 % at 30, 5–7 % at 50 and 4 % at 100 (its 95% interval covering 0 as often as that leaves),
+where the randomisation test stayed at or below 5 % throughout and lost little power where there was an effect
+(scripts/coverage.py; docs/reports.md, "Few documents").
 
 No p below what the units can resolve. A Monte-Carlo p counts the observed data as one of the equally
 informative outcomes, hence the + 1 above and p ≥ 1/(B + 1) (Davison & Hinkley 1997, §4.2.1). A scheme with
@@ -73,8 +84,12 @@ import numpy as np
 from adaptsim.errors import UserError
 
 UNITS = ("document", "segment")
-TESTS = {"ci": "paired bootstrap, percentile interval", "bs": "paired bootstrap, sacrebleu's statistic",
-         "ar": "paired approximate randomisation"}
+TESTS = {"auto": "randomisation below SMALL_UNITS units (exact up to EXACT_UNITS), the percentile interval from there",
+         "ci": "paired bootstrap, percentile interval", "bs": "paired bootstrap, sacrebleu's statistic",
+         "ar": "paired approximate randomisation", "exact": "paired randomisation over every swap pattern"}
+EXACT_UNITS = 20  # "exact" enumerates 2ⁿ swap patterns up to here (about a million at 20; a second or two per metric)
+SMALL_UNITS = 100  # "auto": below this many units the percentile bootstrap said p < 0.05 for 5–18 % of streams
+# without a difference (scripts/coverage.py; docs/reports.md, "Few documents"); the randomisation test kept to 5 %
 ALPHA = 0.05  # a difference is significant when p < ALPHA; every interval is the 1 − ALPHA percentile interval
 LEVEL = 1 - ALPHA
 _TAIL = Fraction(str(ALPHA)) / 2  # exactly: interval indices are computed in integers
@@ -106,10 +121,24 @@ class Settings:
         if not isinstance(self.resamples, int) or self.resamples < 1:
             raise UserError(f"resamples must be a positive integer, not {self.resamples!r}")
 
+    def effective(self, units: int) -> str:
+        """The test that decides on `units` units: "auto" is "exact" up to EXACT_UNITS, "ar" below SMALL_UNITS,
+        "ci" from there."""
+        if self.test != "auto":
+            return self.test
+        return "exact" if units <= EXACT_UNITS else "ar" if units < SMALL_UNITS else "ci"
+
+    def describe(self) -> str:
+        """The test in words, as a report's note names it."""
+        if self.test != "auto":
+            return TESTS[self.test]
+        return (f"{TESTS['exact']} up to {EXACT_UNITS} {self.unit}s, {TESTS['ar']} below {SMALL_UNITS}, "
+                f"{TESTS['ci']} from {SMALL_UNITS}")
+
     def signature(self, units: int) -> str:
-        """What someone needs to reproduce the numbers, in sacrebleu's signature style."""
-        return (f"test:{self.test}|unit:{self.unit}|units:{units}|resamples:{self.resamples}|seed:{self.seed}"
-                f"|ci:{LEVEL:.0%}|adaptsim:{version('adaptsim')}")
+        """What someone needs to reproduce the numbers, in sacrebleu's signature style (the test that ran)."""
+        return (f"test:{self.effective(units)}|unit:{self.unit}|units:{units}|resamples:{self.resamples}"
+                f"|seed:{self.seed}|ci:{LEVEL:.0%}|adaptsim:{version('adaptsim')}")
 
 
 @dataclass
@@ -180,6 +209,15 @@ def _swap_masks(rng: np.random.Generator, n_units: int, resamples: int) -> Itera
         yield rng.integers(0, 2, size=(min(rows, resamples - start), n_units)).astype(float)
 
 
+def _every_mask(n_units: int) -> Iterator[np.ndarray]:
+    """All 2ⁿ swap patterns (rows of 0/1 over the units), in chunks that bound memory."""
+    rows = max(1, _CHUNK // max(n_units, 1))
+    bits = 1 << np.arange(n_units)
+    for start in range(0, 2 ** n_units, rows):
+        codes = np.arange(start, min(start + rows, 2 ** n_units))
+        yield ((codes[:, None] & bits) > 0).astype(float)
+
+
 def _bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per column of `values` (resamples × columns), the percentile interval of the values that are not NaN: the
     k-th smallest and k-th largest, k = ⌈m·α/2⌉ (module docstring); NaN where a column has none."""
@@ -201,7 +239,7 @@ def distinct_outcomes(test: str, n_units: int) -> float:
     randomisation (2ⁿ⁻¹); infinite beyond 64 units, where 1/D is far below any 1/(B + 1)."""
     if n_units > 64:
         return math.inf
-    return 2 ** (n_units - 1) if test == "ar" else math.comb(2 * n_units - 1, n_units)
+    return 2 ** (n_units - 1) if test in ("ar", "exact") else math.comb(2 * n_units - 1, n_units)
 
 
 def floor(test: str, n_units: int, draws: int) -> float:
@@ -237,6 +275,7 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
     Every run and metric is resampled with the same count matrices (paired), all in one matrix product.
     """
     runs = len(series[0].stats)
+    test = settings.effective(n_units)
     blocks, where = [], {}
     column = 0
     for s in series:
@@ -262,26 +301,28 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
                 delta = sampled[r] - sampled[0]
                 observed = point[r] - point[0]
                 rel = np.where(sampled[0] != 0, 100 * delta / sampled[0], np.nan)
-                p = (_p_interval(delta) if settings.test == "ci" else _p_bootstrap(delta, observed)
-                     if settings.test == "bs" else np.nan)  # "ar": _randomise
-                p = max(p, floor(settings.test, n_units, int(np.sum(~np.isnan(delta))))) if not np.isnan(p) else p
+                p = (_p_interval(delta) if test == "ci" else _p_bootstrap(delta, observed)
+                     if test == "bs" else np.nan)  # "ar", "exact": _randomise
+                p = max(p, floor(test, n_units, int(np.sum(~np.isnan(delta))))) if not np.isnan(p) else p
                 differences[r][s.name] = Difference(
                     observed, _interval(delta), 100 * observed / point[0] if point[0] else np.nan,
                     _interval(rel), p)
-    if settings.test == "ar":
+    if test in ("ar", "exact"):
         for r in range(1, runs):
-            _randomise(series, x, total, where, r, n_units, settings, differences[r])
+            _randomise(series, x, total, where, r, n_units, settings, differences[r], test == "exact")
     return Result(settings, n_units, scores, differences)
 
 
 def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: dict, r: int, n_units: int,
-               settings: Settings, out: dict[str, Difference]) -> None:
+               settings: Settings, out: dict[str, Difference], exact: bool) -> None:
     """Approximate randomisation of run r against run 0: swapping unit u moves x0[u] − xr[u] from run 0 to r."""
     cols0 = np.concatenate([np.arange(x.shape[1])[where[s.name, 0]] for s in series])
     colsr = np.concatenate([np.arange(x.shape[1])[where[s.name, r]] for s in series])
     moved = x[:, cols0] - x[:, colsr]
+    exact = exact and n_units <= EXACT_UNITS
     rng = np.random.default_rng([settings.seed, r])  # its own stream per run: independent of the bootstrap's
-    shifts = np.vstack([mask @ moved for mask in _swap_masks(rng, n_units, settings.resamples)])
+    masks = _every_mask(n_units) if exact else _swap_masks(rng, n_units, settings.resamples)
+    shifts = np.vstack([mask @ moved for mask in masks])
     start = 0
     for s in series:
         width = where[s.name, 0].stop - where[s.name, 0].start
@@ -291,9 +332,14 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
             stat = np.abs(s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift))
         stat = stat[~np.isnan(stat)]
         observed = out[s.name].diff
-        out[s.name].p = (np.nan if np.isnan(observed) or not len(stat)
-                         else max(float((1 + np.sum(stat >= abs(observed))) / (len(stat) + 1)),
-                                  floor("ar", n_units, len(stat))))
+        if np.isnan(observed) or not len(stat):
+            out[s.name].p = np.nan
+        elif exact:  # every pattern counted once, the observed one among them; float sums of the same statistics
+            # in another order may miss |δ| by an ulp, hence the tolerance
+            out[s.name].p = float(np.sum(stat >= abs(observed) * (1 - 1e-9) - 1e-12) / len(stat))
+        else:
+            out[s.name].p = max(float((1 + np.sum(stat >= abs(observed))) / (len(stat) + 1)),
+                                floor("ar", n_units, len(stat)))
 
 
 def prefix_bands(series: Series, index: np.ndarray, n_units: int, ends: Sequence[int],
