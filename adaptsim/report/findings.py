@@ -235,7 +235,10 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
 
 
 def _p(p: float | None) -> str:
-    return "–" if p is None else f"{p:.3f}"
+    """Three decimals, five where three would round onto 0.05 (a label must not seem to contradict its p)."""
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.5f}" if abs(p - sig.ALPHA) < 0.0005 else f"{p:.3f}"
 
 
 def markdown(block: Block, findings: list[Finding]) -> str:
