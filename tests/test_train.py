@@ -155,6 +155,19 @@ def test_patience_stops_after_validations_without_improvement(text_files, tmp_pa
     assert summary["steps"] == 6 and [r["best"] for r in log] == [True, False, False]
 
 
+def test_without_validation_data_the_best_checkpoint_has_the_lowest_training_loss(text_files, tmp_path):
+    """No validation pairs: the checkpoint is chosen by the training loss since the last one, and lower is better
+    (it once kept the worst: the score's sign was inverted)."""
+    out = tmp_path / "m"
+    summary = train(config(text_files, out, "train.max_steps=30", "train.valid_every=10", "train.valid_source=null",
+                           "train.valid_target=null"))
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    lowest = min(log, key=lambda r: r["train_nll"])
+    assert log[-1]["train_nll"] < log[0]["train_nll"]  # the loss fell
+    assert summary["best_step"] == lowest["step"] and summary["best_metric"] == "-train_nll"
+    assert summary["best_score"] == pytest.approx(-lowest["train_nll"])
+
+
 @pytest.fixture
 def minute_per_step(monkeypatch):
     """The trainer's clock, moved on one minute by every training step and standing still otherwise: the time

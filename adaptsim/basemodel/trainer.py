@@ -484,7 +484,8 @@ class Trainer:
         window.update(nll=0.0, tokens=0)
         if len(self.held):
             record.update(valid_scores(self.model, self.tokenizer, self.held, self.tc, self.device))
-        score = record.get("valid_bleu", -record.get("valid_loss", -record["train_nll"]))
+        # higher is better in every case: BLEU, else the negated validation loss, else the negated training loss
+        score = record["valid_bleu"] if "valid_bleu" in record else -record.get("valid_loss", record["train_nll"])
         improved = state["best"] is None or score > state["best"]
         if improved:
             state.update(best=score, best_step=state["step"], bad_validations=0)
