@@ -170,6 +170,11 @@ class JobSummary:
         self.path = self.dir / "summary.json"
         check_run_dir(self.dir, resume)
         previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
+        if resume and not previous and any((self.dir / n).is_file() and (self.dir / n).stat().st_size
+                                           for n in ("steps.jsonl", "steps.jsonl.xz")):
+            raise UserError(f"{self.dir}: holds a run's steps but no summary.json, so the settings they were made "
+                            "with cannot be checked; cannot resume it (restore its summary.json, or start a new run "
+                            "in another directory)")
         self.nothing_to_resume = resume and not previous  # said in the job's log (run_task), once it has one
         pid = recorded_process(previous)
         if pid is not None and pid != os.getpid() and alive(pid):

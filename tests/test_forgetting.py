@@ -82,3 +82,14 @@ def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, probed
     assert rows["baseline"][3].strip() == "+0.0" and rows["baseline"][5].strip() == "+0.000"  # nothing forgotten
     assert rows["full"][5].strip() != "+0.000" and rows["full"][0].strip() == "4"  # four probes, the last one moved
     assert (tmp_path / "f.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("setting", ["metrics.probe.every=1.5", "metrics.probe.segments=0"])
+def test_a_probe_interval_that_is_no_whole_number_is_one_line(tmp_path, tiny_model_dir, stream, probe, common, capsys,
+                                                              setting):
+    """1.5 was taken as 1 and recorded so: a whole number of at least 1 or a one-line refusal, before translating."""
+    run(tmp_path / "bad", *common(tiny_model_dir, stream, f"metrics.probe.path={probe}", setting), code=1)
+    key, value = setting.split("=")
+    assert f"{key}={value}: give a whole number of at least 1" in last_error(capsys)
+    steps = tmp_path / "bad" / "steps.jsonl"
+    assert not steps.exists() or not steps.read_text()

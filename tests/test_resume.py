@@ -266,3 +266,15 @@ def test_a_run_interrupted_mid_document_resumes_to_the_uninterrupted_summary(tmp
     assert json.loads((out / "summary.json").read_text())["status"] == "interrupted"
     run(out, *args, "resume=true")
     assert comparable(out) == comparable(whole)
+
+
+def test_a_run_without_its_summary_is_not_resumed_blindly(tmp_path, tiny_model_dir, tiny_tsv, common, capsys):
+    """Its steps were made with settings nothing records any more: resume=true refuses (it once started over the
+    same records under the new settings, with a beam-5 first half and a beam-1 second half) and changes nothing."""
+    args = common(tiny_model_dir, tiny_tsv, "method=full")
+    out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 3)
+    (out / "summary.json").unlink()
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    run(out, *args, "resume=true", "decode.beam_size=1", code=1)
+    assert "holds a run's steps but no summary.json" in last_error(capsys)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before

@@ -210,6 +210,8 @@ def test_max_minutes_stops_training_on_the_clock(text_files, tmp_path, minute_pe
     (["train.max_minutes=0"], "train.max_minutes=0: give a positive number of minutes (or null)"),
     (["train.max_steps=null", "train.max_minutes=-2"], "train.max_minutes=-2: give a positive number of minutes"),
     (["train.checkpoint_minutes=soon"], "train.checkpoint_minutes=soon: give a positive number of minutes"),
+    (["train.max_steps=-1"], "train.max_steps=-1: give a whole number (0 or null: no limit)"),  # trained nothing
+    (["train.max_epochs=1.5"], "train.max_epochs=1.5: give a whole number"),
 ])
 def test_training_bounds_are_checked(text_files, tmp_path, overrides, message):
     with pytest.raises(UserError, match="^" + re.escape(message)):

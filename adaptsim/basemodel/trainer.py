@@ -260,6 +260,10 @@ def check_settings(cfg: DictConfig) -> None:
         value = cfg.train[key]
         if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
             raise UserError(f"train.{key}={value}: give a positive number of minutes (or null)")
+    for key in ("max_steps", "max_epochs"):  # -1 once trained nothing and wrote the untrained model as the result
+        value = cfg.train[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise UserError(f"train.{key}={value}: give a whole number (0 or null: no limit)")
     if not cfg.train.max_steps and not cfg.train.max_epochs and not cfg.train.max_minutes:
         raise UserError("set train.max_steps, train.max_epochs or train.max_minutes")
     if cfg.train.dtype not in DTYPES:
