@@ -119,4 +119,4 @@ def test_the_tracked_tree_stays_small_enough_to_travel():
     total = sum(sizes.values()) / 2**20
     largest = sorted(sizes, key=sizes.get, reverse=True)[:5]
     assert total <= TREE_BUDGET_MIB, (f"the tree is {total:.1f} MiB, over its {TREE_BUDGET_MIB} MiB budget "
-                                      f"(docs/performance.md, 'On a GPU'); largest: {largest}")
+                                      f"(docs/performance.md, 'GPU'); largest: {largest}")

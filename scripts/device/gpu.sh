@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check, in one device call of at most ~10 minutes (docs/performance.md, "On a GPU"). Made here with
+# The GPU check, in one device call of at most ~10 minutes (docs/performance.md, "GPU"). Made here with
 # scripts/device/pack.sh, run there as `bash scripts/device/gpu.sh` with carry [".carry"]. Its parts, each logged
 # and each going on after another's failure:
 #   tests    the tests that take a device, with --device $DEVICE (tests/conftest.py), beside the training
@@ -15,8 +15,8 @@
 # Settings (environment): DEVICE [cuda], OUT [$OUT, else device-out], CARRY [.carry], BUDGET_S [570: the whole
 # script], TEST_S [240], COMPARE_S [170], MODEL_CONFIG [base-ende-gpu], TRAIN_ARGS [base-ende's recipe],
 # TRAIN_MINUTES [what the budget leaves], TRAIN_RESUME [empty; 1: go on with the model a call before left on
-# the warm machine, PARTS="train model"], TESTS [the device tests], PARTS [tests train compare model], FIXED_LIST [configs/fixed_lists/base-ende.yaml:
-# same tensor names and shapes]
+# the warm machine, PARTS="train model"], TESTS [the device tests], PARTS [tests train compare model],
+# FIXED_LIST [configs/fixed_lists/base-ende.yaml: the same tensor names and shapes]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 START=$(date +%s)
