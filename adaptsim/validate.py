@@ -57,6 +57,7 @@ SETTINGS: dict[str, Rule] = {
     "update.on_divergence": Choice(("stop", "rollback")),
     "update.dtype": Choice(DTYPES),
     "metrics.k_max": Integer(1),
+    "metrics.probe.every": Integer(1), "metrics.probe.segments": Integer(1),
     "metrics.scope": Choice((None, *SCOPES)),  # null: follow `reset`
     "metrics.case": Choice(CASES),
     "metrics.sacrebleu": Strings(tuple(METRICS), empty=True),

@@ -87,9 +87,10 @@ def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, probed
 @pytest.mark.parametrize("setting", ["metrics.probe.every=1.5", "metrics.probe.segments=0"])
 def test_a_probe_interval_that_is_no_whole_number_is_one_line(tmp_path, tiny_model_dir, stream, probe, common, capsys,
                                                               setting):
-    """1.5 was taken as 1 and recorded so: a whole number of at least 1 or a one-line refusal, before translating."""
+    """1.5 was taken as 1 and recorded so: a whole number of at least 1 or a one-line refusal (the settings' rules,
+    adaptsim/validate.py), before translating."""
     run(tmp_path / "bad", *common(tiny_model_dir, stream, f"metrics.probe.path={probe}", setting), code=1)
     key, value = setting.split("=")
-    assert f"{key}={value}: give a whole number of at least 1" in last_error(capsys)
+    assert last_error(capsys) == f"adaptsim run: error: {key}={value}: must be an integer ≥ 1"
     steps = tmp_path / "bad" / "steps.jsonl"
     assert not steps.exists() or not steps.read_text()

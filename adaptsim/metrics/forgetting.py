@@ -38,10 +38,6 @@ class Probe:
         """The probe `metrics.probe` asks for, or None when its path is null."""
         if not probe_cfg or not probe_cfg.get("path"):
             return None
-        for key in ("every", "segments"):  # a whole number: 1.5 was taken as 1 and recorded so
-            value = probe_cfg[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError(f"metrics.probe.{key}={value}: give a whole number of at least 1")
         files = [f"{probe_cfg.path}.{lang}" for lang in (source_lang, target_lang)]
         try:
             sources, references = (read_lines(f)[:int(probe_cfg.segments)] for f in files)
