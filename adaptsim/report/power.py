@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 
+from scipy.stats import t as student_t
+
 from adaptsim.report import paper
 from adaptsim.report.markdown import head
 from adaptsim.report.significance import Steps
@@ -35,44 +37,6 @@ from adaptsim.report.stats import min_units, units_of
 Z_ALPHA = 1.959964  # two-sided 5%: the bootstrap half-width as this many standard errors
 POWER = 0.8
 MOST = 1_000_000  # documents beyond which "needed" is printed as more than this
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (Lentz's method)."""
-    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-14:
-            break
-    return h
-
-
-def t_cdf(x: float, df: float) -> float:
-    """Student's t distribution function, through the regularised incomplete beta function."""
-    z = df / (df + x * x)
-    if z >= 1 or z <= 0:
-        return 0.5 if z >= 1 else float(x > 0)
-    a, b = df / 2, 0.5
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(z) + b * math.log1p(-z))
-    tail = front * _betacf(a, b, z) / a if z < (a + 1) / (a + b + 2) else 1 - front * _betacf(b, a, 1 - z) / b
-    return 1 - tail / 2 if x >= 0 else tail / 2
-
-
-def t_quantile(q: float, df: float) -> float:
-    """The q-quantile of Student's t (bisection on t_cdf)."""
-    low, high = -1e3, 1e3
-    for _ in range(200):
-        mid = (low + high) / 2
-        low, high = (mid, high) if t_cdf(mid, df) < q else (low, mid)
-    return (low + high) / 2
 
 
 def paper_points(part, set_name: str, baseline_score: float) -> float | None:
@@ -93,7 +57,7 @@ def _power(part, effect: float, sigma: float, n: int) -> float:
     """The power of the two-sided 5% test of one part on n documents against a true difference `effect`."""
     if sigma == 0:
         return 1.0
-    return 1 - t_cdf(t_quantile(0.975, n - 1) - abs(effect) * math.sqrt(n) / sigma, n - 1)
+    return float(student_t.sf(student_t.ppf(0.975, n - 1) - abs(effect) * math.sqrt(n) / sigma, n - 1))
 
 
 def _smallest(enough, start: int) -> int | None:
@@ -122,7 +86,7 @@ def needed(way, effects: list[float | None], n: int, close: float, floor: int) -
         rooms = [close - abs(e) for e in effects]
         if min(rooms) <= 0:
             return None
-        return _smallest(lambda m: all(t_quantile(0.975, m - 1) * s / math.sqrt(m) <= r
+        return _smallest(lambda m: all(student_t.ppf(0.975, m - 1) * s / math.sqrt(m) <= r
                                        for s, r in zip(sigmas, rooms)), floor)
     if any(p.sign * e <= 0 for p, e in zip(way, effects)):
         return None
