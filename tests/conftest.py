@@ -63,10 +63,11 @@ def pytest_configure(config):
 
 
 def describe_device(device: str) -> str:
+    from adaptsim.session import describe_device as named  # as a run's summary.json names it
+
     if device == "cpu":
         return f"device: cpu (torch {torch.__version__}, {torch.get_num_threads()} thread(s))"
-    return (f"device: {device} ({torch.cuda.get_device_name(torch.device(device))}, CUDA {torch.version.cuda}, "
-            f"torch {torch.__version__})")
+    return f"device: {device} ({named(device)})"
 
 
 def pytest_report_header(config):

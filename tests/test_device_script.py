@@ -93,8 +93,10 @@ def test_compare_finds_the_first_difference(tmp_path):
         steps = [{"index": i, "doc_id": "d", "seg_id": str(i), "hypothesis": h, "updates": 1, "ppl_before": 2.0 + i,
                   "logprobs": [-0.5], "translate_s": 0.1, "update_s": 0.02} for i, h in enumerate(hyps)]
         (d / "steps.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps))
-        (d / "summary.json").write_text(json.dumps({"status": "finished", "method": "full", "timing": {"device": name},
-                                                    "scores": {"BLEU": 10.0 + len(name), "R0": 5.0}}))
+        (d / "summary.json").write_text(json.dumps({
+            "status": "finished", "method": "full", "dataset": "d", "model_path": "m", "data_fingerprint": "f",
+            "segments": len(hyps), "signatures": {}, "timing": {"device": name},
+            "scores": {"BLEU": 10.0 + len(name), "R0": 5.0}}))
         return tmp_path / name
 
     text = compare.report([sweep("cpu", ["a", "b", "c"]), sweep("cuda", ["a", "x", "c"])])

@@ -10,27 +10,20 @@ numbers (the largest difference is printed), since another device sums in anothe
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
 
-from adaptsim.outputs import read_record, record_file
+from adaptsim.report.runs import finished_runs
+from adaptsim.report.significance import Steps
 
 SCORES = ("BLEU", "R0", "R1", "R0+1")
 
 
 def runs(sweep: Path) -> dict[str, tuple[dict, list[dict]]]:
-    """method → (summary, steps) of every finished run of a sweep."""
-    out = {}
-    for summary_path in sorted(sweep.glob("*/summary.json")):
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        if summary.get("status") != "finished":
-            continue
-        steps = [json.loads(line) for line in read_record(record_file(summary_path.parent, "steps.jsonl")).split("\n")
-                 if line]
-        out[summary["method"]] = (summary, steps)
-    return out
+    """method → (summary, steps) of every finished run of a sweep, read as the reports read them."""
+    return {run.summary["method"]: (run.summary, Steps.of(run).rows)
+            for run in finished_runs([str(sweep)], "compare.py").runs}
 
 
 def first_difference(a: list[dict], b: list[dict]) -> str:
