@@ -180,13 +180,15 @@ def closing(jobs: list[JobSummary]):
     close("finished")
 
 
-def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None) -> JobSummary:
+def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None,
+              overrides: list[str] | None = None) -> JobSummary:
     """The job's summary.json, claimed (or `job`, claimed already by `claim_output_dir`), and what a resume
-    finds said in the job's log."""
+    finds said in the job's log. `overrides`: the job's command-line overrides where Hydra's runtime config is
+    another job's (a lockstep sweep composes every job before any runs)."""
     from hydra.core.hydra_config import HydraConfig
 
     if job is None:
-        fields = job_fields(command, cfg, HydraConfig.get().overrides.task)
+        fields = job_fields(command, cfg, HydraConfig.get().overrides.task if overrides is None else overrides)
         if cfg.get("resume", False):
             resume_check(run_dir, read_json(run_dir / "summary.json"), cfg, command)
         job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)))

@@ -32,7 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from adaptsim import methods
 from adaptsim.errors import UserError
 from adaptsim.model import Seq2SeqModel
-from adaptsim.outputs import JobSummary, RunWriter, compress_records
+from adaptsim.outputs import JobSummary, RunWriter, compress_records, speaking_for
 from adaptsim.session import Session, load
 from adaptsim.simulate import Simulation, loop
 from adaptsim.validate import validate
@@ -93,9 +93,12 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
     base, documents = load(cfgs[0])
     skipped = dict(documents.skipped)
     with ExitStack() as stack:
-        runs = [Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
-                    stack.enter_context(RunWriter(job.dir, resume=cfg.resume)), session, documents, skipped)
-                for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, sessions(base, cfgs)))]
+        runs = []
+        for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, sessions(base, cfgs))):
+            with speaking_for(job.dir):
+                runs.append(Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
+                                       stack.enter_context(RunWriter(job.dir, resume=cfg.resume)), session,
+                                       documents, skipped))
         loop(base, documents, runs, lockstep=len(runs))
     for cfg, job in zip(cfgs, jobs):
         if cfg.compress and job.data.get("status") == "finished":

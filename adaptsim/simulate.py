@@ -25,7 +25,7 @@ from adaptsim.metrics.effort import Effort
 from adaptsim.metrics.forgetting import Probe
 from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.model import fingerprint as model_fingerprint
-from adaptsim.outputs import JobSummary, RunWriter, compress_records
+from adaptsim.outputs import JobSummary, RunWriter, compress_records, speaking_for
 from adaptsim.progress import progress
 from adaptsim.session import Session, describe_device, load
 from adaptsim.update import UpdateResult
@@ -65,50 +65,61 @@ def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> Non
     model exactly, whatever the method's state; the run joins the search at its first unwritten segment. A run
     whose step fails with a one-line error (a divergence under on_divergence=stop, a replay that does not
     match) is closed as failed and the others go on. `timing`: more fields for each summary's timing."""
-    done = [run.resumable_steps() for run in runs]
+    done = []
+    for run in runs:
+        with speaking_for(run.job.dir):
+            done.append(run.resumable_steps())
     active = list(range(len(runs)))
     decode = runs[0].cfg.decode
     for d, doc in enumerate(documents):
         for k in active:
-            runs[k].session.start_document(d)
+            with speaking_for(runs[k].job.dir):
+                runs[k].session.start_document(d)
         for seg in doc.segments:
             fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
             for k in fresh:
-                runs[k].probe_before()
+                with speaking_for(runs[k].job.dir):
+                    runs[k].probe_before()
             hyps, efforts, seconds, moments = {}, {}, 0.0, {}
             if fresh:  # before the references are seen; a method may adapt for this segment alone first (tm)
                 before = {k: dict(runs[k].session.temporary) for k in fresh}
                 with ExitStack() as moment:
                     for k in fresh:
-                        moment.enter_context(runs[k].session.adapted_for(seg.source))
+                        with speaking_for(runs[k].job.dir):
+                            moment.enter_context(runs[k].session.adapted_for(seg.source))
                     moments = {k: runs[k].session.moment_since(before[k]) for k in fresh}
                     t = time.perf_counter()
                     models = [runs[k].session.model for k in fresh]
                     hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
                     seconds = (time.perf_counter() - t) / len(fresh)
-                    efforts = {k: runs[k].interact(seg, hyps[k]) for k in fresh}
+                    for k in fresh:
+                        with speaking_for(runs[k].job.dir):
+                            efforts[k] = runs[k].interact(seg, hyps[k])
             for k in list(active):
                 run = runs[k]
-                try:
-                    adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference), run.where(seg),
-                                                (seg.source, seg.reference))
-                    if k in hyps:
-                        run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k], moment=moments[k])
-                    else:
-                        run.replay(seg, done[k][run.index], *adapted)
-                except UserError as e:
-                    if isinstance(e, ReplayRefused):  # the run's records as they were, and nothing more written
-                        run.job.give_back(resume.recorded(run.job.dir))
-                    run.job.close("failed", str(e))
-                    if len(runs) > 1:  # alone, its command reports the error
-                        log.error("%s: %s", run.job.dir, e)
-                    active.remove(k)
-                    if not active:
-                        return
+                with speaking_for(run.job.dir):
+                    try:
+                        adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference),
+                                                    run.where(seg), (seg.source, seg.reference))
+                        if k in hyps:
+                            run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k], moment=moments[k])
+                        else:
+                            run.replay(seg, done[k][run.index], *adapted)
+                    except UserError as e:
+                        if isinstance(e, ReplayRefused):  # the run's records as they were, nothing more written
+                            run.job.give_back(resume.recorded(run.job.dir))
+                        run.job.close("failed", str(e))
+                        if len(runs) > 1:  # alone, its command reports the error
+                            log.error("%s: %s", run.job.dir, e)
+                        active.remove(k)
+                        if not active:
+                            return
         for k in active:
-            runs[k].end_document(doc)
+            with speaking_for(runs[k].job.dir):
+                runs[k].end_document(doc)
     for k in active:
-        runs[k].finish(**timing)
+        with speaking_for(runs[k].job.dir):
+            runs[k].finish(**timing)
 
 
 class Simulation:
@@ -174,7 +185,8 @@ class Simulation:
         if any("pieces" not in record for record in done):
             raise UserError(f"{self.writer.dir}: cannot resume: its steps were written by an adaptsim that did not "
                             "record the generated pieces; run it again in a new directory")
-        log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
+        if done:
+            log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
         self.resumed_after = len(done)
         return done
 

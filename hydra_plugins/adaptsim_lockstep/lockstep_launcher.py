@@ -54,7 +54,8 @@ class LockstepLauncher(Launcher):
             HydraConfig.instance().set_config(sweep_config)
             returns.append(run_job(hydra_context=self.hydra_context, config=sweep_config,
                                    task_function=lambda cfg: collected.append(
-                                       (cfg, Path(HydraConfig.get().runtime.output_dir))),
+                                       (cfg, Path(HydraConfig.get().runtime.output_dir),
+                                        list(HydraConfig.get().overrides.task))),
                                    job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir"))
         return collected, returns
 
@@ -65,20 +66,21 @@ def _run_together(collected, sweep: Path) -> None:
     from adaptsim.errors import UserError
     from adaptsim.jobs import claim_job, closing, job_context, record_failed_job
     from adaptsim.lockstep import simulate_together
-    from adaptsim.outputs import JobSummary
+    from adaptsim.outputs import JobSummary, job_logs, speaking_for
 
     jobs: list[JobSummary] = []
     try:
-        with closing(jobs), job_context(os.getpid()):
-            for cfg, out in collected:
-                jobs.append(claim_job(out, "run", cfg))
-            pending = [(cfg, job) for (cfg, _), job in zip(collected, jobs) if not job.finished]
+        with job_logs([out for _, out, _ in collected]), closing(jobs), job_context(os.getpid()):
+            for cfg, out, overrides in collected:
+                with speaking_for(out):
+                    jobs.append(claim_job(out, "run", cfg, overrides=overrides))
+            pending = [(cfg, job) for (cfg, _, _), job in zip(collected, jobs) if not job.finished]
             if pending:
                 simulate_together([cfg for cfg, _ in pending], [job for _, job in pending])
     except UserError as e:  # before the jobs ran: those claimed say so in their summaries (closing), the rest here
         print(f"adaptsim run: error: {e}", file=sys.stderr)
         claimed = {job.dir for job in jobs}
-        for out in [out for _, out in collected if out not in claimed]:
+        for out in [out for _, out, _ in collected if out not in claimed]:
             record_failed_job(sweep, out, str(e))
         return
     for job in jobs:
