@@ -371,7 +371,10 @@ class Trainer:
         tc = cfg.train
         self.cfg, self.tc, self.model, self.tokenizer, self.data, self.held, self.out = cfg, tc, model, tokenizer, data, held, out
         self.device = torch.device(cfg.device)
-        self.autocast = dict(device_type=self.device.type, dtype=torch.bfloat16, enabled=tc.dtype == "bfloat16")
+        # no weight cache: autocast clears it only on leaving the outermost region, so inside any other (a caller's,
+        # or one an interrupted job left open in this process) every step would reuse step 1's bf16 weights
+        self.autocast = dict(device_type=self.device.type, dtype=torch.bfloat16, enabled=tc.dtype == "bfloat16",
+                             cache_enabled=False)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=float(tc.lr), betas=tuple(tc.betas),
                                           eps=float(tc.eps), weight_decay=float(tc.weight_decay))
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(int(tc.warmup)))
