@@ -47,8 +47,9 @@ def _weights_file(local: Path) -> Path:
     return next((local / n for n in ("model.safetensors", "pytorch_model.bin") if (local / n).exists()), local)
 
 
-# Files of a model directory that record how it was made (adaptsim train), not what it is: no part of its fingerprint.
-NOT_THE_MODEL = ("training.json", "train_log.jsonl")
+# Files of a model directory that record how it was made (adaptsim train), not what it is: no part of its fingerprint
+# (trainer_state.pt: a checkpoint's optimizer state, clock and random states, for train.resume).
+NOT_THE_MODEL = ("training.json", "train_log.jsonl", "trainer_state.pt")
 _FINGERPRINTS: dict[tuple, str] = {}
 
 

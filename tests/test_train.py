@@ -19,6 +19,7 @@ from transformers import MarianMTModel, MarianTokenizer
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
 from adaptsim.hydra_app import compose
+from adaptsim.model import fingerprint
 from adaptsim.basemodel import trainer as trainer_module
 from adaptsim.basemodel.trainer import encode, inverse_sqrt, make_batches, train
 
@@ -149,6 +150,17 @@ def test_resume_continues_exactly(text_files, tmp_path):
                          "train.resume=true"))
     assert (tmp_path / "b" / "train_log.jsonl").read_text() == log
     assert again["last"] == resumed["last"] and again["steps"] == 16
+
+
+def test_identical_trainings_give_one_fingerprint(text_files, tmp_path):
+    """Two trainings of the same settings on the same data, into other directories, write the same model files:
+    the model's fingerprint (what records and resumes compare) is the same, for the model and its last checkpoint
+    (sentencepiece trained with a model_prefix wrote that temporary path into the .spm bytes)."""
+    for out in ("a", "b"):
+        train(config(text_files, tmp_path / out, "train.max_steps=2", "train.valid_every=2"))
+    assert (tmp_path / "a" / "source.spm").read_bytes() == (tmp_path / "b" / "source.spm").read_bytes()
+    for sub in (".", "last"):
+        assert fingerprint(tmp_path / "a" / sub) == fingerprint(tmp_path / "b" / sub), sub
 
 
 def test_patience_stops_after_validations_without_improvement(text_files, tmp_path):

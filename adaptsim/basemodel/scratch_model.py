@@ -9,6 +9,7 @@ vocabularies also `target_vocab.json`) and `tokenizer_config.json`. Special ids 
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from collections.abc import Iterable
@@ -32,10 +33,13 @@ _VOCAB_KEYS = {"vocab_size", "shared_vocab"}
 
 def _train_spm(texts: Iterable[str], prefix: Path, vocab_size: int, model_type: str, threads: int,
                max_sentences: int) -> int:
-    """Train one sentencepiece model at `prefix`.model; return its size."""
+    """Train one sentencepiece model at `prefix`.model; return its size. The model is written from memory
+    (`model_writer`): trained with a `model_prefix`, its bytes hold that (temporary) path, so identical trainings
+    wrote different files and the model's fingerprint differed for identical weights."""
+    model = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=(t for t in texts if t.strip()),
-        model_prefix=str(prefix),
+        model_writer=model,
         vocab_size=vocab_size,
         model_type=model_type,
         character_coverage=1.0,
@@ -45,6 +49,7 @@ def _train_spm(texts: Iterable[str], prefix: Path, vocab_size: int, model_type: 
         num_threads=threads,             # 1 = deterministic
         minloglevel=2,
     )
+    Path(f"{prefix}.model").write_bytes(model.getvalue())
     return spm.SentencePieceProcessor(model_file=f"{prefix}.model").get_piece_size()
 
 
