@@ -152,6 +152,21 @@ def test_resume_continues_exactly(text_files, tmp_path):
     assert again["last"] == resumed["last"] and again["steps"] == 16
 
 
+def test_a_vocabulary_the_text_cannot_fill_is_said(text_files, tmp_path, caplog):
+    """Too small: one line naming the setting and the smallest size, and no empty model directory left. Too large
+    for the text: trained with what the text gives, said in the log, and both sides recorded."""
+    with pytest.raises(UserError, match=r"model.vocab.size=10: the training text has \d+ distinct characters.*"
+                                        r"choose at least \d+"):
+        train(config(text_files, tmp_path / "small", "model.vocab.size=10"))
+    assert not (tmp_path / "small").exists()
+    with caplog.at_level(logging.WARNING, logger="adaptsim"):
+        summary = train(config(text_files, tmp_path / "large", "train.max_steps=1", "model.vocab.size=2000",
+                               "model.vocab.shared=false"))
+    sizes = summary["vocab_size"]
+    assert set(sizes) == {"source", "target"} and max(sizes.values()) < 2000 and sizes["source"] != sizes["target"]
+    assert f"model.vocab.size=2000: the training text gives only {min(sizes.values())} pieces" in caplog.text
+
+
 def test_identical_trainings_give_one_fingerprint(text_files, tmp_path):
     """Two trainings of the same settings on the same data, into other directories, write the same model files:
     the model's fingerprint (what records and resumes compare) is the same, for the model and its last checkpoint
@@ -252,7 +267,7 @@ def test_a_given_tokenizer_is_reused_with_its_exact_vocabulary(text_files, tmp_p
     summary = train(config(text_files, out, "train.max_steps=4", "train.valid_every=2",
                            f"train.tokenizer={tiny_model_dir}"))
     given = json.loads((tiny_model_dir / "vocab.json").read_text())
-    assert summary["vocab_size"] == len(given)
+    assert summary["vocab_size"] == {"source": len(given), "target": len(given)}
     for path in (out, out / "last"):
         assert json.loads((path / "vocab.json").read_text()) == given
         for name in ("source.spm", "target.spm"):

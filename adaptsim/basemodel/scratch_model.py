@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,6 +38,21 @@ def _train_spm(texts: Iterable[str], prefix: Path, vocab_size: int, model_type: 
     (`model_writer`): trained with a `model_prefix`, its bytes hold that (temporary) path, so identical trainings
     wrote different files and the model's fingerprint differed for identical weights."""
     model = io.BytesIO()
+    try:
+        _spm_train(texts, model, vocab_size, model_type, threads, max_sentences)
+    except RuntimeError as e:  # sentencepiece's own check, the one setting a user can get wrong
+        found = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(e))
+        if not found:
+            raise
+        raise UserError(f"model.vocab.size={vocab_size}: the training text has {int(found[2]) - 3} distinct "
+                        f"characters, each a piece of its own besides 3 special ones; choose at least "
+                        f"{found[2]}") from None
+    Path(f"{prefix}.model").write_bytes(model.getvalue())
+    return spm.SentencePieceProcessor(model_file=f"{prefix}.model").get_piece_size()
+
+
+def _spm_train(texts: Iterable[str], model: io.BytesIO, vocab_size: int, model_type: str, threads: int,
+               max_sentences: int) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=(t for t in texts if t.strip()),
         model_writer=model,
@@ -49,8 +65,6 @@ def _train_spm(texts: Iterable[str], prefix: Path, vocab_size: int, model_type: 
         num_threads=threads,             # 1 = deterministic
         minloglevel=2,
     )
-    Path(f"{prefix}.model").write_bytes(model.getvalue())
-    return spm.SentencePieceProcessor(model_file=f"{prefix}.model").get_piece_size()
 
 
 def _write_vocab(spm_file: Path, out: Path) -> None:

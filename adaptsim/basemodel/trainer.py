@@ -35,7 +35,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from adaptsim import allocator
 from adaptsim.errors import DataError, UserError
-from adaptsim.basemodel.scratch_model import build_model, count_parameters, train_tokenizer
+from adaptsim.basemodel.scratch_model import build_model, count_parameters, train_tokenizer, vocab_sizes
 from adaptsim.progress import progress
 
 log = logging.getLogger("adaptsim.train")
@@ -224,6 +224,7 @@ def train(cfg: DictConfig) -> dict:
     hf_logging.disable_progress_bar()  # no "Writing model shards" bars at every checkpoint
     check_settings(cfg)
     reused = load_tokenizer(cfg.train.tokenizer) if cfg.train.tokenizer else None  # before anything is removed
+    fresh_dir = not Path(str(cfg.train.out)).expanduser().exists()
     out, resume = prepare_output(cfg.train)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -232,7 +233,12 @@ def train(cfg: DictConfig) -> dict:
         raise UserError(f"{cfg.train.source}: no training pairs")
     valid = read_parallel(cfg.train.valid_source, cfg.train.valid_target) if cfg.train.valid_source else []
     valid = valid[:int(cfg.train.valid_max_sentences or len(valid))]
-    tokenizer, model = resume_model(out) if resume else new_model(cfg, pairs, out, reused)
+    try:
+        tokenizer, model = resume_model(out) if resume else new_model(cfg, pairs, out, reused)
+    except UserError:
+        if fresh_dir and not any(out.iterdir()):  # a refused vocabulary leaves no empty model directory behind
+            out.rmdir()
+        raise
     model.to(torch.device(cfg.device)).train()
     max_len = min(int(cfg.train.max_length), int(model.config.max_position_embeddings))
     data, held = Encoded.of(tokenizer, pairs, max_len, "training"), Encoded.of(tokenizer, valid, max_len, "validation")
@@ -328,8 +334,12 @@ def new_model(cfg: DictConfig, pairs: list[tuple[str, str]], out: Path, tokenize
                                 target_lang=cfg.model.target_lang, model_type=vocab.model_type,
                                 max_sentences=int(vocab.max_sentences),
                                 model_max_length=int(arch.max_position_embeddings))
-    log.info("sentencepiece: %d pieces (%s) in %.1f s", len(tokenizer.encoder),
-             "shared" if not tokenizer.separate_vocabs else "per side", time.perf_counter() - t0)
+    sizes = vocab_sizes(tokenizer)
+    log.info("sentencepiece: %s pieces (%s) in %.1f s", " / ".join(map(str, sorted(set(sizes)))),
+             "shared" if not tokenizer.separate_vocabs else "source / target", time.perf_counter() - t0)
+    if min(sizes) < int(vocab.size):  # hard_vocab_limit=false: a small text gives what it holds
+        log.warning("model.vocab.size=%d: the training text gives only %s pieces (source %d, target %d)",
+                    int(vocab.size), min(sizes), *sizes)
     return tokenizer, build_model(OmegaConf.to_container(arch, resolve=True), tokenizer, seed=cfg.seed)
 
 
@@ -534,7 +544,7 @@ class Trainer:
                    "tokens_per_s": round(state["tokens"] / max(state["elapsed"], 1e-9), 1),
                    "parameters": count_parameters(self.model),
                    "training_pairs": len(self.data), "validation_pairs": held,
-                   "vocab_size": len(self.tokenizer.encoder),
+                   "vocab_size": dict(zip(("source", "target"), vocab_sizes(self.tokenizer))),
                    "config": OmegaConf.to_container(self.cfg, resolve=True)}
         (self.out / "training.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
         log.info("done: %d steps in %.0f s; best %s %.3f at step %s; model in %s", state["step"], state["elapsed"],
