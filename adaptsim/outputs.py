@@ -58,6 +58,7 @@ JOB_KEYS = {  # every command's job, from its start
 RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "reset": "document | never", "metrics_scope": "document | corpus: where occurrence counting restarts",
     "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
+    "input_fingerprints": "{setting: hash of the bytes} of every file a setting names (adaptsim/inputs.py)",
     "model_fingerprint": "hash of the model directory's files: runs of one model share it, whatever its path",
     "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
     "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",

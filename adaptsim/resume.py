@@ -6,7 +6,7 @@ the data after the interruption), and a run that went on under other settings wo
 made under another. So before anything is written — summary.json, Hydra's .hydra/ files, a step — the requested run
 is compared with the recorded one: every resolved setting but those in `FREE`, which cannot change an output, and the
 fingerprints of what the settings only name (the model's files, the data's segments, a method's external resources
-such as tm's `method.external`). Any difference refuses with one line listing each differing key, recorded →
+such as tm's `method.external`, and the content of every file a setting names: adaptsim/inputs.py). Any difference refuses with one line listing each differing key, recorded →
 requested, and the directory stays as it was, byte for byte. A setting added later is compared without a word here.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from adaptsim import inputs
 from adaptsim.errors import UserError
 
 # The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
@@ -101,6 +102,13 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     if differ:
         raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
                         f"change only {', '.join(FREE)}, or start a new run in another directory")
+    if "input_fingerprints" not in previous:
+        raise UserError(f"{where}: its summary.json records no fingerprints of the files it read (written by an "
+                        "older adaptsim, or before it began); run it again in a new directory")
+    differ = inputs.changed(previous["input_fingerprints"], requested)
+    if differ:
+        raise UserError(f"{where}: a file it read has changed ({'; '.join(differ)}; recorded → now); restore it, "
+                        "or start a new run in another directory")
     written_steps(run_dir)
     recorded = recorded_fingerprints(previous)
     if recorded:

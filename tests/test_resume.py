@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -109,14 +110,15 @@ def test_the_same_settings_naming_other_files_are_refused_and_change_nothing(tmp
     out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 3)
     before = files(out)
     originals = {p: p.read_bytes() for p in (tm, stream)}
-    for what, change in (("method_info.external.fingerprint", lambda: tm.write_text("source\treference\nA.\tB.\n")),
-                         ("data_fingerprint", lambda: stream.write_text(stream.read_text().replace("dog", "cat"))),
+    for what, change in (("method.external.path", lambda: tm.write_text("source\treference\nA.\tB.\n")),
+                         ("dataset.path", lambda: stream.write_text(stream.read_text().replace("dog", "cat"))),
                          ("model_fingerprint", lambda: (shutil.rmtree(model),
                                                         shutil.copytree(tiny_model_dir_untied, model)))):
         change()
         run(out, *args, "resume=true", code=1)
         error = last_error(capsys)
-        assert "the same settings name other files now" in error and f"{what}: " in error, error
+        said = "the same settings name other files now" if what == "model_fingerprint" else "a file it read has changed"
+        assert said in error and f"{what}: " in error, error
         assert files(out) == before
         for path, data in originals.items():  # back to the run's own files: the next kind alone differs
             path.write_bytes(data)
@@ -278,3 +280,32 @@ def test_a_run_without_its_summary_is_not_resumed_blindly(tmp_path, tiny_model_d
     run(out, *args, "resume=true", "decode.beam_size=1", code=1)
     assert "holds a run's steps but no summary.json" in last_error(capsys)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_a_file_changed_under_its_name_is_refused(tmp_path, tiny_model_dir, tiny_corpus, tiny_sweep, stream, common,
+                                                  capsys):
+    """The files a run reads by name only (the forgetting probe, a stopword list, the truecaser's text, fixed's
+    tensor list): rewritten between the interruption and the resume, the resume is refused before anything is
+    written, naming the setting (once accepted: probe points on other sentences, R0 over another word list)."""
+    probe = tmp_path / "probe"
+    for side, lang in enumerate(("en", "de")):
+        probe.with_suffix(f".{lang}").write_text("".join(p[side] + "\n" for p in tiny_corpus[-4:]))
+    stopwords, truecase = tmp_path / "stop.txt", tmp_path / "truecase.txt"
+    stopwords.write_text("der\ndie\n")
+    truecase.write_text("".join(p[1] + "\n" for p in tiny_corpus))
+    fixed_list = next(o.split("=", 1)[1] for o in tiny_sweep if o.startswith("model.name="))
+    args = common(tiny_model_dir, stream, "method=fixed", f"model.name={fixed_list}", f"metrics.probe.path={probe}",
+                  "metrics.probe.every=4", "metrics.probe.segments=3", f"metrics.stopwords={stopwords}",
+                  f"metrics.truecase_text={truecase}", "reset=never")
+    out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 3)
+    before = files(out)
+    for key, path in (("metrics.probe.path.de", probe.with_suffix(".de")), ("metrics.stopwords", stopwords),
+                      ("metrics.truecase_text", truecase), ("method.list", Path(fixed_list))):
+        original = path.read_bytes()
+        path.write_bytes(original + b"# changed\n")
+        run(out, *args, "resume=true", code=1)
+        error = last_error(capsys)
+        assert "a file it read has changed" in error and f"{key}: " in error, error
+        assert files(out) == before
+        path.write_bytes(original)
+    run(out, *args, "resume=true")  # the same files again: it resumes
