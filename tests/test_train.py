@@ -378,3 +378,26 @@ def test_model_without_arch_is_a_user_error(text_files, tmp_path):
     cfg.model = {"name": "small-ende-probe", "path": "somewhere", "source_lang": "en", "target_lang": "de"}
     with pytest.raises(UserError, match="no `arch` block"):
         train(cfg)
+
+
+def test_a_resume_with_other_settings_or_files_is_refused(text_files, tmp_path):
+    """train.resume=true continues only the training the checkpoint records: another learning rate, batch size,
+    seed or dropout, or a training text rewritten under its name, is refused in one line before anything is
+    written; the stopping settings may change (that is what resuming is for)."""
+    out = tmp_path / "m"
+    train(config(text_files, out, "train.max_steps=4", "train.valid_every=2"))
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    for change, named in ((["train.lr=0.01"], "train.lr: 0.003 → 0.01"), (["train.batch_tokens=200"], "train.batch_tokens"),
+                          (["seed=2"], "seed: 1 → 2"), (["model.arch.dropout=0.3"], "model.arch.dropout")):
+        with pytest.raises(UserError, match="with other settings than its own") as refused:
+            train(config(text_files, out, "train.max_steps=6", "train.valid_every=2", "train.resume=true", *change))
+        assert named in str(refused.value)
+    original = (text_files / "train.de").read_bytes()
+    try:
+        (text_files / "train.de").write_bytes(original.replace(b"Hund", b"Katze"))
+        with pytest.raises(UserError, match=r"a file it read has changed \(train.target: "):
+            train(config(text_files, out, "train.max_steps=6", "train.valid_every=2", "train.resume=true"))
+    finally:
+        (text_files / "train.de").write_bytes(original)
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    assert train(config(text_files, out, "train.max_steps=6", "train.valid_every=2", "train.resume=true"))["steps"] == 6

@@ -33,7 +33,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from adaptsim import allocator
+from adaptsim import allocator, inputs
 from adaptsim.errors import DataError, UserError
 from adaptsim.basemodel.scratch_model import build_model, count_parameters, train_tokenizer, vocab_sizes
 from adaptsim.progress import progress
@@ -226,6 +226,8 @@ def train(cfg: DictConfig) -> dict:
     reused = load_tokenizer(cfg.train.tokenizer) if cfg.train.tokenizer else None  # before anything is removed
     fresh_dir = not Path(str(cfg.train.out)).expanduser().exists()
     out, resume = prepare_output(cfg.train)
+    if resume:
+        check_resume(cfg, load_state(out / "last" / STATE), out)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     pairs = read_parallel(cfg.train.source, cfg.train.target)
@@ -300,6 +302,39 @@ def prepare_output(train_cfg: DictConfig) -> tuple[Path, bool]:
             shutil.rmtree(f) if f.is_dir() else f.unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     return out, resume
+
+
+# What a resumed training may change: when it stops, how often it says so, where its output directory is reached;
+# every other setting (and the content of every file it reads) must be the interrupted training's.
+RESUME_FREE = ("train.resume", "train.overwrite", "train.max_steps", "train.max_epochs", "train.max_minutes",
+               "train.patience", "train.checkpoint_minutes", "train.log_every", "train.out", "model.path")
+
+
+def identity(cfg: DictConfig) -> str:
+    """What the training is (every setting resolved, and the fingerprints of the files they name), as JSON: kept in
+    each checkpoint's trainer state, so that a resume checks it."""
+    settings = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}
+    return json.dumps({"config": settings, "inputs": inputs.fingerprints(settings)}, sort_keys=True)
+
+
+def check_resume(cfg: DictConfig, saved: dict, out: Path) -> None:
+    """Refuse (one line, before anything is written) to resume a training with other settings or other files than
+    its own: a training recorded under one learning rate and continued under another is neither."""
+    from adaptsim.resume import differences
+
+    where = f"train.resume=true: cannot resume {out / 'last'}"
+    if "identity" not in saved:
+        raise UserError(f"{where}: its checkpoint records no settings to check (written by an older adaptsim); "
+                        "train.overwrite=true starts again")
+    recorded, requested = json.loads(saved["identity"]), json.loads(identity(cfg))
+    differ = differences(recorded["config"], requested["config"], RESUME_FREE)
+    if differ:
+        raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
+                        f"change only {', '.join(RESUME_FREE)}, or train.overwrite=true to start again")
+    changed = inputs.changed(recorded["inputs"], requested["config"])
+    if changed:
+        raise UserError(f"{where}: a file it read has changed ({'; '.join(changed)}; recorded → now); restore it, "
+                        "or train.overwrite=true to start again")
 
 
 def load_tokenizer(path):
@@ -380,6 +415,7 @@ class Trainer:
     def __init__(self, cfg: DictConfig, model, tokenizer, data: Encoded, held: Encoded, out: Path):
         tc = cfg.train
         self.cfg, self.tc, self.model, self.tokenizer, self.data, self.held, self.out = cfg, tc, model, tokenizer, data, held, out
+        self.identity = identity(cfg)  # kept in each checkpoint: what a resume must match (check_resume)
         self.device = torch.device(cfg.device)
         # no weight cache: autocast clears it only on leaving the outermost region, so inside any other (a caller's,
         # or one an interrupted job left open in this process) every step would reuse step 1's bf16 weights
@@ -512,7 +548,7 @@ class Trainer:
         record["elapsed_s"] = round(state["elapsed"], 1)
         save_checkpoint(self.model, self.tokenizer, self.out / "last", {
             "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), "trainer": dict(state),
-            **rng_states(self.device)})
+            "identity": self.identity, **rng_states(self.device)})
         if improved:
             save_checkpoint(self.model, self.tokenizer, self.out)
         record["best"] = improved
