@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+# Settings that name what a command writes, not what it reads (select-fixed's list, train's and serve's directories).
+WRITTEN = ("output", "train.out", "serve.dir")
 _HASHES: dict[tuple, str] = {}  # by (resolved path, size, mtime): a file read again is not hashed again
 
 
@@ -48,7 +50,8 @@ def files_read(settings: dict) -> dict[str, Path]:
     langs = [lang for lang in (model.get("source_lang"), model.get("target_lang")) if lang]
     out: dict[str, Path] = {}
     for key, value in _leaves(settings):
-        if key.startswith("hydra.") or not isinstance(value, str) or not value.strip() or "\n" in value:
+        if (key.startswith("hydra.") or key in WRITTEN or not isinstance(value, str) or not value.strip()
+                or "\n" in value):
             continue
         path = Path(value).expanduser()
         try:

@@ -51,6 +51,7 @@ JOB_KEYS = {  # every command's job, from its start
     "method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name",
     "overrides": "the command line's overrides",
     "config": "every setting, resolved (Hydra's own node left out)",
+    "input_fingerprints": "{setting: hash of the bytes} of every file a setting names (adaptsim/inputs.py)",
     "status": "running | finished | failed | interrupted",
     "process": "while running: {pid, host}, so that readers tell a live job from a killed one",
     "error": "failed or interrupted: the one-line error, or a bug's traceback",
@@ -58,7 +59,6 @@ JOB_KEYS = {  # every command's job, from its start
 RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "reset": "document | never", "metrics_scope": "document | corpus: where occurrence counting restarts",
     "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
-    "input_fingerprints": "{setting: hash of the bytes} of every file a setting names (adaptsim/inputs.py)",
     "model_fingerprint": "hash of the model directory's files: runs of one model share it, whatever its path",
     "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
     "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",
@@ -146,8 +146,9 @@ def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> N
 
 def job_fields(command: str, cfg, overrides) -> dict:
     """What a job is, as its summary.json names it from the start: the command, whichever of method, model and
-    data the command's config has, its command-line `overrides` and every setting resolved (`config`, without
-    Hydra's node), so that reports need no file another process could overwrite."""
+    data the command's config has, its command-line `overrides`, every setting resolved (`config`, without
+    Hydra's node), so that reports need no file another process could overwrite, and the content fingerprints of
+    the files those settings name (`input_fingerprints`), so that a resume can check them."""
     from omegaconf import OmegaConf
 
     keys = {"method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name"}
@@ -160,8 +161,10 @@ def job_fields(command: str, cfg, overrides) -> dict:
                 else OmegaConf.select(cfg, key)
         except Exception:  # an interpolation only Hydra's runtime resolves (this config is a composed one)
             settings[key] = raw[key]
+    from adaptsim.inputs import fingerprints
+
     return {"command": command, **{k: str(v) for k, v in found.items() if v is not None},
-            "overrides": [str(o) for o in overrides], "config": settings}
+            "overrides": [str(o) for o in overrides], "config": settings, "input_fingerprints": fingerprints(settings)}
 
 
 class JobSummary:

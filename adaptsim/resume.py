@@ -86,8 +86,9 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
     from adaptsim.outputs import job_fields, written_steps
 
-    requested = job_fields(command, cfg, [])["config"]
-    key = json.dumps(requested, sort_keys=True, default=str)
+    fields = job_fields(command, cfg, [])
+    requested = fields["config"]
+    key = json.dumps([requested, fields["input_fingerprints"]], sort_keys=True, default=str)
     if not previous:
         return
     if (Path(run_dir) / "summary.json").read_bytes() == _PASSED.get((str(run_dir), key), {}).get("summary.json"):
@@ -105,7 +106,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     if "input_fingerprints" not in previous:
         raise UserError(f"{where}: its summary.json records no fingerprints of the files it read (written by an "
                         "older adaptsim, or before it began); run it again in a new directory")
-    differ = inputs.changed(previous["input_fingerprints"], requested)
+    differ = inputs.changed(previous["input_fingerprints"], requested)  # (hashed once: inputs caches by stat)
     if differ:
         raise UserError(f"{where}: a file it read has changed ({'; '.join(differ)}; recorded → now); restore it, "
                         "or start a new run in another directory")

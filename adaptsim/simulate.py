@@ -17,7 +17,7 @@ from contextlib import ExitStack
 import torch
 from omegaconf import DictConfig
 
-from adaptsim import inputs, interactive, resume
+from adaptsim import interactive, resume
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
@@ -141,7 +141,6 @@ class Simulation:
                                                scope=scope)
         job.update(reset=cfg.reset, metrics_scope=scope, data_fingerprint=fingerprint(documents),
                    model_fingerprint=model_fingerprint(cfg.model.path),
-                   input_fingerprints=inputs.fingerprints(job.data["config"]),
                    documents=len(documents), segments=len(self.segments), skipped=skipped,
                    model_parameters=sum(p.numel() for p in model.net.parameters()),
                    trainable_parameters=sum(p.numel() for p in session.updater.params),

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.hydra_app import compose
-from adaptsim.inputs import _leaves, fingerprints
+from adaptsim.inputs import WRITTEN, _leaves, fingerprints
 
 # Setting names that may hold a file (the last part of the key); a new setting named so must be listed below.
 FILE_LIKE = re.compile(r"(path|file|text|source|target|reference|stopwords|vocab|tokenizer|list|external|heldout|"
@@ -25,7 +25,7 @@ NOT_FILES = {
     "dataset.columns.source": "a column's name", "dataset.columns.reference": "a column's name",
     "model.path": "a model directory: its own fingerprint (model_fingerprint), by the files it is loaded from",
     "train.tokenizer": "a tokenizer directory: its files are the trained model's, fingerprinted with it",
-    "train.out": "written, not read", "serve.dir": "written, not read", "output": "written, not read (select-fixed)",
+    **{key: "written, not read (inputs.WRITTEN)" for key in WRITTEN},
 }
 COMMANDS = ("train", "select_fixed", "serve", "bench")
 

@@ -2,6 +2,7 @@
 uses on its own model only."""
 
 import json
+import re
 
 import pytest
 from omegaconf import OmegaConf
@@ -147,3 +148,42 @@ def test_an_interrupted_search_resumes_with_the_simulations_it_had_done(tmp_path
     assert (tmp_path / "cut" / "simulations.jsonl").read_text().splitlines(keepends=True) == lines
     assert {k: resumed[k] for k in ("params", "loss", "baseline_loss", "blocks", "simulations")} == \
         {k: whole[k] for k in ("params", "loss", "baseline_loss", "blocks", "simulations")}
+    # held-out data rewritten under its name: refused before anything is written (was accepted, and the list
+    # written named the new data with the old base loss)
+    (tmp_path / "cut" / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    before = {p.name: p.read_bytes() for p in (tmp_path / "cut").iterdir() if p.is_file()}
+    original = tiny_tsv.read_bytes()
+    tiny_tsv.write_bytes(original.replace(b"Hund", b"Katze"))
+    with pytest.raises(SystemExit) as exit_:
+        main(["select-fixed", *args, f"output={tmp_path / 'list.yaml'}", f"hydra.run.dir={tmp_path / 'cut'}",
+              "resume=true"])
+    assert exit_.value.code == 1
+    assert {p.name: p.read_bytes() for p in (tmp_path / "cut").iterdir() if p.is_file()} == before
+    tiny_tsv.write_bytes(original)
+
+
+def test_a_damaged_simulation_record_is_refused_in_one_line(tmp_path, tiny_model_dir, tiny_tsv, capsys):
+    """A line of simulations.jsonl that is not a record (not the torn last one) is named, not a traceback."""
+    args = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}", "budget_fraction=0.3",
+            "progress=false", "prefixes=2", f"output={tmp_path / 'list.yaml'}", f"hydra.run.dir={tmp_path / 'r'}"]
+    with pytest.raises(SystemExit):
+        main(["select-fixed", *args])
+    record = tmp_path / "r" / "simulations.jsonl"
+    lines = record.read_text().splitlines(keepends=True)
+    record.write_text(lines[0] + "{not json\n" + "".join(lines[2:]))
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    (tmp_path / "r" / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    with pytest.raises(SystemExit) as exit_:
+        main(["select-fixed", *args, "resume=true"])
+    assert exit_.value.code == 1
+    assert re.search(r"simulations.jsonl:2: not a simulation record", capsys.readouterr().err)
+
+
+def test_a_budget_no_block_fits_says_so(tmp_path, tiny_model_dir, tiny_tsv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["select-fixed", f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}", "budget=10",
+              "progress=false", f"output={tmp_path / 'list.yaml'}",
+              f"hydra.run.dir={tmp_path / 'r'}"])
+    assert exit_.value.code == 1
+    assert re.search(r"budget=10: no block that lowers the held-out loss fits it \(the smallest has [\d,]+ "
+                     r"parameters\)", capsys.readouterr().err)

@@ -81,6 +81,16 @@ def blocks(model: Seq2SeqModel) -> dict[str, list[str]]:
     return out
 
 
+def _record(path: Path, lineno: int, line: str) -> tuple[str, float]:
+    """(key, loss) of one line of simulations.jsonl, or a one-line error naming the line."""
+    try:
+        r = json.loads(line)
+        return str(r["key"]), float(r["loss"])
+    except (ValueError, TypeError, KeyError):
+        raise UserError(f"{path}:{lineno}: not a simulation record ({line[:60]!r}); remove the line (it is "
+                        "simulated again) or start in another directory") from None
+
+
 class HeldOut:
     """Simulates `fixed` with a candidate list on the held-out documents and returns its loss."""
 
@@ -95,7 +105,7 @@ class HeldOut:
             text = record.read_text(encoding="utf-8")
             whole = text[:text.rfind("\n") + 1]  # a line torn by the interruption is dropped
             record.write_text(whole, encoding="utf-8")
-            self.done = {r["key"]: r["loss"] for r in map(json.loads, whole.splitlines())}
+            self.done = dict(_record(record, n, line) for n, line in enumerate(whole.splitlines(), 1))
             log.info("select-fixed: %d simulations taken back from %s", len(self.done), record)
 
     def _model(self) -> Seq2SeqModel:
@@ -147,10 +157,15 @@ def select(cfg: DictConfig, record: Path | None = None) -> dict:
         gains[block] = base - held.loss(names)
         bar.update()
     block_size = {b: sum(sizes[n] for n in names) for b, names in candidates.items()}
-    order = fill_budget(sorted((b for b in gains if gains[b] > 0), key=lambda b: -gains[b]), block_size, budget)
-    if not order:
+    helping = sorted((b for b in gains if gains[b] > 0), key=lambda b: -gains[b])
+    order = fill_budget(helping, block_size, budget)
+    if not helping:
         raise UserError(f"dataset={cfg.dataset.name}: no block lowers the held-out loss on its own; "
                         "nothing to select (more held-out data?)")
+    if not order:
+        smallest = min(block_size[b] for b in helping)
+        raise UserError(f"budget={budget:,}: no block that lowers the held-out loss fits it (the smallest has "
+                        f"{smallest:,} parameters); raise budget or budget_fraction")
     lengths = sorted({max(1, round(len(order) * (k + 1) / cfg.prefixes)) for k in range(cfg.prefixes)})
     tried = {}
     for k in lengths:
