@@ -5,6 +5,7 @@ probe record is the uninterrupted run's; `adaptsim forgetting` reports it."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -82,6 +83,24 @@ def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, probed
     assert rows["baseline"][3].strip() == "+0.0" and rows["baseline"][5].strip() == "+0.000"  # nothing forgotten
     assert rows["full"][5].strip() != "+0.000" and rows["full"][0].strip() == "4"  # four probes, the last one moved
     assert (tmp_path / "f.png").stat().st_size > 0
+
+    # an unprobed baseline beside the probed one (same stream scores: one row of a table) keeps the probed row;
+    # a run without a probe is named, not dropped silently
+    run(tmp_path / "sweep" / "none_plain", *probed("method=none", "metrics.probe.path=null"))
+    run(tmp_path / "sweep" / "lasso_plain", *probed("method=lasso", "metrics.probe.path=null"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["forgetting", str(tmp_path / "sweep")])
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in out.splitlines() if line.startswith("| ")}
+    assert rows["baseline"][3].strip() == "+0.0" and "_Left out, no probe recorded: lasso._" in out
+    # another interval is another probe: refused, not shown under the first one's header
+    run(tmp_path / "sweep" / "top", *probed("method=top", "metrics.probe.every=2"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["forgetting", str(tmp_path / "sweep")])
+    assert exit_.value.code == 1
+    assert re.search(r"runs probed differently \(every: 4 in .*, 2 in .*top\)", capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("setting", ["metrics.probe.every=1.5", "metrics.probe.segments=0"])

@@ -271,3 +271,18 @@ def test_from_config(words_file):
     result = ev.corpus(FIG1_HYPS)
     assert result["counts"]["R0"] == {"num": 2, "den": 4}
     assert "R2" in result["scores"] and not any(k.startswith("subword.") for k in result["scores"])
+
+
+def test_the_recall_signature_holds_every_file_by_content(tmp_path):
+    """Two stopword lists under one name, or two truecasing texts, score differently: the R signature tells them
+    apart (it named the stopword file only, so reports tabled both as one scoring)."""
+    def signature(**kw):
+        return Evaluator(FIG1_REFS, lang="en", **kw).corpus(FIG1_HYPS)["signatures"]["R"]
+
+    stop = tmp_path / "stop.txt"
+    stop.write_text("the\na\n")
+    first = signature(stopwords=stop)
+    stop.write_text("the\n")
+    assert signature(stopwords=stop) != first and "stop:file:stop.txt#" in first
+    assert "truecase:" not in signature()  # the default: the references themselves
+    assert signature(truecase_text=["The cat ."]) != signature(truecase_text=["the cat ."])

@@ -216,3 +216,27 @@ def test_runs_whose_curves_coincide_stay_distinguishable():
     styles = [figures.line_style(k) for k in range(9)]  # nine methods: the ape-it stream's
     assert len({(repr(s["ls"]), s["lw"]) for s in styles}) == 9
     assert all(a["lw"] > b["lw"] for a, b in zip(styles, styles[1:]) if b["lw"] > 1.0)  # earlier ones show under later
+
+
+def test_runs_scored_or_decoded_differently_are_refused_naming_the_difference(tmp_path, sweep, capsys):
+    """A baseline scored with another stopword list (signatures differ in one part) or decoded with another beam
+    is not a row beside the others: the table refuses in one line naming the setting and two runs."""
+    other = tmp_path / "other"
+    make_run(other, "0_none", "none", BASE)
+    summary = json.loads((other / "0_none" / "summary.json").read_text())
+    summary["signatures"] = {**SIG, "R": "R|lang:de|stop:file:stop.txt#0123456789abcdef"}
+    (other / "0_none" / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(UserError, match=r"different metric settings \(R.stop: \(none\) in .*, "
+                                        r"file:stop.txt#0123456789abcdef in .*0_none\)"):
+        table.main([str(sweep / "1_full"), str(other / "0_none")])
+    beam1 = tmp_path / "beam1"
+    make_run(beam1, "1_full", "full", FULL)
+    for d, beam in ((sweep / "0_none", 5), (beam1 / "1_full", 1)):
+        cfg = json.loads((d / ".hydra" / "config.yaml").read_text())
+        (d / ".hydra" / "config.yaml").write_text(json.dumps({**cfg, "decode": {"beam_size": beam}}))
+    with pytest.raises(UserError, match=r"runs decoded differently \(decode.beam_size: 5 in .*, 1 in .*\)"):
+        table.main([str(sweep / "0_none"), str(beam1 / "1_full"), "--relative"])
+    from adaptsim.report.blocks import labels
+    from adaptsim.report.runs import discover
+    runs = discover([str(sweep / "0_none"), str(beam1 / "1_full")]).runs
+    assert labels(runs) == ["baseline (decode.beam_size=5)", "full (decode.beam_size=1)"]  # compare's rows

@@ -26,6 +26,7 @@ model is reset per document; "corpus" never (the paper's definition).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
+from adaptsim.inputs import file_fingerprint
 from adaptsim.metrics.effort import RATES, Effort, numerators
 from adaptsim.metrics.novel import load_known, novelty
 from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict
@@ -84,11 +86,14 @@ class Evaluator:
             self._variants[SUBWORD] = (pieces, occurrence_levels([pieces(r) for r in self.references], groups, k_max))
 
         self.keys = [p + m for p in self._variants for m in self.names]
+        # every setting that changes a score, files by content (their name alone let two lists pass as one); the
+        # truecaser's text only where one is given (the default, the run's references, is the stream's own)
         self._signature = "|".join([
             f"R|lang:{lang}", "tok:moses", f"case:{case}",
-            f"stop:{'iso-' + lang if stopwords is None else 'file:' + Path(stopwords).name}",
+            *([f"truecase:text#{_digest(truecase_text)}"] if case == "truecase" and truecase_text is not None else []),
+            f"stop:{'iso-' + lang if stopwords is None else f'file:{Path(stopwords).name}#{file_fingerprint(Path(stopwords))}'}",
             f"scope:{scope}", f"k:{k_max}",
-            *([f"novel:{Path(novel_vocab).name}"] if novel_vocab is not None else []),
+            *([f"novel:{Path(novel_vocab).name}#{file_fingerprint(Path(novel_vocab))}"] if novel_vocab is not None else []),
             *(["subword:yes"] if subword_tokenize is not None else []),
             f"sacremoses:{version('sacremoses')}", f"stopwordsiso:{version('stopwordsiso')}"])
         self.sacre = SacreMetrics(sacrebleu)
@@ -225,3 +230,8 @@ class _Pieces:
         if pieces is None:
             pieces = self._cache[text] = frozenset(self.tokenize(text))
         return pieces
+
+
+def _digest(lines: Sequence[str]) -> str:
+    """The first 16 hex digits of a sha256 over the lines of a text (one per line)."""
+    return hashlib.sha256("".join(line + "\n" for line in lines).encode()).hexdigest()[:16]

@@ -4,7 +4,8 @@ The rule (docs/reports.md): a table compares methods on one model, so all runs m
 (its files' fingerprint; the path for runs recorded without one). Runs on the same data (same `data_fingerprint`, the hash of the segments themselves)
 form one block; several data sets give several blocks, like the paper's Table 5. A data set name
 that comes with two different fingerprints is refused (same name, different data: a changed file, a
-different `limit`), and so is a block whose runs scored with different metric settings (signatures).
+different `limit`), and so is a block whose runs scored with different metric settings (signatures) or decoded
+with different settings (`same_scoring`).
 The baseline of a block is its `method=none` run, read from disk and never recomputed; several
 baseline runs are one row if their scores agree (two sweeps each with `none`); if they disagree there
 is no baseline (absolute tables still list them, relative tables and plots refuse). Runs joined token by token with
@@ -72,7 +73,7 @@ def blocks(runs: list[Run]) -> list[Block]:
                             "data set, or give each its own name (dataset.name=…)")
     out = []
     for fp, group in by_data.items():
-        _same_metrics(group)
+        same_scoring(group)
         baseline, group, ambiguous = _baseline(group)
         group.sort(key=lambda r: (r is not baseline, _order(r.method), r.method))
         first = group[0]
@@ -94,14 +95,41 @@ def one_model(runs: list[Run]) -> None:
         raise UserError(f"runs use different models, and a table compares methods on one model: {listed}")
 
 
-def _same_metrics(group: list[Run]) -> None:
-    sigs: dict[str, list[Run]] = defaultdict(list)
-    for run in group:
-        sigs[repr(sorted((run.summary.get("signatures") or {}).items()))].append(run)
-    if len(sigs) > 1:
-        listed = "; ".join(f"{g[0].dir}" for g in sigs.values())
-        raise UserError(f"dataset {group[0].dataset!r}: runs scored with different metric settings "
-                        f"(summary.json signatures differ), e.g. {listed}")
+def same_scoring(group: list[Run], decoding: bool = True) -> None:
+    """Refuse (one line, naming the first difference and two runs that differ in it) runs scored with other metric
+    settings (their signatures: R's holds the stopword list's and the truecaser's text by content) or, with
+    `decoding`, decoded otherwise (every `decode` setting): a table's rows, a finding, a forgetting curve would mix
+    two measurements. (`compare` compares decodings on purpose, its labels naming them: decoding=False.)"""
+    first = group[0]
+    for run in group[1:]:
+        a, b = _signature_parts(first), _signature_parts(run)
+        differ = [k for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+        if differ:
+            k = differ[0]
+            raise UserError(f"runs scored with different metric settings ({k}: {a.get(k, '(none)')} in {first.dir}, "
+                            f"{b.get(k, '(none)')} in {run.dir}); compare runs scored one way")
+        if not decoding:
+            continue
+        a, b = _decoding(first), _decoding(run)
+        differ = [k for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+        if differ:
+            k = differ[0]
+            raise UserError(f"runs decoded differently ({k}: {a.get(k)} in {first.dir}, {b.get(k)} in "
+                            f"{run.dir}); compare runs decoded one way")
+
+
+def _signature_parts(run: Run) -> dict[str, str]:
+    """{metric.part: value} of a run's signatures ("R|lang:de|stop:iso-de|…": R.lang → de, R.stop → iso-de)."""
+    out = {}
+    for metric, signature in sorted((run.summary.get("signatures") or {}).items()):
+        for n, part in enumerate(str(signature).split("|")):
+            key, _, value = part.partition(":")
+            out[f"{metric}.{key}" if value else f"{metric}.{n}"] = value or key
+    return out
+
+
+def _decoding(run: Run) -> dict:
+    return {k: v for k, v in run.config.items() if k.startswith("decode.")}
 
 
 def _baseline(group: list[Run]) -> tuple[Run | None, list[Run], str | None]:
@@ -147,13 +175,16 @@ def _setting(config: dict, dotted: str):
 
 
 def labels(runs: list[Run]) -> list[str]:
-    """Method names ("baseline" for none); runs of one method get the config values that differ."""
+    """Method names ("baseline" for none); runs of one method get the config values that differ, and every run the
+    decoding where the runs were decoded differently (a beam-1 run beside a beam-5 baseline says so)."""
     out = []
+    decoded = any(_decoding(r) != _decoding(runs[0]) for r in runs)
     for run in runs:
-        same = [r for r in runs if r.method == run.method]
+        same = runs if decoded else [r for r in runs if r.method == run.method]
         name = "baseline" if run.method == BASELINE else run.method
         keys = sorted({k for r in same for k in {*r.config, *run.config}
-                       if not k.startswith(_NOT_RESULTS) and repr(r.config.get(k)) != repr(run.config.get(k))})
+                       if not k.startswith(_NOT_RESULTS) and repr(r.config.get(k)) != repr(run.config.get(k))
+                       and (r.method == run.method or k.startswith("decode."))})
         out.append(f"{name} ({', '.join(f'{k}={run.config.get(k)}' for k in keys)})" if keys else name)
     for i, label in enumerate(out):
         if out.count(label) > 1:

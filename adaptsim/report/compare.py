@@ -16,7 +16,7 @@ from pathlib import Path
 from adaptsim.errors import UserError
 from adaptsim.metrics import cxmi, effort
 from adaptsim.report import significance as sig
-from adaptsim.report.blocks import LOWER_IS_BETTER, labels, one_model
+from adaptsim.report.blocks import LOWER_IS_BETTER, labels, one_model, same_scoring
 from adaptsim.report.notes import notes
 from adaptsim.report.runs import Run, discover
 
@@ -40,9 +40,7 @@ def main(argv: list[str]) -> int:
     if len(args.runs) < 2:
         raise UserError("compare needs at least two run directories")
     runs = [_one_run(path) for path in args.runs]
-    signatures = {json.dumps(r.summary.get("signatures"), sort_keys=True) for r in runs}
-    if len(signatures) > 1:
-        raise UserError("the runs were scored with different metric settings (summary.json signatures differ)")
+    same_scoring(runs, decoding=False)  # one way of scoring, or the first difference named (decodings: labelled)
     one_model(runs)  # methods compared on one model: known by its files (the path for runs recorded before)
     wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
     sig.scores(runs, wanted)  # CXMI, if asked for: RUN_A must then be the baseline (method=none)
