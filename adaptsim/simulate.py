@@ -18,6 +18,7 @@ import torch
 from omegaconf import DictConfig
 
 from adaptsim import interactive, resume
+from adaptsim.data.options import resolve as resolve_options
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
@@ -154,6 +155,9 @@ class Simulation:
             model.piece_index()  # a vocabulary the simulated translator cannot spell with fails before the first segment
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
         self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang)
+        if self.probe is not None:
+            self.probe.fit(model.count_tokens, model.max_tokens, resolve_options(cfg.dataset)["on_too_long"],
+                           cfg.model.source_lang, cfg.model.target_lang)
         self.probes: list[dict] = []  # the probe's points so far (metrics.probe), and the one for the next step
         self.probed: dict | None = None
         self.probe_s = 0.0

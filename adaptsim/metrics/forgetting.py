@@ -32,6 +32,7 @@ class Probe:
     sources: list[str]
     references: list[str]
     every: int
+    skipped: int = 0  # lines longer than the model accepts, left out under dataset.on_too_long=skip (`fit`)
 
     @classmethod
     def from_config(cls, probe_cfg, source_lang: str, target_lang: str) -> Probe | None:
@@ -48,6 +49,25 @@ class Probe:
             raise UserError(f"metrics.probe.path={probe_cfg.path}: {files[0]} has {len(sources)} lines and "
                             f"{files[1]} {len(references)} (of the first {probe_cfg.segments}); they must pair up")
         return cls(str(probe_cfg.path), sources, references, int(probe_cfg.every))
+
+    def fit(self, count_tokens, max_tokens: int, on_too_long: str, source_lang: str, target_lang: str) -> None:
+        """Keep the probe's pairs the model accepts, as the stream's segments are kept (`dataset.on_too_long`): a
+        longer line is a one-line error naming it, or skipped and counted (`skipped` in the summary's probe)."""
+        kept, self.skipped = [], 0
+        for i, pair in enumerate(zip(self.sources, self.references), 1):
+            for text, lang in zip(pair, (source_lang, target_lang)):
+                n = count_tokens(text)
+                if n > max_tokens:
+                    if on_too_long == "error":
+                        raise UserError(f"{self.name}.{lang}:{i}: {n} tokens, more than the model accepts "
+                                        f"({max_tokens}); set dataset.on_too_long=skip to skip such probe lines")
+                    self.skipped += 1
+                    break
+            else:
+                kept.append(pair)
+        if not kept:
+            raise UserError(f"metrics.probe.path={self.name}: every line is longer than the model accepts")
+        self.sources, self.references = (list(side) for side in zip(*kept))
 
     def due(self, index: int) -> bool:
         """Whether θ is probed before the segment at `index` (0-based) of the stream."""
@@ -69,4 +89,5 @@ class Probe:
 
     def info(self) -> dict:
         """What summary.json says about the probe beside its points."""
-        return {"path": self.name, "segments": len(self.sources), "every": self.every}
+        return {"path": self.name, "segments": len(self.sources), "every": self.every,
+                **({"skipped": self.skipped} if self.skipped else {})}
