@@ -17,7 +17,7 @@ from contextlib import ExitStack
 import torch
 from omegaconf import DictConfig
 
-from adaptsim import interactive, resume
+from adaptsim import allocator, interactive, resume
 from adaptsim.data.options import resolve as resolve_options
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
@@ -312,6 +312,7 @@ class Simulation:
                                                       self.cfg.metrics.max_corrections)} if self.efforts else {})},
             timing={"total_s": total, "segments_per_s": len(self.segments) / total,
                     "threads": torch.get_num_threads(), "device": describe_device(self.cfg.device),
+                    "allocator": allocator.active(),  # what ran, not what `allocator` asked for
                     "translate_median_s": statistics.median(self.translate_s),
                     "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
                     "update_total_s": sum(self.update_s), "rss_mb": self.rss,

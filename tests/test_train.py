@@ -164,6 +164,7 @@ def test_a_vocabulary_the_text_cannot_fill_is_said(text_files, tmp_path, caplog)
                                "model.vocab.shared=false"))
     sizes = summary["vocab_size"]
     assert set(sizes) == {"source", "target"} and max(sizes.values()) < 2000 and sizes["source"] != sizes["target"]
+    assert summary["allocator"] == "system" and summary["peak_rss_mb"] > 100  # in-process: not re-executed
     assert f"model.vocab.size=2000: the training text gives only {min(sizes.values())} pieces" in caplog.text
 
 

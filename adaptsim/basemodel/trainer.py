@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import random
+import resource
 import shutil
 import time
 from pathlib import Path
@@ -581,6 +582,9 @@ class Trainer:
                    "parameters": count_parameters(self.model),
                    "training_pairs": len(self.data), "validation_pairs": held,
                    "vocab_size": dict(zip(("source", "target"), vocab_sizes(self.tokenizer))),
+                   # what ran (not what `allocator` asked for), and the most memory the process held (Linux: KiB)
+                   "allocator": allocator.active(),
+                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                    "config": OmegaConf.to_container(self.cfg, resolve=True)}
         (self.out / "training.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
         log.info("done: %d steps in %.0f s; best %s %.3f at step %s; model in %s", state["step"], state["elapsed"],
