@@ -69,11 +69,14 @@ def _run_together(collected, sweep: Path) -> None:
     from adaptsim.outputs import JobSummary, job_logs, speaking_for
 
     jobs: list[JobSummary] = []
+    claiming = None  # the job being claimed: a refusal there is that job's, not the others'
     try:
         with job_logs([out for _, out, _ in collected]), closing(jobs), job_context(os.getpid()):
             for cfg, out, overrides in collected:
+                claiming = out
                 with speaking_for(out):
                     jobs.append(claim_job(out, "run", cfg, overrides=overrides))
+            claiming = None
             pending = [(cfg, job) for (cfg, _, _), job in zip(collected, jobs) if not job.finished]
             if pending:
                 simulate_together([cfg for cfg, _ in pending], [job for _, job in pending])
@@ -81,7 +84,8 @@ def _run_together(collected, sweep: Path) -> None:
         print(f"adaptsim run: error: {e}", file=sys.stderr)
         claimed = {job.dir for job in jobs}
         for out in [out for _, out, _ in collected if out not in claimed]:
-            record_failed_job(sweep, out, str(e))
+            record_failed_job(sweep, out, str(e) if claiming in (None, out) else
+                              f"not started: the lockstep sweep stopped at {claiming.name} ({e})")
         return
     for job in jobs:
         if job.data.get("status") == "failed":

@@ -22,8 +22,9 @@
 # Then per sweep: tables relative to `none` with document-bootstrap intervals, the paper's findings with effects and
 # power, and R0 split by whether the stream has shown every piece of the word, with the occurrences each run won
 # and lost against the baseline (r0_by_pieces.py); for Business Central also each reset run against the same method
-# carried across articles (`adaptsim compare`) → $RESULTS. Runs (with text) go to $SWEEPS; they resume, and a
-# finished run is left alone, so methods can be added to a sweep.
+# carried across articles (`adaptsim compare`) → $RESULTS, and every sweep's runs exported text-free to $RESULTS/runs
+# (the records the reports rest on, committed). Runs (with text) go to $SWEEPS; they resume, and a finished run is
+# left alone, so methods can be added to a sweep.
 #   STREAMS [business_central ape_it]  ARTICLES [30]  MODEL [base-ende]  RESULTS [docs/results/base-ende/heldout]
 #   SWEEPS [outputs/heldout]
 set -euo pipefail
@@ -54,8 +55,9 @@ sweep() {  # directory name, overrides…
     'hydra.sweep.subdir=${method.name}' >>"$SWEEPS/$name.log" 2>&1 \
     || { echo "heldout_misses.sh: the $name sweep failed, see $SWEEPS/$name.log" >&2; exit 1; }
 }
-report() {  # sweep name
+report() {  # sweep name: the reports, and its runs exported text-free to $RESULTS/runs/<name> (the records they rest on)
   echo "[$(date +%H:%M:%S)] reports on $1 → $RESULTS"
+  python scripts/experiments/export_runs.py "$SWEEPS/$1" "$RESULTS/runs/$1"
   python -m adaptsim table "$SWEEPS/$1" --relative --significance --cost | tee "$RESULTS/$1.md"
   python -m adaptsim findings "$SWEEPS/$1" --effects --power | tee "$RESULTS/findings_$1.md"
   python scripts/experiments/r0_by_pieces.py "$SWEEPS/$1" | tee "$RESULTS/r0_by_pieces_$1.md"
@@ -70,11 +72,15 @@ for stream in $STREAMS; do
       sweep heldout_bc_next_reset "${next[@]}" method=fixed,top reset=document metrics.scope=corpus
       report heldout_bc
       report heldout_bc_next
-      python -m adaptsim compare "$SWEEPS/heldout_bc_reset/full" "$SWEEPS/heldout_bc/full" "$SWEEPS/heldout_bc/none" \
+      for reset in heldout_bc_reset heldout_bc_next_reset; do
+        python scripts/experiments/export_runs.py "$SWEEPS/$reset" "$RESULTS/runs/$reset"
+      done
+      R=$RESULTS/runs  # the comparisons read the committed records, so a reader can run them again
+      python -m adaptsim compare "$R/heldout_bc_reset/full" "$R/heldout_bc/full" "$R/heldout_bc/none" \
         | tee "$RESULTS/heldout_bc_reset.txt"
       for m in fixed top; do
-        python -m adaptsim compare "$SWEEPS/heldout_bc_next_reset/$m" "$SWEEPS/heldout_bc_next/$m" \
-          "$SWEEPS/heldout_bc_next/none" | tee "$RESULTS/heldout_bc_next_reset_$m.txt"
+        python -m adaptsim compare "$R/heldout_bc_next_reset/$m" "$R/heldout_bc_next/$m" "$R/heldout_bc_next/none" \
+          | tee "$RESULTS/heldout_bc_next_reset_$m.txt"
       done ;;
     ape_it)
       read -r -a blocks <<<"$(ape_blocks 21 25)"
