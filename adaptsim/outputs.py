@@ -384,7 +384,11 @@ class RunWriter:
         """curves.csv: the cumulative scores after every segment (`append`: rows after those it holds)."""
         from adaptsim.metrics.curves import write_curves
 
-        write_curves(rows, self.dir / "curves.csv", append)
+        try:
+            write_curves(rows, self.dir / "curves.csv", append)
+        except OSError as e:  # a full disk: the one-line error, and no curves.csv.tmp left behind
+            (self.dir / "curves.csv.tmp").unlink(missing_ok=True)
+            raise _os_error(self.dir / "curves.csv", e, "write") from None
 
     def offsets(self, theta0: Snapshot, doc_id: str) -> int:
         """offsets/<doc_id>.safetensors: a document's adapted offsets θ − θ0; returns the file's size."""

@@ -432,6 +432,25 @@ def test_a_full_disk_never_leaves_half_a_line(tmp_path, base, capsys, monkeypatc
     assert json.loads((out / "summary.json").read_text())["status"] == "failed"
 
 
+def test_a_full_disk_while_writing_the_curves_is_one_line_and_leaves_no_temporary_file(tmp_path, base, capsys,
+                                                                                       monkeypatch):
+    """curves.csv is written at the end (temp file + rename): out of space there was a traceback and a
+    curves.csv.tmp left behind."""
+    import adaptsim.metrics.curves as curves
+
+    def full(rows, path, append=False):
+        Path(path).with_name("curves.csv.tmp").write_text("segment,doc")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(curves, "write_curves", full)
+    out = tmp_path / "run"
+    code, err = cli_inproc(capsys, "run", f"hydra.run.dir={out}", "method=none", *base)
+    assert code == 1
+    assert error_lines(err) == [f"adaptsim run: error: {out / 'curves.csv'}: cannot write (No space left on device)"]
+    assert not (out / "curves.csv.tmp").exists()
+    assert json.loads((out / "summary.json").read_text())["status"] == "failed"
+
+
 # -- 8. invisible characters and NUL bytes in the data -------------------------------------------------------
 def _tsv(tmp_path, source: str) -> Path:
     path = tmp_path / "data.tsv"
