@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adaptsim.errors import UserError
+from adaptsim.inputs import fingerprints
 
 if TYPE_CHECKING:  # (imported where used: reports read summaries without importing torch)
     from adaptsim.update import Snapshot
@@ -161,8 +162,6 @@ def job_fields(command: str, cfg, overrides) -> dict:
                 else OmegaConf.select(cfg, key)
         except Exception:  # an interpolation only Hydra's runtime resolves (this config is a composed one)
             settings[key] = raw[key]
-    from adaptsim.inputs import fingerprints
-
     return {"command": command, **{k: str(v) for k, v in found.items() if v is not None},
             "overrides": [str(o) for o in overrides], "config": settings, "input_fingerprints": fingerprints(settings)}
 
