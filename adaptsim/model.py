@@ -161,8 +161,10 @@ class Seq2SeqModel:
             raise UserError(f"model.languages.target_token is not set: {self.net.config.model_type} checkpoints "
                             "translate into the language of their first target token; set it (e.g. deu_Latn for "
                             "NLLB, __de__ for M2M100, de_DE for mBART-50)")
-        self.source_token_id = _token_id(self.tokenizer, lang.source_token, "source_token") if lang.source_token else None
-        self.target_token_id = _token_id(self.tokenizer, lang.target_token, "target_token") if lang.target_token else None
+        self.source_token_id = (_token_id(self.tokenizer, lang.source_token, "source_token") if lang.source_token
+                                else None)
+        self.target_token_id = (_token_id(self.tokenizer, lang.target_token, "target_token") if lang.target_token
+                                else None)
 
     @classmethod
     def from_config(cls, model_cfg, device: str = "cpu") -> "Seq2SeqModel":

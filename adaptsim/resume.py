@@ -6,8 +6,9 @@ the data after the interruption), and a run that went on under other settings wo
 made under another. So before anything is written — summary.json, Hydra's .hydra/ files, a step — the requested run
 is compared with the recorded one: every resolved setting but those in `FREE`, which cannot change an output, and the
 fingerprints of what the settings only name (the model's files, the data's segments, a method's external resources
-such as tm's `method.external`, and the content of every file a setting names: adaptsim/inputs.py). Any difference refuses with one line listing each differing key, recorded →
-requested, and the directory stays as it was, byte for byte. A setting added later is compared without a word here.
+such as tm's `method.external`, and the content of every file a setting names: adaptsim/inputs.py). Any difference
+refuses with one line listing each differing key, recorded → requested, and the directory stays as it was, byte for
+byte. A setting added later is compared without a word here.
 """
 
 from __future__ import annotations
@@ -138,13 +139,15 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
     from adaptsim.model import Seq2SeqModel
     from adaptsim.model import fingerprint as model_fingerprint
 
-    key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True), OmegaConf.to_container(cfg.dataset, resolve=True),
-                      command, cfg.get("segments")], sort_keys=True, default=str)
+    key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True),
+                      OmegaConf.to_container(cfg.dataset, resolve=True), command, cfg.get("segments")],
+                     sort_keys=True, default=str)
     if key not in computed:
         model = Seq2SeqModel.from_config(cfg.model)
         documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens,
                                      cfg.segments if command == "bench" else None)
-        computed[key] = {"model_fingerprint": model_fingerprint(cfg.model.path), "data_fingerprint": fingerprint(documents)}
+        computed[key] = {"model_fingerprint": model_fingerprint(cfg.model.path),
+                         "data_fingerprint": fingerprint(documents)}
     out = dict(computed[key])
     if resources:
         out["method_info"] = methods.build(cfg.method, Seq2SeqModel.from_config(cfg.model)).info()

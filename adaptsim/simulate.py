@@ -152,7 +152,8 @@ class Simulation:
         self.cut = 0  # hypotheses cut at decode.max_length
         self.interactive = interactive.mode_of(cfg.metrics.interactive)
         if self.interactive != "off":
-            model.piece_index()  # a vocabulary the simulated translator cannot spell with fails before the first segment
+            # a vocabulary the simulated translator cannot spell with fails before the first segment
+            model.piece_index()
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
         self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang)
         if self.probe is not None:

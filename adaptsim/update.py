@@ -111,7 +111,8 @@ class Updater:
         (ppl_threshold, max_updates) for this pair (tm's moment of adaptation)."""
         start = time.perf_counter()
         steps = self.method.gradient_steps if steps is None else steps
-        if self.optimizer is None or not steps:  # nothing to train: the pair's perplexity (and a gradient-free adaptation)
+        # nothing to train: the pair's perplexity (and a gradient-free adaptation)
+        if self.optimizer is None or not steps:
             with torch.no_grad():
                 nll = self._nll(batch)
                 ppl = perplexity(nll.mean(), 0)

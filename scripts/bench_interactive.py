@@ -80,7 +80,8 @@ def main() -> None:
             calls[mode] += effort.decoder_calls
     n = len(translate_s)
     per_translation = statistics.mean(translate_s)
-    print(f"{n} segments, beam {args.beam}, 1 thread; first hypothesis: {1000 * per_translation:.0f} ms CPU per segment")
+    print(f"{n} segments, beam {args.beam}, 1 thread; first hypothesis: {1000 * per_translation:.0f} ms CPU "
+          "per segment")
     for mode in ("word", "char"):
         total = {way: sum(seconds[mode, way]) for way in ways}
         c = calls[mode]

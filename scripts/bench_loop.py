@@ -1,7 +1,7 @@
 """adaptsim's engine against the straightforward loop a user writes in an afternoon, side by side.
 
-    python scripts/bench_loop.py --model ../shared/models/small-ende-probe --data ../shared/data/ted/iwslt17.tst2016.en-de.tsv \
-        --segments 40 --methods full,bias,top,lasso
+    python scripts/bench_loop.py --model ../shared/models/small-ende-probe \
+        --data ../shared/data/ted/iwslt17.tst2016.en-de.tsv --segments 40 --methods full,bias,top,lasso
 
 Both run in this process, one thread, interleaved segment by segment (so machine load hits both alike), from
 the same base model: adaptsim's `Seq2SeqModel.translate` + `Updater` with the chosen method, and `naive_step`

@@ -83,7 +83,8 @@ def main() -> None:
                                scale=args.n / n)
     full = SacreMetrics()
     stats = full.stats(hyps[:m], refs[:m])
-    _, t_cum = clock("sacrebleu corpus + cumulative scores from statistics", lambda: full.cumulative(stats), scale=args.n / m)
+    _, t_cum = clock("sacrebleu corpus + cumulative scores from statistics", lambda: full.cumulative(stats),
+                     scale=args.n / m)
     r_total = t_init + t_r
     print(f"R metrics: {r_total:.1f} s; + BLEU/SBLEU: {r_total + times['BLEU']:.1f} s; "
           f"+ chrF + TER (all, as `adaptsim score` by default): {r_total + sum(times.values()) + t_cum:.1f} s")

@@ -7,9 +7,10 @@ Starts the server as a user does (`python -m adaptsim serve serve.port=0 …` in
 reads the printed address, then per round (one segment each: it is validated unchanged after its round) sends
 `--concurrent` completion requests for the shown segment at once, the k-th with the shown translation's first k
 characters as prefix (all distinct where the translation has that many characters, so each runs the
-prefix-constrained search), and then the same requests again, answered from the segment's cache of prefixes asked. The model works on one request at a time (one model, one lock: adaptsim/serve/state.py), so a
-request's latency is mostly its wait in that queue; the figures say what a burst costs the last one served. Prints
-p50, p90, p99 and the maximum, in milliseconds, and the requests per second, for both; any non-200 answer fails it.
+prefix-constrained search), and then the same requests again, answered from the segment's cache of prefixes asked. The
+model works on one request at a time (one model, one lock: adaptsim/serve/state.py), so a request's latency is mostly
+its wait in that queue; the figures say what a burst costs the last one served. Prints p50, p90, p99 and the maximum, in
+milliseconds, and the requests per second, for both; any non-200 answer fails it.
 """
 
 from __future__ import annotations

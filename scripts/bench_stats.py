@@ -28,7 +28,8 @@ def synthetic(runs: int, segments: int, rng: np.random.Generator) -> dict[str, l
         correct = np.floor(totals * rng.uniform(0.2, 0.9, (segments, 1)) ** np.arange(1, 5)).astype(int)
         out["BLEU"].append(np.column_stack([hyp_len, ref_len, correct, totals]).astype(float))
         out["TER"].append(np.column_stack([rng.integers(0, 15, segments), ref_len]).astype(float))
-        chars = np.column_stack([hyp_len * 6 - n for n in range(6)]), np.column_stack([ref_len * 6 - n for n in range(6)])
+        chars = (np.column_stack([hyp_len * 6 - n for n in range(6)]),
+                 np.column_stack([ref_len * 6 - n for n in range(6)]))
         match = np.floor(np.minimum(*chars) * rng.uniform(0.3, 1.0, (segments, 1))).astype(int)
         out["chrF"].append(np.stack([chars[0], chars[1], match], axis=2).reshape(segments, 18).astype(float))
         den0, den1 = rng.integers(0, 5, segments), rng.integers(0, 3, segments)

@@ -49,8 +49,8 @@ def main() -> None:
     for _ in range(args.steps):
         step()
     ms = (time.process_time() - start) / args.steps * 1000
-    weights = sum(m.weight.numel() for m in products) + sum(l.fc1.weight.numel() + l.fc2.weight.numel()
-                                                           for l in layers) + net.lm_head.weight.numel()
+    weights = sum(m.weight.numel() for m in products) + sum(lay.fc1.weight.numel() + lay.fc2.weight.numel()
+                                                           for lay in layers) + net.lm_head.weight.numel()
     print(f"{len(products) + 2 * len(layers) + 1} products per step on {args.beam} rows, {weights * 4 / 2**20:.1f} MiB "
           f"of weights: {ms:.2f} ms per step")
 

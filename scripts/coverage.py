@@ -68,7 +68,8 @@ def simulate(base: np.ndarray, other: np.ndarray, metric: str, sizes: list[int],
 
 def markdown(rows: list[dict], metric: str, methods: list[str], replications: int) -> str:
     lines = [f"_{methods[1]} − {methods[0]} {metric}, {replications} streams per row:_", "",
-             "| documents | scenario | true Δ | 95% interval covers it | p < 0.05: bootstrap | p < 0.05: randomisation |",
+             "| documents | scenario | true Δ | 95% interval covers it | p < 0.05: bootstrap "
+             "| p < 0.05: randomisation |",
              "|--:|:--|--:|--:|--:|--:|"]
     lines += [f"| {r['documents']} | {r['scenario']} | {r['true']:+.2f} | {r['coverage']:.1%} | {r['ci']:.1%} | "
               f"{r['randomised']:.1%} ({r['test']}) |" for r in rows]

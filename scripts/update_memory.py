@@ -3,7 +3,8 @@
 Each size runs in a fresh process on CPU (fp32). The resident set (/proc/self/statm) is read after building
 the model (parameters) and after the update with its gradients still held; `peak` is the process's maximum
 resident set (ru_maxrss), which also covers the forward/backward activations of the pair — and, an upper
-bound, the temporaries of building the model. Plain SGD keeps no optimiser state. Models are M2M100-shaped (NLLB's architecture), random, with a 32k vocabulary.
+bound, the temporaries of building the model. Plain SGD keeps no optimiser state. Models are M2M100-shaped (NLLB's
+architecture), random, with a 32k vocabulary.
 
     python scripts/update_memory.py            # prints one line per size
 """
@@ -56,5 +57,6 @@ if __name__ == "__main__":
         print(json.dumps(measure(*map(int, sys.argv[1:]))))
     else:
         for size in SIZES:
-            out = subprocess.run([sys.executable, __file__, *map(str, size)], capture_output=True, text=True, check=True)
+            out = subprocess.run([sys.executable, __file__, *map(str, size)], capture_output=True, text=True,
+                                 check=True)
             print(size, out.stdout.strip())

@@ -100,9 +100,9 @@ TINY_ARCH = dict(d_model=32, encoder_layers=2, decoder_layers=2, heads=2, ffn_di
 
 def make_tiny_corpus() -> list[tuple[str, str]]:
     # 48 of the 144 combinations; every subject, verb and object occurs with several others
-    return [(f"{s} {v} {o}.", f"{S} {V} {O}.")
+    return [(f"{s} {v} {o}.", f"{S} {V} {o_de}.")
             for i, (s, S) in enumerate(_SUBJECTS) for j, (v, V) in enumerate(_VERBS)
-            for k, (o, O) in enumerate(_OBJECTS) if (i + j + k) % 3 == 0]
+            for k, (o, o_de) in enumerate(_OBJECTS) if (i + j + k) % 3 == 0]
 
 
 def _train_briefly(model, tokenizer, pairs, steps: int = 40, lr: float = 1e-2) -> None:

@@ -127,7 +127,8 @@ def test_every_method_runs_on_the_architecture_and_trains_what_it_should(run_ada
     named = model.named_parameters()
     total = sum(p.numel() for p in named.values())
     vocab = model.arch.output_layer.weight.shape[0]
-    top = {id(p) for layer in (model.arch.encoder_layers[-1], model.arch.decoder_layers[-1]) for p in layer.parameters()}
+    top = {id(p) for layer in (model.arch.encoder_layers[-1], model.arch.decoder_layers[-1])
+           for p in layer.parameters()}
     source_emb = next(n for n, roles in model.arch.embeddings.items() if "source" in roles)
     common = [f"model.path={tiny_dirs(kind)}", "dataset=tsv", f"dataset.path={tiny_tsv}",
               f"model.languages.source_token={languages.source_token or 'null'}",

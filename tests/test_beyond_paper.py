@@ -147,7 +147,8 @@ def test_l2_pulls_toward_theta0_after_clipping(tiny_model_dir):
         theta0 = Snapshot(method.parameters())
         method.start_document(theta0.initial)
         history = []
-        method.after_step = lambda m=method, h=history: h.append({n: p.detach().clone() for n, p in m.parameters().items()})
+        method.after_step = lambda m=method, h=history: h.append({n: p.detach().clone()
+                                                                   for n, p in m.parameters().items()})
         Updater(model, method, ppl_threshold=0.0, max_updates=2)(model.pair(*pair))
         runs[name] = (theta0.initial, history)
     theta0, (full1, full2) = runs["full"][0], runs["full"][1]

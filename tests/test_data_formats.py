@@ -100,7 +100,8 @@ TMX = """<?xml version="1.0" encoding="UTF-8"?>
 <tmx version="1.4"><header srclang="en-US" datatype="plaintext" segtype="sentence" adminlang="en"
  creationtool="t" creationtoolversion="1" o-tmf="t"/>
 <body>
-<tu tuid="7"><prop type="doc">A</prop><tuv xml:lang="en-US"><seg>Press <bpt i="1">&lt;b&gt;</bpt>OK<ept i="1">&lt;/b&gt;</ept>.</seg></tuv>
+<tu tuid="7"><prop type="doc">A</prop><tuv xml:lang="en-US"><seg>Press <bpt i="1">&lt;b&gt;</bpt>OK<ept i="1">\
+&lt;/b&gt;</ept>.</seg></tuv>
  <tuv xml:lang="DE-de"><seg>Drücken Sie <hi>OK</hi>.</seg></tuv></tu>
 <tu><prop type="doc">B</prop><tuv xml:lang="fr"><seg>Bonjour</seg></tuv><tuv xml:lang="en"><seg>Hello</seg></tuv>
  <tuv xml:lang="de"><seg>Hallo</seg></tuv></tu>
@@ -164,7 +165,8 @@ def test_an_xml_encoding_that_is_not_what_the_file_is_is_one_line(tmp_path):
     with pytest.raises(DataError, match=r"m\.tmx:1: the XML declaration names an encoding Python does not know "
                                         r"\('klingon'\)"):
         tmx(tmp_path, TMX.replace('encoding="UTF-8"', 'encoding="klingon"'))
-    with pytest.raises(DataError, match=r"m\.tmx:6: invalid utf-16-le \(bytes 0x00 0xd8\), the encoding the file "):  # a lone surrogate on line 6
+    # a lone surrogate on line 6
+    with pytest.raises(DataError, match=r"m\.tmx:6: invalid utf-16-le \(bytes 0x00 0xd8\), the encoding the file "):
         tmx(tmp_path, TMX.encode("utf-16-le").replace("Drücken".encode("utf-16-le"), b"\x00\xd8" + b"r\x00"))
 
 
@@ -173,7 +175,8 @@ def test_an_xml_encoding_that_is_not_what_the_file_is_is_one_line(tmp_path):
 def mteval_xml(kind, lang, docs):
     body = "".join(f'<doc docid="{d}" genre="lectures"><talkid>{d}</talkid>\n'
                    + "".join(f'<seg id="{i}"> {t} </seg>\n' for i, t in segs) + "</doc>\n" for d, segs in docs)
-    return f'<?xml version="1.0" encoding="UTF-8"?>\n<mteval>\n<{kind} setid="t" srclang="english">\n{body}</{kind}>\n</mteval>\n'
+    return (f'<?xml version="1.0" encoding="UTF-8"?>\n<mteval>\n<{kind} setid="t" srclang="english">\n'
+            f'{body}</{kind}>\n</mteval>\n')
 
 
 def xml(tmp_path, src_docs, ref_docs):
@@ -201,7 +204,8 @@ def test_xml_mismatches(tmp_path):
     with pytest.raises(DataError, match=r"t\.de\.xml: document '10' has no segment '2' \(the source has it at "
                                         r".*t\.en\.xml: doc '10', seg 2\)"):
         xml(tmp_path, SRC, [REF[0], ("10", [("1", "Hallo")])])
-    with pytest.raises(DataError, match=r"t\.de\.xml: doc '11', seg 9: segment '9' of document '11' is not in the source"):
+    with pytest.raises(DataError, match=r"t\.de\.xml: doc '11', seg 9: segment '9' of document '11' is not in the "
+                                        r"source"):
         xml(tmp_path, SRC, [("11", [("1", "Drei"), ("9", "x")]), REF[1]])
     with pytest.raises(DataError, match=r"t\.en\.xml: doc '10', seg 1: duplicate segment id"):
         xml(tmp_path, [("10", [("1", "a"), ("1", "b")])], REF)
@@ -222,7 +226,8 @@ def test_xml_missing_file(tmp_path):
 def test_wmt_single_file_xml(tmp_path):
     f = write(tmp_path / "wmt.xml", '<dataset id="x"><collection id="c"><doc id="d1" origlang="en">'
                                     '<src lang="en"><p><seg id="1">Hi</seg><seg id="2">Yes</seg></p></src>'
-                                    '<ref lang="de" translator="A"><p><seg id="1">Hallo</seg><seg id="2">Ja</seg></p></ref>'
+                                    '<ref lang="de" translator="A"><p><seg id="1">Hallo</seg>'
+                                    '<seg id="2">Ja</seg></p></ref>'
                                     '</doc></collection></dataset>')
     docs = load_documents({"format": "xml", "path": str(f), "source_lang": "en", "target_lang": "de"})
     assert pairs(docs) == [("d1", [("1", "Hi", "Hallo"), ("2", "Yes", "Ja")])]
@@ -250,7 +255,8 @@ def test_sgml(tmp_path):
 def test_sgml_errors_name_lines(tmp_path):
     with pytest.raises(DataError, match=r"n\.de\.sgm:5: duplicate segment id '1' in doc 'n1'"):
         sgml(tmp_path, SGM_SRC, SGM_REF.replace("id=2", "id=1"))
-    with pytest.raises(DataError, match=r"n\.de\.sgm: document 'n1' has no segment '2' \(the source has it at .*n\.en\.sgm:5\)"):
+    with pytest.raises(DataError, match=r"n\.de\.sgm: document 'n1' has no segment '2' \(the source has it at "
+                                        r".*n\.en\.sgm:5\)"):
         sgml(tmp_path, SGM_SRC, SGM_REF.replace("<seg id=2>Zwei</seg>", ""))
     with pytest.raises(DataError, match=r"n\.en\.sgm:4: <seg> without an id"):
         sgml(tmp_path, SGM_SRC.replace('<seg id="1">', "<seg>"), SGM_REF)

@@ -65,7 +65,10 @@ def test_max_segments_counts_kept_segments(tmp_path):
 def test_check_lengths_error_and_skip(tmp_path, caplog):
     docs = load(tmp_path, rows=ROWS[:1] + [("x", "1", "short", "a much longer reference here")])
     assert docs.skipped == {}
-    count = lambda text: len(text.split())
+
+    def count(text):
+        return len(text.split())
+
     with pytest.raises(DataError, match=r"d\.tsv:3: reference has 5 tokens, more than the model accepts \(4\); "
                                         r"set dataset.on_too_long=skip"):
         check_lengths(docs, {"format": "tsv", "on_too_long": "error"}, count, 4)
@@ -81,7 +84,10 @@ def test_check_lengths_limit_keeps_the_first_segments_that_fit_and_reads_no_furt
     rows = [("d1" if i < 3 else "d2", str(i), f"s{i}", "too long here" if i == 2 else f"r{i}") for i in range(1, 6)]
     docs = load(tmp_path, rows=rows)
     counted = []
-    count = lambda text: counted.append(text) or len(text.split())
+
+    def count(text):
+        return counted.append(text) or len(text.split())
+
     kept, counts = check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, count, 2, limit=3)
     assert shape(kept) == [("d1", ["1"]), ("d2", ["3", "4"])] and counts == {"too_long": 1}
     assert "s5" not in counted and "r5" not in counted

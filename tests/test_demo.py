@@ -69,7 +69,8 @@ def test_full_adaptation_acquires_the_demo_vocabulary(tmp_path):
     from adaptsim.outputs import JobSummary
     from adaptsim.simulate import simulate
 
-    scores = {m: simulate(_compose("run", f"method={m}", "progress=false", "threads=1"), JobSummary(tmp_path / m, {}))["scores"]
+    scores = {m: simulate(_compose("run", f"method={m}", "progress=false", "threads=1"),
+                          JobSummary(tmp_path / m, {}))["scores"]
               for m in ("none", "full")}
     assert scores["full"]["R1"] > scores["none"]["R1"] + 1
     assert scores["full"]["BLEU"] > scores["none"]["BLEU"] + 1

@@ -40,7 +40,8 @@ def factory_calls_without_device(source: str) -> list[int]:
 
 
 def test_the_check_finds_a_factory_without_a_device():
-    assert factory_calls_without_device("x = torch.zeros(3)\ny = torch.zeros(3, device=d)\nz = torch.tensor([1]).to(d)") == [1]
+    assert factory_calls_without_device("x = torch.zeros(3)\ny = torch.zeros(3, device=d)\n"
+                                        "z = torch.tensor([1]).to(d)") == [1]
 
 
 def test_every_tensor_the_engine_makes_is_made_on_the_models_device():

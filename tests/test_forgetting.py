@@ -24,7 +24,8 @@ def probe(tmp_path, tiny_corpus):
 @pytest.fixture
 def stream(tmp_path, tiny_corpus):
     from conftest import tsv_of
-    return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
+    return tsv_of(tmp_path / "stream.tsv",
+                  [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
 
 
 @pytest.fixture

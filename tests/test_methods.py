@@ -173,7 +173,8 @@ def test_lasso_budgets_keep_the_largest_groups(tied):
     # λ = 0: no shrinking; the budget decides alone. Sizes: fc1.bias 64, fc2.bias 32, k_proj.bias 32.
     names = ["model.encoder.layers.0.fc1.bias", "model.encoder.layers.0.fc2.bias",
              "model.encoder.layers.1.self_attn.k_proj.bias"]
-    method = methods.build(method_cfg("lasso", **{**UNLIMITED, "lam": 0.0, "budget": 70, "embedding_budget": 3 * 32}), tied)
+    method = methods.build(method_cfg("lasso", **{**UNLIMITED, "lam": 0.0, "budget": 70, "embedding_budget": 3 * 32}),
+                           tied)
     params = method.parameters()
     theta0 = Snapshot(params)
     method.start_document(theta0.initial)

@@ -60,7 +60,8 @@ def test_figure1_needs_the_given_stopword_list():
     # stopwords-iso English lists "man": the worked example then changes, as docs/design.md §4 warns. Its
     # content words are dog, bites, lady (R0: only "bites" is translated) and bites, dog again (R1: both).
     result = Evaluator(FIG1_REFS, lang="en").corpus(FIG1_HYPS)
-    assert {k: (c["num"], c["den"]) for k, c in result["counts"].items()} == {"R0": (1, 3), "R1": (2, 2), "R0+1": (3, 5)}
+    assert ({k: (c["num"], c["den"]) for k, c in result["counts"].items()}
+            == {"R0": (1, 3), "R1": (2, 2), "R0+1": (3, 5)})
 
 
 def test_running_scores_equal_the_corpus_scores(fig1):

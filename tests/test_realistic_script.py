@@ -34,7 +34,8 @@ def toy(tmp_path_factory):
            "TRAIN_PAIRS": "100", "APE_BLOCK": "3", "APE_TEST_BLOCKS": "2", "APE_HELDOUT_BLOCKS": "1",
            "HELDOUT_SEGMENTS": "2", "GNOME_TEST": "printing,power", "ABLATIONS": ",".join(ABLATIONS),
            "MAX_SEGMENTS": "3", "DEV_SEGMENTS": "5", "BC_ARTICLES": "2",
-           "PROBE": str(SHARED / "data" / "general" / "dev"), "PROBE_SEGMENTS": "2", "PROBE_EVERY": "4", "RESULTS": str(tmp / "results"), "SWEEPS": str(tmp / "sweeps")}
+           "PROBE": str(SHARED / "data" / "general" / "dev"), "PROBE_SEGMENTS": "2", "PROBE_EVERY": "4",
+           "RESULTS": str(tmp / "results"), "SWEEPS": str(tmp / "sweeps")}
     first = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-3000:]
     return tmp, env

@@ -177,7 +177,8 @@ def composed(*overrides):
     (["metrics.k_max=0"], "metrics.k_max=0: must be an integer ≥ 1"),
     (["metrics.scope=documents"], "metrics.scope='documents': choose null | 'document' | 'corpus'"),
     (["+resets=never"], "resets='never': unknown setting"),
-    (["+decode.beams=4"], "decode.beams=4: unknown setting; decode.* are: beam_size, dtype, length_penalty, max_length"),
+    (["+decode.beams=4"],
+     "decode.beams=4: unknown setting; decode.* are: beam_size, dtype, length_penalty, max_length"),
 ])
 def test_invalid_settings_are_one_line_naming_key_value_and_rule(overrides, message):
     from adaptsim.validate import validate
@@ -402,9 +403,11 @@ def test_a_file_in_the_way_of_the_run_directory(tmp_path, base, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     code, err = cli_inproc(capsys, "run", f"hydra.run.dir={blocker}", *base)
-    assert code == 1 and error_lines(err) == [f"adaptsim run: error: {blocker}: a file is in the way of the run directory"]
+    assert code == 1 and error_lines(err) == [f"adaptsim run: error: {blocker}: a file is in the way of the run "
+                                              "directory"]
     code, err = cli_inproc(capsys, "run", f"hydra.run.dir={blocker}/run", *base)
-    assert code == 1 and error_lines(err) == [f"adaptsim run: error: {blocker}/run: {blocker} is a file, not a directory"]
+    assert code == 1 and error_lines(err) == [f"adaptsim run: error: {blocker}/run: {blocker} is a file, "
+                                              "not a directory"]
 
 
 def test_a_full_disk_never_leaves_half_a_line(tmp_path, base, capsys, monkeypatch):

@@ -19,7 +19,8 @@ from conftest import tsv_of
 @pytest.fixture
 def stream(tmp_path, tiny_corpus):
     """Two documents of 5 alike segments (tm finds matches ≥ 75 in them)."""
-    return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
+    return tsv_of(tmp_path / "stream.tsv",
+                  [(f"doc{d}", i, *tiny_corpus[5 * d + i]) for d in range(2) for i in range(5)])
 
 
 def run(out, *overrides, code=0, command="run"):

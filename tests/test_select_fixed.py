@@ -91,7 +91,8 @@ def test_select_fixed_needs_fixed(tmp_path, tiny_model_dir, tiny_tsv, capsys):
 
 def test_select_fixed_checks_its_settings_before_loading(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(["select-fixed", "update.clip_norm=-1", f"output={tmp_path / 'x.yaml'}", f"hydra.run.dir={tmp_path / 'run'}"])
+        main(["select-fixed", "update.clip_norm=-1", f"output={tmp_path / 'x.yaml'}",
+              f"hydra.run.dir={tmp_path / 'run'}"])
     assert exit_.value.code == 1
     assert "update.clip_norm=-1" in capsys.readouterr().err and not (tmp_path / "x.yaml").exists()
 
@@ -131,7 +132,8 @@ def test_an_interrupted_search_resumes_with_the_simulations_it_had_done(tmp_path
 
     def search(name, *extra):
         with pytest.raises(SystemExit) as exit_:
-            main(["select-fixed", *args, f"output={tmp_path / 'list.yaml'}", f"hydra.run.dir={tmp_path / name}", *extra])
+            main(["select-fixed", *args, f"output={tmp_path / 'list.yaml'}", f"hydra.run.dir={tmp_path / name}",
+                  *extra])
         assert exit_.value.code == 0
         return json.loads((tmp_path / name / "summary.json").read_text())
 

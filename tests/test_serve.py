@@ -81,7 +81,8 @@ def test_a_session_records_what_a_simulation_of_its_references_records(tmp_path)
     assert [r["reference"] for r in records] == [edit(h) for h in shown]
     assert all(r["effort"]["KS"] == 4 and r["effort"]["level"] == "human" for r in records)
     assert summary["scores"]["KSMR"] is not None
-    assert [json.loads(line)["accepted_completions"] for line in (run / "human.jsonl").read_text().splitlines()] == [1] * 4
+    assert [json.loads(line)["accepted_completions"]
+            for line in (run / "human.jsonl").read_text().splitlines()] == [1] * 4
     # the simulation of the same documents with the translator's references: the same hypotheses, updates and data
     out, simulated = _run(tmp_path, "sim", "method=full", "dataset=tsv", f"dataset.path={run / 'references.tsv'}",
                           "metrics.interactive=char")
@@ -100,7 +101,8 @@ def test_a_session_records_what_a_simulation_of_its_references_records(tmp_path)
 def _run(tmp_path, name, *overrides):
     out = tmp_path / name
     with pytest.raises(SystemExit) as exit_:
-        main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=40", *overrides])
+        main(["run", f"hydra.run.dir={out}", "progress=false", "decode.beam_size=2", "decode.max_length=40",
+              *overrides])
     assert exit_.value.code == 0
     return out, json.loads((out / "summary.json").read_text())
 
@@ -166,7 +168,8 @@ def test_bad_requests_get_one_line_and_change_nothing(tmp_path):
         response = client.post("/api/validate", json=body)
         assert response.status_code == status, (body, response.text)
         assert "\n" not in response.json()["error"]
-    assert client.post("/api/validate", content=b"{not json", headers={"Content-Type": "application/json"}).status_code == 400
+    assert client.post("/api/validate", content=b"{not json",
+                       headers={"Content-Type": "application/json"}).status_code == 400
     assert client.post("/api/complete", content=b"x" * 5000).status_code == 413  # over max_request_bytes (4096)
     nested = client.post("/api/complete", content=b"[" * 4000)  # deeper than Python's recursion limit
     assert nested.status_code == 400 and nested.json()["error"] == "the request is not JSON"
@@ -274,7 +277,8 @@ def test_each_validated_step_is_on_disk_before_the_next_is_shown(tmp_path, monke
     session, client = open_session(tmp_path / "s")
     synced = []
     fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name) or fsync(fd))
+    monkeypatch.setattr(os, "fsync",
+                        lambda fd: synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name) or fsync(fd))
     validate(client)
     assert {"steps.jsonl", "hyps.txt", "human.jsonl"} <= set(synced)
     session.close()

@@ -21,7 +21,8 @@ pytest.importorskip("starlette")
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = os.environ.get("ADAPTSIM_CHROMIUM", "/usr/bin/chromium")
 if not os.access(CHROMIUM, os.X_OK):
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set ADAPTSIM_CHROMIUM)", allow_module_level=True)
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set ADAPTSIM_CHROMIUM)",
+                allow_module_level=True)
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--no-first-run", "--disable-sync"]

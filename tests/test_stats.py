@@ -212,8 +212,9 @@ def test_table_marks_intervals_and_footer(runs, capsys):
     assert lines["full"].count("†") == len(["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1"])
     assert "†" not in lines["bias"] and "†" not in lines["baseline"]
     assert "| bias | 0 [0, 0] |" in lines["bias"]  # identical: difference 0, interval [0, 0]
-    assert "_†: the 95% interval of the difference to the baseline excludes 0 (paired bootstrap, percentile interval, " \
-           "300 resamples of 20 documents); signature test:ci|unit:document|units:20|resamples:300|seed:12345" \
+    assert "_†: the 95% interval of the difference to the baseline excludes 0 (paired bootstrap, percentile " \
+           "interval, 300 resamples of 20 documents); signature test:ci|unit:document|units:20|resamples:300|" \
+           "seed:12345" \
            in out
     table.main([str(runs["root"]), "--format", "csv", "--significance", "--ci", "--resamples", "300", "--test", "ci"])
     rows = {r["method"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
@@ -223,7 +224,8 @@ def test_table_marks_intervals_and_footer(runs, capsys):
 
 
 def test_latex_marks(runs, capsys):
-    table.main([str(runs["root"]), "--format", "latex", "--significance", "--metrics", "BLEU,TER", "--resamples", "200"])
+    table.main([str(runs["root"]), "--format", "latex", "--significance", "--metrics", "BLEU,TER",
+                "--resamples", "200"])
     out = capsys.readouterr().out
     assert r"\textit{full} & \textbf{100.0}$^\dagger$ & \textbf{0.0}$^\dagger$ \\" in out
     assert r"\textit{bias} & " in out and "dagger" not in next(ln for ln in out.splitlines() if "{bias}" in ln)

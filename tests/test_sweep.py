@@ -32,7 +32,8 @@ def data_tsv(tmp_path_factory, tiny_corpus) -> Path:
     return path
 
 
-def sweep(out: Path, model: Path, data: Path, *overrides: str, threads: str = "threads=1") -> subprocess.CompletedProcess:
+def sweep(out: Path, model: Path, data: Path, *overrides: str,
+          threads: str = "threads=1") -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "adaptsim", "run", "-m", f"model.path={model}", "model.name=tiny", "dataset=tsv",
            f"dataset.path={data}", "progress=false", threads, f"hydra.sweep.dir={out}", *overrides]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=out.parent)

@@ -41,7 +41,8 @@ def measure(terms, sources, references, hypotheses, docs, scope="document"):
     hyp = statistics(terms, occ, [words(h) for h in hypotheses], docs)
     ref = statistics(terms, occ, refs, docs)
     verdicts = [[terms.verdict(o, words(h)) for o in seg if o.term == "file"] for seg, h in zip(occ, hypotheses)]
-    return occ, verdicts, {m: list(s.sum(axis=0)) for m, s in hyp.items()}, {m: list(s.sum(axis=0)) for m, s in ref.items()}, hyp
+    return (occ, verdicts, {m: list(s.sum(axis=0)) for m, s in hyp.items()},
+            {m: list(s.sum(axis=0)) for m, s in ref.items()}, hyp)
 
 
 def file_of(segment):

@@ -12,7 +12,8 @@ from conftest import tsv_of
 @pytest.fixture
 def stream(tmp_path, tiny_corpus):
     """Two documents of 8 segments; the tiny corpus's sentences are alike, so many have fuzzy matches ≥ 75."""
-    return tsv_of(tmp_path / "stream.tsv", [(f"doc{d}", i, *tiny_corpus[8 * d + i]) for d in range(2) for i in range(8)])
+    return tsv_of(tmp_path / "stream.tsv",
+                  [(f"doc{d}", i, *tiny_corpus[8 * d + i]) for d in range(2) for i in range(8)])
 
 
 def run(out, model, data, *overrides, code=0):

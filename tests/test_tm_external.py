@@ -78,7 +78,8 @@ def test_an_external_exact_match_is_used_for_the_first_segment_in_tsv_and_tmx(tm
     none = hyps(run(tmp_path / "none", stream, "method=none"))
     assert none[0] != A["reference"]
     fingerprints = []
-    for fmt, tm in (("tsv", write_tsv(tmp_path / "tm.tsv", TM_PAIRS)), ("tmx", write_tmx(tmp_path / "tm.tmx", TM_PAIRS))):
+    for fmt, tm in (("tsv", write_tsv(tmp_path / "tm.tsv", TM_PAIRS)),
+                    ("tmx", write_tmx(tmp_path / "tm.tmx", TM_PAIRS))):
         out = run(tmp_path / fmt, stream, "method=tm", "method.online=false", f"method.external.format={fmt}",
                   f"method.external.path={tm}")
         assert hyps(out)[0] == A["reference"], fmt
@@ -155,7 +156,8 @@ def test_any_dataset_format_is_a_tm(tmp_path, fmt):
         spec = external(format=fmt, path=str(tmp_path / "tm.csv"))
     elif fmt == "jsonl":
         (tmp_path / "tm.jsonl").write_text("".join(json.dumps({"en": s, "de": r}) + "\n" for s, r in PAIRS))
-        spec = external(format=fmt, path=str(tmp_path / "tm.jsonl"), columns={"doc_id": None, "seg_id": None, "source": "en", "reference": "de"})
+        spec = external(format=fmt, path=str(tmp_path / "tm.jsonl"),
+                        columns={"doc_id": None, "seg_id": None, "source": "en", "reference": "de"})
     elif fmt == "plain":
         for lang, side in (("en", 0), ("de", 1)):
             (tmp_path / f"tm.{lang}").write_text("".join(p[side] + "\n" for p in PAIRS), encoding="utf-8")
@@ -228,7 +230,8 @@ def test_a_bad_external_tm_stops_the_run_with_one_line(tmp_path, capsys):
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.endswith(f"error: method.external: {tmp_path / 'missing.tsv'}: file not found")
     assert summary(out)["status"] == "failed" and summary(out)["error"] in error
-    run(tmp_path / "unknown", stream, "method=tm", "method.external.format=xlsx", "method.external.path=tm.xlsx", code=1)
+    run(tmp_path / "unknown", stream, "method=tm", "method.external.format=xlsx", "method.external.path=tm.xlsx",
+        code=1)
     assert "method.external.format='xlsx': choose null | plain" in capsys.readouterr().err
 
 

@@ -36,10 +36,10 @@ def corpus() -> list[tuple[str, str]]:
     out = []
     for s, S in _SUBJECTS:
         for v, V in _VERBS:
-            for o, O in _OBJECTS:
-                out.append((f"{s} {v} {o}.", f"{S} {V} {O}."))
+            for o, o_de in _OBJECTS:
+                out.append((f"{s} {v} {o}.", f"{S} {V} {o_de}."))
                 big = o.replace("the ", "the big ").replace("a book", "a big book")
-                out.append((f"{s} {v} {big}.", f"{S} {V} {_BIG[O]}."))
+                out.append((f"{s} {v} {big}.", f"{S} {V} {_BIG[o_de]}."))
     return out
 
 
@@ -388,7 +388,8 @@ def test_a_resume_with_other_settings_or_files_is_refused(text_files, tmp_path):
     out = tmp_path / "m"
     train(config(text_files, out, "train.max_steps=4", "train.valid_every=2"))
     before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
-    for change, named in ((["train.lr=0.01"], "train.lr: 0.003 → 0.01"), (["train.batch_tokens=200"], "train.batch_tokens"),
+    for change, named in ((["train.lr=0.01"], "train.lr: 0.003 → 0.01"),
+                          (["train.batch_tokens=200"], "train.batch_tokens"),
                           (["seed=2"], "seed: 1 → 2"), (["model.arch.dropout=0.3"], "model.arch.dropout")):
         with pytest.raises(UserError, match="with other settings than its own") as refused:
             train(config(text_files, out, "train.max_steps=6", "train.valid_every=2", "train.resume=true", *change))

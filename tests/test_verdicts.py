@@ -68,7 +68,8 @@ def test_the_exact_test_against_a_hand_enumeration_at_five_documents():
     observed = abs(shift.sum()) * 100 / 50
     hand = sum(abs(sum(s * d for s, d in zip(signs, shift))) * 100 / 50 >= observed - 1e-12
                for signs in itertools.product((1, -1), repeat=5))
-    result = compare([Series("R0", ratio(100), [base, method])], np.arange(5), 5, Settings(1000, "document", 1, "exact"))
+    result = compare([Series("R0", ratio(100), [base, method])], np.arange(5), 5,
+                     Settings(1000, "document", 1, "exact"))
     assert hand == 12 and result.differences[1]["R0"].p == pytest.approx(hand / 32)
     # all five up: the smallest p five documents allow, 2/32 = 0.0625, above 0.05
     up = base + np.c_[np.ones(5), np.zeros(5)]

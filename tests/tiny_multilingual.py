@@ -85,7 +85,8 @@ def build_net(kind: str, tokenizer):
     vocab_size = (len(tokenizer.encoder) + len(tokenizer.lang_token_to_id) + tokenizer.num_madeup_words
                   if kind == "m2m100" else len(tokenizer))
     if kind in ("t5", "mt5"):
-        cfg_cls, net_cls = (T5Config, T5ForConditionalGeneration) if kind == "t5" else (MT5Config, MT5ForConditionalGeneration)
+        cfg_cls, net_cls = ((T5Config, T5ForConditionalGeneration) if kind == "t5"
+                            else (MT5Config, MT5ForConditionalGeneration))
         extra = {} if kind == "t5" else {"feed_forward_proj": "gated-gelu"}
         config = cfg_cls(vocab_size=vocab_size, d_model=s["d_model"], d_kv=s["d_model"] // s["heads"],
                          d_ff=s["ffn"], num_layers=s["layers"], num_decoder_layers=s["layers"], num_heads=s["heads"],

@@ -56,7 +56,8 @@ def load_checkpoint(path: Path, trust: bool) -> dict:
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
         first = (str(e).strip().splitlines() or [""])[0][:160]
-        hint = "" if trust else "; a fairseq ≥ 0.10 checkpoint pickles its config: pass --trust-checkpoint if you trust the file"
+        hint = "" if trust else ("; a fairseq ≥ 0.10 checkpoint pickles its config: pass --trust-checkpoint if you "
+                                 "trust the file")
         raise UserError(f"{path}: cannot read the checkpoint ({type(e).__name__}: {first}){hint}") from None
 
 
@@ -194,7 +195,8 @@ def convert(checkpoint: Path, dict_src: Path, dict_tgt: Path, spm_src: Path, spm
     missing, unexpected = net.load_state_dict(weights, strict=False)
     missing = [k for k in missing if "embed_positions" not in k]
     if missing or unexpected:
-        raise UserError(f"{checkpoint}: weights do not fit the settings (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise UserError(f"{checkpoint}: weights do not fit the settings (missing {missing[:3]}, "
+                        f"unexpected {unexpected[:3]})")
     # positions: FSMT computes fairseq's sinusoidal table itself (and does not save it)
     g = net.generation_config
     g.decoder_start_token_id, g.pad_token_id, g.eos_token_id, g.bos_token_id = EOS, PAD, EOS, BOS

@@ -415,7 +415,8 @@ class Trainer:
 
     def __init__(self, cfg: DictConfig, model, tokenizer, data: Encoded, held: Encoded, out: Path):
         tc = cfg.train
-        self.cfg, self.tc, self.model, self.tokenizer, self.data, self.held, self.out = cfg, tc, model, tokenizer, data, held, out
+        self.cfg, self.tc, self.model, self.tokenizer = cfg, tc, model, tokenizer
+        self.data, self.held, self.out = data, held, out
         self.identity = identity(cfg)  # kept in each checkpoint: what a resume must match (check_resume)
         self.device = torch.device(cfg.device)
         # no weight cache: autocast clears it only on leaving the outermost region, so inside any other (a caller's,
@@ -486,7 +487,8 @@ class Trainer:
                                                self.cfg.progress_every, initial=self.state["step"]) as bar:
             while not self.should_stop():
                 batches = make_batches(self.data.src_lens, self.data.tgt_lens, int(self.tc.batch_tokens),
-                                       int(self.tc.bucket_size), random.Random(f"{self.cfg.seed}/{self.state['epoch']}"))
+                                       int(self.tc.bucket_size),
+                                       random.Random(f"{self.cfg.seed}/{self.state['epoch']}"))
                 for b in batches[self.state["batch"]:]:
                     nll, ntok = self.step(b)
                     bar.update(1)

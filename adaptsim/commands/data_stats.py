@@ -49,7 +49,10 @@ def compute(docs: Dataset, metrics_cfg, reset: str = "document") -> dict:
             repeated_sources += 1
         seen[(group, s.source)] = True
     lengths = [len(d) for d in docs]
-    ratio = lambda a, b: round(a / b, 4) if b else None
+
+    def ratio(a, b):
+        return round(a / b, 4) if b else None
+
     return {
         "documents": len(docs), "segments": len(segs), "skipped": dict(docs.skipped),
         "segments_per_document": {"min": min(lengths), "median": statistics.median(lengths), "max": max(lengths)},
@@ -71,7 +74,10 @@ def compute(docs: Dataset, metrics_cfg, reset: str = "document") -> dict:
 def format_text(name: str, st: dict) -> str:
     cw = st["content_words"]
     spd = st["segments_per_document"]
-    pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
+
+    def pct(x):
+        return "n/a" if x is None else f"{100 * x:.1f}%"
+
     skipped = ", ".join(f"{k} {v}" for k, v in st["skipped"].items() if v) or "none"
     rows = [
         ("dataset", name),

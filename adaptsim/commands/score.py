@@ -41,7 +41,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--novel-vocab", help="training vocabulary or text: also score novel words only")
     p.add_argument("--spm", help="sentencepiece model: also score on subword pieces")
     p.add_argument("--sacrebleu", type=_names, default=list(run.sacrebleu), metavar="NAMES",
-                   help=f"comma-separated sacrebleu metrics to compute (default: {','.join(run.sacrebleu)}; TER is slow)")
+                   help=f"comma-separated sacrebleu metrics to compute (default: {','.join(run.sacrebleu)}; "
+                        "TER is slow)")
     p.add_argument("--curves", help="also write learning curves (cumulative scores per segment) to this CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
@@ -51,7 +52,8 @@ def _names(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = set(names) - set(METRICS)
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown metric(s) {', '.join(sorted(unknown))}; choose from {', '.join(METRICS)}")
+        raise argparse.ArgumentTypeError(f"unknown metric(s) {', '.join(sorted(unknown))}; "
+                                         f"choose from {', '.join(METRICS)}")
     return names
 
 

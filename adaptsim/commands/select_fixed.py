@@ -141,7 +141,8 @@ class HeldOut:
 def select(cfg: DictConfig, record: Path | None = None) -> dict:
     """`record`: the file each simulation's loss is written to (and, with resume=true, read back from)."""
     if cfg.method.name != "fixed":
-        raise UserError(f"method={cfg.method.name}: select-fixed chooses the list of method=fixed (leave method= unset)")
+        raise UserError(f"method={cfg.method.name}: select-fixed chooses the list of method=fixed "
+                        "(leave method= unset)")
     held = HeldOut(cfg, record)
     if not held.documents:
         raise UserError(f"dataset={cfg.dataset.name}: no documents to select on")
@@ -200,8 +201,8 @@ def write_list(path: Path, report: dict) -> None:
     header = [f"# Written by `adaptsim select-fixed`: {len(report['params'])} tensors, {report['parameters']:,} "
               f"parameters (budget {report['budget']:,}), chosen on {report['documents']} held-out documents "
               f"({report['segments']} segments) of dataset={report['dataset']} (data {report['data_fingerprint']}; "
-              f"documents {', '.join(report['heldout_documents'])}) with reset={report['reset']}, γ = {report['lr']:g}, "
-              f"update {dict(report['update'])}, by {report['score']}:",
+              f"documents {', '.join(report['heldout_documents'])}) with reset={report['reset']}, "
+              f"γ = {report['lr']:g}, update {dict(report['update'])}, by {report['score']}:",
               f"# {report['baseline_loss']:.4f} adapting the source-embedding rows only -> {report['loss']:.4f} with "
               f"these tensors ({report['simulations']} simulations). Blocks in order of held-out gain:"]
     header += [f"#   {b}: {v['gain']:+.4f} ({v['size']:,} parameters)" for b, v in report["blocks"].items()]

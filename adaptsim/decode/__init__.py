@@ -2,8 +2,8 @@
 
 `decode.search: lean` (the default) decodes with adaptsim/decode/beam.py over an incremental decoder step
 (adaptsim/decode/marian.py) — the same hypotheses as `generate` in less time (0.73–0.78× its CPU time on
-small-ende-probe on two hosts: docs/performance.md). It applies when the model is a Marian model, nothing hooks the whole network (the
-`memory` method does), and the model's generation config asks for nothing beyond what the lean search
+small-ende-probe on two hosts: docs/performance.md). It applies when the model is a Marian model, nothing hooks the
+whole network (the `memory` method does), and the model's generation config asks for nothing beyond what the lean search
 reproduces (the end token, the forced first and last tokens, banned tokens). Anything else, or
 `decode.search: generate`, uses `generate` with the same settings.
 """
@@ -73,7 +73,8 @@ def _lean(nets: list, input_ids, attention_mask, *, beam_size: int, max_new_toke
 def start_token(net) -> int:
     """The decoder's first token (what generate starts every hypothesis with)."""
     config = net.generation_config
-    return config.decoder_start_token_id if config.decoder_start_token_id is not None else net.config.decoder_start_token_id
+    return (config.decoder_start_token_id if config.decoder_start_token_id is not None
+            else net.config.decoder_start_token_id)
 
 
 def end_tokens(net) -> set[int]:

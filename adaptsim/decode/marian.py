@@ -99,8 +99,8 @@ class MarianStep:
         encoded = [e.repeat_interleave(beams, dim=0) for e in encoded]
         # contiguous, as transformers' cache stores them (its first update concatenates them to an empty tensor)
         self.cross = [tuple(torch.cat([self._split(proj(e)).contiguous() for proj, e in zip(projs, encoded)])
-                            for projs in ([l.encoder_attn.k_proj for l in layer.layers],
-                                          [l.encoder_attn.v_proj for l in layer.layers]))
+                            for projs in ([lay.encoder_attn.k_proj for lay in layer.layers],
+                                          [lay.encoder_attn.v_proj for lay in layer.layers]))
                       for layer in self.layers]
         self.cache: list[tuple[torch.Tensor, torch.Tensor]] | None = None
         self.position = 0
@@ -149,12 +149,12 @@ class _Layer:
 
     def __init__(self, layers: list[nn.Module], beams: int):
         self.layers = layers
-        self.q, self.k, self.v, self.out = (Stacked([getattr(l.self_attn, n) for l in layers], beams)
+        self.q, self.k, self.v, self.out = (Stacked([getattr(lay.self_attn, n) for lay in layers], beams)
                                             for n in ("q_proj", "k_proj", "v_proj", "out_proj"))
-        self.cross_q, self.cross_out = (Stacked([getattr(l.encoder_attn, n) for l in layers], beams)
+        self.cross_q, self.cross_out = (Stacked([getattr(lay.encoder_attn, n) for lay in layers], beams)
                                         for n in ("q_proj", "out_proj"))
         self.self_norm, self.cross_norm, self.final_norm, self.fc1, self.fc2 = (
-            Stacked([getattr(l, n) for l in layers], beams)
+            Stacked([getattr(lay, n) for lay in layers], beams)
             for n in ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm", "fc1", "fc2"))
         self.scaling, self.activation = layers[0].self_attn.scaling, layers[0].activation_fn
 

@@ -150,7 +150,8 @@ class PrefixSearch:
     def _prefilled(self, tokens: list[int]) -> marian.MarianStep:
         """A decoder step whose cache holds `tokens`, from the kept one: cut back to what it shares with them, then
         extended; the search works on a copy, so the kept cache stays the prefix's."""
-        shared = next((j for j, (a, b) in enumerate(zip(self._fed, tokens)) if a != b), min(len(self._fed), len(tokens)))
+        shared = next((j for j, (a, b) in enumerate(zip(self._fed, tokens)) if a != b),
+                      min(len(self._fed), len(tokens)))
         if shared < len(self._fed):
             self._step, self._fed = self._step.truncated(shared), self._fed[:shared]
         for token in tokens[shared:]:

@@ -31,9 +31,9 @@ grow again, so that first choice was final (on TED: 0 changes of the kept set in
   do not leave the kept set to rounding. What the grid cannot do is make a run independent of the thread count:
   the norms of given tensors are the same with 1 and 2 threads, but the gradients are not (one pair with
   small-ende-probe: 5.2M of its 7.6M gradient elements differ in the last bit), so the offsets drift apart and a
-  norm near a cell boundary can fall on either side (docs/performance.md, "Threads" under "What adaptsim does"). No selection rule fixes
-  that; summary.json records `timing.threads`, and a resume with another thread count is refused at the first
-  step whose update differs.
+  norm near a cell boundary can fall on either side (docs/performance.md, "Threads" under "What adaptsim does"). No
+  selection rule fixes that; summary.json records `timing.threads`, and a resume with another thread count is refused at
+  the first step whose update differs.
 - `hysteresis` (default 0: the plain top-k) favours the groups served after the last update: an outside group
   displaces one only when its norm is larger by more than that relative margin, against swaps by margins of
   ~1 % (an ablation setting; the paper's rule is the plain top-k).

@@ -70,7 +70,8 @@ def describe(how: dict | None) -> str:
     """A counting as a report's note says it."""
     if how is None:
         return "no simulated translator"
-    if how["costs"] == "human":  # adaptsim serve: what a translator spent, measured in the page (adaptsim/serve/human.py)
+    # adaptsim serve: what a translator spent, measured in the page (adaptsim/serve/human.py)
+    if how["costs"] == "human":
         return "effort of a translator, measured in the page (adaptsim serve): keystrokes, mouse actions, words begun"
     counted = "as NMT-Keras counts" if how["costs"] == "nmt-keras" else "with adaptsim's cursor-based mouse actions"
     level = {"word": "word", "char": "character"}[how["level"]]

@@ -77,7 +77,8 @@ class Evaluator:
 
         # variant prefix -> (hypothesis → unit set, per-segment reference levels)
         word_levels = occurrence_levels([self.words(r) for r in self.references], groups, k_max)
-        self._variants: dict[str, tuple[Callable[[str], frozenset[str]], list[Levels]]] = {"": (self.words, word_levels)}
+        self._variants: dict[str, tuple[Callable[[str], frozenset[str]], list[Levels]]] = {
+            "": (self.words, word_levels)}
         if novel_vocab is not None:
             is_novel = novelty(load_known(novel_vocab, self.words.raw_tokens))
             self._variants[NOVEL] = (self.words, [restrict(lv, is_novel) for lv in word_levels])
@@ -91,9 +92,11 @@ class Evaluator:
         self._signature = "|".join([
             f"R|lang:{lang}", "tok:moses", f"case:{case}",
             *([f"truecase:text#{_digest(truecase_text)}"] if case == "truecase" and truecase_text is not None else []),
-            f"stop:{'iso-' + lang if stopwords is None else f'file:{Path(stopwords).name}#{file_fingerprint(Path(stopwords))}'}",
+            "stop:" + ("iso-" + lang if stopwords is None
+                       else f"file:{Path(stopwords).name}#{file_fingerprint(Path(stopwords))}"),
             f"scope:{scope}", f"k:{k_max}",
-            *([f"novel:{Path(novel_vocab).name}#{file_fingerprint(Path(novel_vocab))}"] if novel_vocab is not None else []),
+            *([f"novel:{Path(novel_vocab).name}#{file_fingerprint(Path(novel_vocab))}"]
+              if novel_vocab is not None else []),
             *(["subword:yes"] if subword_tokenize is not None else []),
             f"sacremoses:{version('sacremoses')}", f"stopwordsiso:{version('stopwordsiso')}"])
         self.sacre = SacreMetrics(sacrebleu)

@@ -45,7 +45,8 @@ class SacreMetrics:
     def __init__(self, names: Sequence[str] = METRICS):
         unknown = set(names) - set(METRICS)
         if unknown:
-            raise UserError(f"unknown sacrebleu metric(s) {', '.join(sorted(unknown))}; choose from {', '.join(METRICS)}")
+            raise UserError(f"unknown sacrebleu metric(s) {', '.join(sorted(unknown))}; "
+                            f"choose from {', '.join(METRICS)}")
         self.names = [name for name in METRICS if name in names]
         scorers = {"BLEU": BLEU(), "SBLEU": BLEU(smooth_method="add-k", smooth_value=1, effective_order=True),
                    "TER": TER(), "chrF": CHRF()}
@@ -151,7 +152,8 @@ def _chrf(metric: CHRF, t: np.ndarray) -> np.ndarray:
         denom = factor * prec + rec
         score = score + np.where(denom > 0, (1 + factor) * prec * rec / np.where(denom > 0, denom, 1), eps)
         both = (n_hyp > 0) & (n_ref > 0)
-        avg_prec, avg_rec, effective = avg_prec + np.where(both, prec, 0), avg_rec + np.where(both, rec, 0), effective + both
+        avg_prec, avg_rec, effective = (avg_prec + np.where(both, prec, 0), avg_rec + np.where(both, rec, 0),
+                                        effective + both)
     if metric.eps_smoothing:
         return 100 * score / metric.order
     avg_prec = np.where(effective > 0, avg_prec / np.where(effective > 0, effective, 1), 0.0)

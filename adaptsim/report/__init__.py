@@ -1,6 +1,6 @@
 """Reports over finished runs, one module per command a user types: `table`, `plot`, `findings`, `compare`, `cxmi`,
-`litter`, `terms`, `forgetting` (each its parser, main, analyse and render). What they compute is in adaptsim/metrics/; what they
-share is here:
+`litter`, `terms`, `forgetting` (each its parser, main, analyse and render). What they compute is in adaptsim/metrics/;
+what they share is here:
 
 - `runs`: find run directories under sweep or run directories, load them, list what failed or is missing.
 - `blocks`: which runs may be compared (blocks per data set, one model), row labels, the baseline, and which runs

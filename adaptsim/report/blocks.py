@@ -1,9 +1,9 @@
 """Which runs may share a table, how their rows are named, and which run is the baseline.
 
 The rule (docs/reports.md): a table compares methods on one model, so all runs must share the model
-(its files' fingerprint; the path for runs recorded without one). Runs on the same data (same `data_fingerprint`, the hash of the segments themselves)
-form one block; several data sets give several blocks, like the paper's Table 5. A data set name
-that comes with two different fingerprints is refused (same name, different data: a changed file, a
+(its files' fingerprint; the path for runs recorded without one). Runs on the same data (same `data_fingerprint`, the
+hash of the segments themselves) form one block; several data sets give several blocks, like the paper's Table 5. A data
+set name that comes with two different fingerprints is refused (same name, different data: a changed file, a
 different `limit`), and so is a block whose runs scored with different metric settings (signatures) or decoded
 with different settings (`same_scoring`).
 The baseline of a block is its `method=none` run, read from disk and never recomputed; several
@@ -27,7 +27,8 @@ LOWER_IS_BETTER = {"TER", *RATES}  # TER and the translator's effort (KSMR, KSR,
 PAPER_ORDER = ["none", "bias", "full", "lasso", "fixed", "top"]  # the paper's row order
 ROW_ORDER = PAPER_ORDER + ["l2", "lora", "memory"]  # then the methods beyond the paper
 # Config keys that do not change results: left out when telling two runs of one method apart.
-_NOT_RESULTS = (*FREE, "hydra", "device", "save_offsets", "serve")  # no method variant: not in a label (serve: its address)
+# No method variant: not in a label (serve: its address).
+_NOT_RESULTS = (*FREE, "hydra", "device", "save_offsets", "serve")
 # settings that change what a reference scores or how a run's hypotheses come about: runs joined token by token
 # with the baseline (CXMI) must agree on them
 _SAME_SCORING = ("model", "decode", "update.dtype", "device")

@@ -28,7 +28,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="RUN", help="run directories; the first is the reference")
     p.add_argument("--metrics", default=DEFAULT_METRICS,
                    help="comma-separated metric keys; those the runs lack are left out; CXMI, CXMI/seg and CXMI.sent "
-                   f"(nats gained over RUN_A, which must be method=none; adaptsim.metrics.cxmi) (default: {DEFAULT_METRICS})")
+                   "(nats gained over RUN_A, which must be method=none; adaptsim.metrics.cxmi) "
+                   f"(default: {DEFAULT_METRICS})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a text table")
     p.add_argument("--decimals", type=int, default=1, help="digits after the point in the text table (default: 1)")
     sig.add_arguments(p)
@@ -113,7 +114,8 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
     widths = [max(len(row[j]) for row in table) for j in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
     runs_line = "; ".join(f"{lb}: {Path(r.dir)}" for lb, r in zip(labels, runs))
-    return "\n".join([f"{runs[0].dataset} · {runs[0].summary.get('segments', '?')} segments · data {runs[0].fingerprint}",
+    return "\n".join([f"{runs[0].dataset} · {runs[0].summary.get('segments', '?')} segments · "
+                      f"data {runs[0].fingerprint}",
                       "", *lines, "", f"{sig.footer(result).replace('the baseline', labels[0])}",
                       f"signature: {result.signature}",
                       *([counted] if (counted := effort.note(runs[0].summary, metrics)) else []),

@@ -2,11 +2,11 @@
 
 Per block of runs (one data set, one model, with its baseline run `none`): CXMI per token (adaptsim's), per
 segment (the paper's equation) and the mean of the segments' per-token CXMI (the paper's code and figures;
-adaptsim.metrics.cxmi says which is which) with 95% intervals and † against the baseline; the share of reference tokens whose log-probability fell; negative and
-positive flips per 100 reference content words (content words the baseline's hypothesis has and the run's lacks,
-and the reverse), with intervals; the mean P-CXMI of a word by its role in the stream; and by the distance (in
-segments) since the word's previous occurrence. --out draws CXMI against the stream position and against that
-distance.
+adaptsim.metrics.cxmi says which is which) with 95% intervals and † against the baseline; the share of reference tokens
+whose log-probability fell; negative and positive flips per 100 reference content words (content words the baseline's
+hypothesis has and the run's lacks, and the reverse), with intervals; the mean P-CXMI of a word by its role in the
+stream; and by the distance (in segments) since the word's previous occurrence. --out draws CXMI against the stream
+position and against that distance.
 """
 
 from __future__ import annotations

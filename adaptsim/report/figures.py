@@ -1,5 +1,6 @@
 """What the reports' figures share (`adaptsim plot`, `cxmi --out`, `forgetting --out`): the check of --out before
-any work, the style of each run's line, and writing the file. matplotlib is imported only where a figure is drawn or checked."""
+any work, the style of each run's line, and writing the file. matplotlib is imported only where a figure is drawn or
+checked."""
 
 from __future__ import annotations
 

@@ -183,7 +183,8 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
             return Finding(number, claim, evidence, None, "cannot tell", ways,
                            f"the paper's Table 5 ({set_name}) does not show it")
         if ways[0][0].sign == 0:
-            return Finding(number, claim, evidence, None, closeness(ways[0]), ways, f"every interval against ±{CLOSE:g}")
+            return Finding(number, claim, evidence, None, closeness(ways[0]), ways,
+                           f"every interval against ±{CLOSE:g}")
         label, p, part = verdict(ways)
         return Finding(number, claim, evidence, p, label, ways, part)
 
@@ -285,7 +286,8 @@ def report(block: Block, cfg: sig.Settings, effects: bool, power: bool) -> str:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     cfg = sig.settings(args)
-    texts = [report(block, cfg, args.effects, args.power) for block in blocks(finished_runs(args.dirs, "findings").runs)]
+    texts = [report(block, cfg, args.effects, args.power)
+             for block in blocks(finished_runs(args.dirs, "findings").runs)]
     print("\n\n".join(texts) + f"\n\n_p: {cfg.describe()}, {cfg.resamples} resamples of {cfg.unit}s, seed "
           f"{cfg.seed}, adjusted by Holm over each stream's findings; reproduced / contradicted: the paper's / the "
           f"other direction at p < {sig.ALPHA} after the adjustment (finding 5: every interval within / one wholly "

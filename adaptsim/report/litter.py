@@ -52,7 +52,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim litter", description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories (a method=none run: the baseline)")
     p.add_argument("--resources", type=Path, default=RESOURCES,
-                   help=f"idiom list, dictionaries, overrides of the preset (default: {RESOURCES.relative_to(CONFIG_DIR.parent)})")
+                   help="idiom list, dictionaries, overrides of the preset "
+                        f"(default: {RESOURCES.relative_to(CONFIG_DIR.parent)})")
     known = presets()
     p.add_argument("--preset", choices=[k for k, v in known.items() if isinstance(v, dict)], default=known["default"],
                    help=f"LitTER's switches: the paper's or adaptsim's (default: {known['default']}; "
@@ -92,7 +93,8 @@ def spans_of(run, rows: list[dict], idioms: IdiomList) -> tuple[list[list[str]],
     column = None
     if dataset is not None:
         try:
-            segments = {(s.doc_id, s.seg_id): s for doc in load_documents(OmegaConf.create(dataset)) for s in doc.segments}
+            segments = {(s.doc_id, s.seg_id): s
+                        for doc in load_documents(OmegaConf.create(dataset)) for s in doc.segments}
         except UserError as e:
             print(f"adaptsim litter: the run's data cannot be read again ({e}); idioms from the idiom list",
                   file=sys.stderr)

@@ -98,7 +98,8 @@ def power_markdown(block, findings, baseline, cfg, close: float) -> str:
     set_name = paper.paper_set(block.dataset)
     n = units_of(Steps.of(baseline).doc_ids, cfg.unit)[1]
     floor = min_units(cfg.effective(n))
-    lines = [f"_Power on {n} {cfg.unit}s, against the paper's Table 5 effects on {set_name} (adaptsim/report/power.py):_",
+    lines = [f"_Power on {n} {cfg.unit}s, against the paper's Table 5 effects on {set_name} "
+             "(adaptsim/report/power.py):_",
              "", *head("#", ["verdict here", "detectable (95% half-width, points)", "the paper's effect here (points)",
                              f"{cfg.unit}s needed for 80% power"])]
     for f in findings:
@@ -130,7 +131,8 @@ def effects_markdown(block, methods: list[str], result, metrics: list[str]) -> s
         cells = []
         for metric in metrics:
             d = result.differences[i][metric]
-            ours = "–" if math.isnan(d.relative) else f"{d.relative:+.0f} [{d.relative_ci[0]:+.0f}, {d.relative_ci[1]:+.0f}]"
+            ours = ("–" if math.isnan(d.relative)
+                    else f"{d.relative:+.0f} [{d.relative_ci[0]:+.0f}, {d.relative_ci[1]:+.0f}]")
             theirs = paper.relative(set_name, method, metric)
             cells += [ours, "–" if theirs is None else f"{theirs:+.0f}"]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")

@@ -31,7 +31,8 @@ _SACRE_KIND = {"BLEU": "bleu", "TER": "ter", "chrF": "chrf"}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("significance (paired, on per-segment statistics in steps.jsonl)")
-    g.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples / randomisation trials (default: 1000)")
+    g.add_argument("--resamples", type=int, default=1000,
+                   help="bootstrap resamples / randomisation trials (default: 1000)")
     g.add_argument("--unit", choices=UNITS, default="document",
                    help="resampling unit (default: document, because segments of a document are not independent)")
     g.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")

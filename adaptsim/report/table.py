@@ -40,11 +40,12 @@ ABSOLUTE_METRICS = ["BLEU", "SBLEU", "TER", "R0", "R1", "R0+1", *EFFORT]  # Tabl
 RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1", *EFFORT]  # Table 5's order
 FORMATS = ("md", "csv", "latex")
 CXMI_PLACES = 3  # digits of the CXMI columns (nats) unless --decimals says otherwise
-# --cost: column, summary.json `cost` key (dotted: nested), digits (None: a size); the first two always, the others where
-# a run of the block has them (tm's moments of adaptation; the simulated translator's searches)
+# --cost: column, summary.json `cost` key (dotted: nested), digits (None: a size); the first two always, the others
+# where a run of the block has them (tm's moments of adaptation; the simulated translator's searches)
 COST = [("ms/step", "step_ms_median", 1), ("state", "state_bytes_median", None),
         ("tm updates", "temporary.updates", 0), ("tm s", "temporary.seconds", 1),
-        ("IMT calls/seg", "interactive.decoder_calls_per_segment", 1), ("IMT s/seg", "interactive.seconds_per_segment", 2)]
+        ("IMT calls/seg", "interactive.decoder_calls_per_segment", 1),
+        ("IMT s/seg", "interactive.seconds_per_segment", 2)]
 ALWAYS_COST = 2
 
 
@@ -69,13 +70,13 @@ def parser() -> argparse.ArgumentParser:
                    help="baseline absolute, other methods as relative difference in percent (Table 5)")
     p.add_argument("--format", choices=FORMATS, default="md", help="output format (default: md)")
     p.add_argument("--metrics", help="comma-separated metric keys, e.g. R0,R1,R0+1 or subword.R0, or CXMI, "
-                   "CXMI/seg and CXMI.sent (nats per token / per segment / per token averaged over segments, the paper's "
-                   "scale, gained over the baseline; shown absolute with --relative) "
+                   "CXMI/seg and CXMI.sent (nats per token / per segment / per token averaged over segments, "
+                   "the paper's scale, gained over the baseline; shown absolute with --relative) "
                    f"(default: {','.join(ABSOLUTE_METRICS)}; with --relative {','.join(RELATIVE_METRICS)})")
     p.add_argument("--decimals", type=int, help="digits after the point (default: 1, relative 0; csv: unrounded)")
     p.add_argument("--significance", action="store_true",
-                   help=f"mark ({sig.MARK}) cells that differ from the baseline (--test ci, the default: whose 95%% interval "
-                   f"of the difference excludes 0; --test bs/ar: p < {sig.ALPHA})")
+                   help=f"mark ({sig.MARK}) cells that differ from the baseline (--test ci, the default: whose 95%% "
+                   f"interval of the difference excludes 0; --test bs/ar: p < {sig.ALPHA})")
     p.add_argument("--ci", action="store_true", help="show 95%% bootstrap intervals in the cells")
     p.add_argument("--bands-by-match", action="store_true",
                    help="also R1 and R1+ split by the fuzzy match (100, 95–99, 75–94, <75) between the sentence and "
@@ -106,7 +107,8 @@ def main(argv: list[str]) -> int:
         rs = rows(b, metrics, args.relative, result, args.significance, args.ci)
         if args.cost:
             costs = [{key: _lookup(run.summary.get("cost") or {}, key) for _, key, _ in COST} for _, run in b.rows]
-            keys = [key for i, (_, key, _) in enumerate(COST) if i < ALWAYS_COST or any(c[key] is not None for c in costs)]
+            keys = [key for i, (_, key, _) in enumerate(COST)
+                    if i < ALWAYS_COST or any(c[key] is not None for c in costs)]
             for r, cost in zip(rs, costs):
                 r.cost = {key: cost[key] for key in keys}
         tables.append((b, rs, result))
@@ -185,8 +187,8 @@ def _legend(rel: bool, metrics: list[str]) -> str:
     what = ("baseline: absolute scores; other rows: difference to the baseline in percent of the baseline score"
             if rel else "scores in percent")
     if any(m in cxmi.METRICS for m in metrics):
-        what += "; CXMI: nats per token, CXMI/seg: nats per segment, CXMI.sent: nats per token averaged over segments " \
-                "(the paper's scale), gained over the baseline (absolute)"
+        what += "; CXMI: nats per token, CXMI/seg: nats per segment, CXMI.sent: nats per token averaged over " \
+                "segments (the paper's scale), gained over the baseline (absolute)"
     lowest = [m for m in metrics if m.split(".")[-1] in LOWER_IS_BETTER]
     return f"{what}; best per column marked" + (f" ({', '.join(lowest)}: lowest)" if lowest else "")
 
@@ -281,14 +283,16 @@ def to_csv(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
             rel_row = rel and not r.is_baseline
             cells = [("" if v is None else repr(v)) if decimals is None else _number(v, r.relative[j], decimals, "")
                      for j, v in enumerate(r.shown)]
-            more = ([("" if _nan(p) is None else repr(p)) for p in r.p] if r.p else [""] * len(metrics)) if with_p else []
+            more = (([("" if _nan(p) is None else repr(p)) for p in r.p] if r.p else [""] * len(metrics))
+                    if with_p else [])
             if with_ci:
                 more += [("" if _nan(v) is None else repr(v)) if decimals is None
                          else _number(_nan(v), r.relative[j], decimals, "")
                          for j, ci in enumerate(r.ci or [(None, None)] * len(metrics)) for v in ci]
             w.writerow([block.dataset, block.fingerprint, block.model, r.label,
                         "relative %" if rel_row else "absolute", *cells,
-                        *(["" if (r.cost or {}).get(k) is None else repr(r.cost[k]) for k in cost] if with_cost else []),
+                        *(["" if (r.cost or {}).get(k) is None else repr(r.cost[k]) for k in cost]
+                          if with_cost else []),
                         ";".join(m for m, b in zip(metrics, r.best) if b), r.run_dir, *more,
                         *([result.signature if result else ""] if extra else []),
                         *([note(run_of[r.run_dir][1], r.label) or ""] if with_note else [])])

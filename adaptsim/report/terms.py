@@ -42,7 +42,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim terms", description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories (a method=none run: the baseline)")
     p.add_argument("--resources", type=Path, default=DEFAULT,
-                   help=f"dictionaries and switches, LitTER's format (default: {DEFAULT.relative_to(CONFIG_DIR.parent)})")
+                   help="dictionaries and switches, LitTER's format "
+                        f"(default: {DEFAULT.relative_to(CONFIG_DIR.parent)})")
     sig.add_arguments(p)
     return p
 

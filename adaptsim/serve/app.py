@@ -48,8 +48,8 @@ class HostRequired:
             given = Headers(scope=scope).get("host", "").lower()
             name = given[:given.find("]") + 1] if given.startswith("[") else given.split(":")[0]
             if name not in self.hosts:
-                await error(f"Host {given[:100]!r}: this server answers to {', '.join(sorted(self.hosts))} only (against "
-                            "DNS rebinding)", 400)(scope, receive, send)
+                await error(f"Host {given[:100]!r}: this server answers to {', '.join(sorted(self.hosts))} only "
+                            "(against DNS rebinding)", 400)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

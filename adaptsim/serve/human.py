@@ -72,7 +72,8 @@ class HumanSimulation(Simulation):
 
     def replaying(self, segments: list) -> None:
         """The steps about to be replayed (`segments`, with their recorded references) are scored by one evaluator over
-        them all (else every replayed step would rebuild it: a resume's cost would grow with the square of its steps)."""
+        them all (else every replayed step would rebuild it: a resume's cost would grow with the square of its
+        steps)."""
         self.evaluator = self.evaluator_over(segments)
 
     def step(self, seg, translation, *args, write: bool = True, **kwargs) -> None:

@@ -209,7 +209,8 @@ class ServeSession:
         if differ:
             raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
                             f"change only {', '.join(resume.FREE + FREE)}")
-        now = {"model_fingerprint": model_fingerprint(run.cfg.model.path), "data_fingerprint": fingerprint(run.documents)}
+        now = {"model_fingerprint": model_fingerprint(run.cfg.model.path),
+               "data_fingerprint": fingerprint(run.documents)}
         differ = [f"{k}: {previous.get(k)} → {v}" for k, v in now.items() if previous.get(k) not in (None, v)]
         if differ:
             raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}); start a new "
@@ -302,7 +303,8 @@ class ServeSession:
         k, j = self._where()
         doc, run = self.documents[k], self.order[k]
         return out | {"finished": False, "document": k + 1, "segment": j,
-                      "sources": [s.source for s in doc.segments], "validated": run.texts[len(run.texts) - j:] if j else [],
+                      "sources": [s.source for s in doc.segments],
+                      "validated": run.texts[len(run.texts) - j:] if j else [],
                       "hypothesis": self.pending.translation.text}
 
     # -- requests ------------------------------------------------------------------------------------------------
@@ -313,7 +315,8 @@ class ServeSession:
         if self.pending is None:
             raise Refused("the session is finished: every segment is validated", 409)
         if not isinstance(position, int) or isinstance(position, bool) or position != self.position:
-            raise Refused(f"position {position!r}: the session is at segment {self.position + 1} (reload the page)", 409)
+            raise Refused(f"position {position!r}: the session is at segment {self.position + 1} "
+                          "(reload the page)", 409)
         return self.pending
 
     def _text(self, text, what: str) -> str:

@@ -75,7 +75,8 @@ def report(sweeps: list[Path]) -> str:
             equal = sum(x.get("hypothesis") == y.get("hypothesis") for x, y in zip(ref_steps, steps))
             deltas = [summary["scores"].get(s, 0) - ref_summary["scores"].get(s, 0) for s in SCORES]
             lines.append(f"| {method} | {name} | {equal}/{len(ref_steps)} | {first_difference(ref_steps, steps)} | "
-                         f"{largest(ref_steps, steps, 'ppl_before'):.2e} | {largest(ref_steps, steps, 'logprobs'):.2e} | "
+                         f"{largest(ref_steps, steps, 'ppl_before'):.2e} | "
+                         f"{largest(ref_steps, steps, 'logprobs'):.2e} | "
                          + " | ".join(f"{d:+.2f}" for d in deltas) + " |")
     lines += ["", "## Per segment: median ms to translate / to update", "",
               "| method | " + " | ".join(found) + " |", "|:--|" + "--:|" * len(found)]

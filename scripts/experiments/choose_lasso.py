@@ -3,9 +3,9 @@
     python scripts/experiments/choose_lasso.py HELDOUT HELDOUT_MORE SELECT_FIXED CHOSEN.yaml SELECTION.md
 
 HELDOUT and HELDOUT_MORE are the held-out sweeps (the baseline, full, bias, lasso and the variants of
-scripts/experiments/configs/method, one stream; HELDOUT_MORE may be absent). The lasso variant with the best held-out R0+1 (lasso's aim; ties go to the default `lasso`, then to
-the first name) is written as a method config named `lasso` (CHOSEN.yaml), which the test sweeps run. No test
-stream is read.
+scripts/experiments/configs/method, one stream; HELDOUT_MORE may be absent). The lasso variant with the best held-out
+R0+1 (lasso's aim; ties go to the default `lasso`, then to the first name) is written as a method config named `lasso`
+(CHOSEN.yaml), which the test sweeps run. No test stream is read.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def ablations(reference: str, dirs: list[Path]) -> str:
     metrics = ["R0", "R1", "R0+1", "BLEU"]
     result = sig.analyse([runs[reference], *(runs[m] for m in variants)], metrics,
                          sig.settings(options.parse_args([])), "choose_lasso", warn=False)
-    rows = [f"| {reference} (the reference) | " + " | ".join(f"{result.scores[0][m].score:.2f}" for m in metrics) + " |"]
+    rows = [f"| {reference} (the reference) | "
+            + " | ".join(f"{result.scores[0][m].score:.2f}" for m in metrics) + " |"]
     for i, m in enumerate(variants, 1):
         cells = []
         for metric in metrics:
@@ -48,7 +49,8 @@ def ablations(reference: str, dirs: list[Path]) -> str:
         rows.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join([f"| {reference} variant | " + " | ".join(f"Δ{m}" for m in metrics) + " |",
                       "|:--|" + "--:|" * len(metrics), *rows,
-                      "", f"_Δ: variant − {reference} in points [95% interval]; {sig.footer(result)}; {result.signature}._"])
+                      "", f"_Δ: variant − {reference} in points [95% interval]; {sig.footer(result)}; "
+                          f"{result.signature}._"])
 
 
 def main() -> None:

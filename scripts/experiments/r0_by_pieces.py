@@ -12,8 +12,8 @@ zero-shot penalty is absent there or hidden by a gain on words the stream's piec
 counts, per class, the R0 occurrences each run won and lost against the baseline.
 
 Reads the runs' steps.jsonl (references and hypotheses: run outputs, not the text-free records), the word
-pipeline and counting scope the runs used (.hydra/config.yaml, summary.json; adaptsim.metrics.roles), and checks that its R0 counts
-equal the runs' own.
+pipeline and counting scope the runs used (.hydra/config.yaml, summary.json; adaptsim.metrics.roles), and checks that
+its R0 counts equal the runs' own.
 """
 
 from __future__ import annotations

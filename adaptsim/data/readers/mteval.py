@@ -133,7 +133,8 @@ def pair(src: Side, ref: Side, src_path, ref_path) -> list[Document]:
         src_ids = {seg_id for seg_id, _, _ in segs}
         for seg_id, _, where in refs[doc_id]:
             if seg_id not in src_ids:
-                raise DataError(where, f"segment {seg_id!r} of document {doc_id!r} is not in the source file {src_path}")
+                raise DataError(where, f"segment {seg_id!r} of document {doc_id!r} is not in the source file "
+                                       f"{src_path}")
         out = []
         for seg_id, text, where in segs:
             if seg_id not in ref_segs:
