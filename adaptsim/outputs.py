@@ -43,6 +43,7 @@ RUN_FILES = ("summary.json", "steps.jsonl", "steps.jsonl.xz")
 # committed records stay small enough for the working tree to travel to a GPU machine (docs/performance.md). xz, not
 # gzip: 22 MB against 29 MB for the base-ende records of docs/results.
 COMPRESSIBLE = ("steps.jsonl", "curves.csv")
+SIMULATIONS = "simulations.jsonl"  # select-fixed's record: each simulated candidate's held-out loss
 XZ = ".xz"
 
 # summary.json's schema, shared by its writers (JobSummary, simulate.Simulation) and its readers (adaptsim/report;
@@ -291,11 +292,16 @@ def _hyp_line(hypothesis: str) -> str:
 
 
 def written_steps(run_dir: Path) -> tuple[list[dict], int]:
-    """The whole steps of an interrupted run's steps.jsonl and the bytes they take: its lines up to the first one
-    a kill cut short (no newline, or not JSON: a torn write). A line that is not JSON with whole lines after it is no
-    torn write but a damaged file: resuming from before it would drop the later steps without a word, so that is
-    refused (one line naming the line and how many steps it would drop)."""
-    path = Path(run_dir) / "steps.jsonl"
+    """The whole steps of an interrupted run's steps.jsonl and the bytes they take (`written_records`)."""
+    return written_records(Path(run_dir) / "steps.jsonl", "step")
+
+
+def written_records(path: Path, what: str) -> tuple[list[dict], int]:
+    """The whole records of an interrupted job's JSON-lines file (a run's steps, select-fixed's simulations) and the
+    bytes they take: its lines up to the first one a kill cut short (no newline, or not JSON: a torn write). A line
+    that is not JSON with whole lines after it is no torn write but a damaged file: resuming from before it would
+    drop the later records without a word, so that is refused (one line naming the line and how many records it
+    would drop). Read before anything is written (adaptsim/resume.py)."""
     records, keep = [], 0
     if not path.is_file():
         return records, keep
@@ -309,9 +315,9 @@ def written_steps(run_dir: Path) -> tuple[list[dict], int]:
         except ValueError:
             later = sum(1 for rest in lines[n:] if rest.endswith(b"\n"))
             if later:
-                raise UserError(f"{path}:{n}: not a whole step record, and {later} step(s) follow it: resuming "
+                raise UserError(f"{path}:{n}: not a whole {what} record, and {later} {what}(s) follow it: resuming "
                                 f"would drop them; repair line {n}, or keep the first {n - 1} lines to resume "
-                                f"after step {n - 1}") from None
+                                f"after {what} {n - 1}") from None
             break
         keep += len(line)
     return records, keep

@@ -85,7 +85,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     `computed`: the model's and data's fingerprints computed already (the jobs of one sweep share them); a
     directory this process checked already with the same config and whose summary.json is unchanged since (a
     sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
-    from adaptsim.outputs import job_fields, written_steps
+    from adaptsim.outputs import SIMULATIONS, job_fields, written_records, written_steps
 
     fields = job_fields(command, cfg, [])
     requested = fields["config"]
@@ -112,6 +112,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
         raise UserError(f"{where}: a file it read has changed ({'; '.join(differ)}; recorded → now); restore it, "
                         "or start a new run in another directory")
     written_steps(run_dir)
+    written_records(Path(run_dir) / SIMULATIONS, "simulation")  # select-fixed's
     recorded = recorded_fingerprints(previous)
     if recorded:
         current = _fingerprints(cfg, command, {} if computed is None else computed,

@@ -165,7 +165,8 @@ def test_an_interrupted_search_resumes_with_the_simulations_it_had_done(tmp_path
 
 
 def test_a_damaged_simulation_record_is_refused_in_one_line(tmp_path, tiny_model_dir, tiny_tsv, capsys):
-    """A line of simulations.jsonl that is not a record (not the torn last one) is named, not a traceback."""
+    """A line of simulations.jsonl that is not a record (not the torn last one) is named, not a traceback, and
+    refused before anything is written (the resume once rewrote the summary and the .hydra files first)."""
     args = [f"model.path={tiny_model_dir}", "dataset=tsv", f"dataset.path={tiny_tsv}", "budget_fraction=0.3",
             "progress=false", "prefixes=2", f"output={tmp_path / 'list.yaml'}", f"hydra.run.dir={tmp_path / 'r'}"]
     with pytest.raises(SystemExit):
@@ -175,10 +176,13 @@ def test_a_damaged_simulation_record_is_refused_in_one_line(tmp_path, tiny_model
     record.write_text(lines[0] + "{not json\n" + "".join(lines[2:]))
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     (tmp_path / "r" / "summary.json").write_text(json.dumps({**summary, "status": "interrupted"}))
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "r").rglob("*") if p.is_file()}
     with pytest.raises(SystemExit) as exit_:
         main(["select-fixed", *args, "resume=true"])
     assert exit_.value.code == 1
-    assert re.search(r"simulations.jsonl:2: not a simulation record", capsys.readouterr().err)
+    assert re.search(r"simulations.jsonl:2: not a whole simulation record, and \d+ simulation\(s\) follow it",
+                     capsys.readouterr().err)
+    assert {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "r").rglob("*") if p.is_file()} == before
 
 
 def test_a_budget_no_block_fits_says_so(tmp_path, tiny_model_dir, tiny_tsv, capsys):

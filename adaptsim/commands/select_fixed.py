@@ -43,7 +43,7 @@ from adaptsim.errors import UserError
 from adaptsim.methods.budget import fill_budget, resolve_budget
 from adaptsim.methods.fixed import list_path, pair_key
 from adaptsim.model import Seq2SeqModel
-from adaptsim.outputs import JobSummary
+from adaptsim.outputs import SIMULATIONS, JobSummary
 from adaptsim.progress import progress
 from adaptsim.session import Session, load
 
@@ -57,7 +57,7 @@ def main(argv: list[str]) -> int:
 
 
 def task(cfg: DictConfig, job: JobSummary) -> None:
-    report = select(cfg, Path(job.dir) / "simulations.jsonl")
+    report = select(cfg, Path(job.dir) / SIMULATIONS)
     job.update(**report)
     print(f"select-fixed: {len(report['params'])} tensors, {report['parameters']:,} parameters "
           f"(budget {report['budget']:,}), held-out loss {report['baseline_loss']:.4f} -> {report['loss']:.4f} "
