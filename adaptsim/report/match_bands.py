@@ -1,4 +1,4 @@
-"""Recall by how similar the sentence is to where the word was seen (`table --bands-by-match`, issue 29).
+"""Recall by how similar the sentence is to where the word was seen (`table --bands-by-match`).
 
 Does adaptation carry a correction beyond near-identical sentences? For every reference word at its second or a
 later occurrence (R1's and R2…'s words, R0/R1's counting in the run's scope), the fuzzy score between the
