@@ -49,12 +49,15 @@ class Rule:
 class Integer(Rule):
     minimum: int
     null: str | None = None  # what null means, where null is allowed
+    maximum: int | None = None
 
     def ok(self, value) -> bool:
-        return (value is None and self.null is not None) or (_is_int(value) and value >= self.minimum)
+        return (value is None and self.null is not None) or (
+            _is_int(value) and value >= self.minimum and (self.maximum is None or value <= self.maximum))
 
     def allowed(self) -> str:
-        rule = f"an integer ≥ {self.minimum}"
+        rule = f"an integer ≥ {self.minimum}" if self.maximum is None else \
+            f"an integer from {self.minimum} to {self.maximum}"
         return f"must be null ({self.null}) or {rule}" if self.null else f"must be {rule}"
 
 

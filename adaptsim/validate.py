@@ -1,4 +1,4 @@
-"""Check the composed configuration of `run`, `bench` and `select-fixed` before any work is done.
+"""Check the composed configuration of `run`, `bench`, `select-fixed` and `serve` before any work is done.
 
 A wrong setting must not silently change the method (`reset=documents` once behaved as `never`,
 `update.clip_norm=-1` turned SGD into gradient ascent), and must not surface after minutes of loading
@@ -25,7 +25,7 @@ from adaptsim.interactive import COSTS as INTERACTIVE_COSTS, MODES as INTERACTIV
 from adaptsim.metrics import SCOPES
 from adaptsim.metrics.sacre import METRICS
 from adaptsim.metrics.words import CASES
-from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, Strings, show
+from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, Strings, Text, show
 
 _ABSENT = object()
 
@@ -68,6 +68,8 @@ SETTINGS: dict[str, Rule] = {
     "segments": Integer(1),                                                        # bench
     "budget": Number(at_least=0), "budget_fraction": Number(at_least=0, at_most=1),  # select-fixed
     "prefixes": Integer(1),
+    "serve.host": Text(), "serve.port": Integer(0, maximum=65535),                 # serve (port 0: a free one)
+    "serve.max_chars": Integer(1), "serve.max_request_bytes": Integer(1024), "serve.translator": Integer(0),
 }
 
 
@@ -139,4 +141,12 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     if decode.get("dtype") == "bfloat16" and cfg.metrics.get("interactive") not in ("off", False, None):
         raise UserError("decode.dtype=bfloat16: the simulated translator's prefix search runs in float32; use it "
                         "with metrics.interactive=off, or decode.dtype=float32")
+    if "serve" in cfg:
+        if OmegaConf.select(cfg, "metrics.probe.path", default=None) is not None:
+            raise UserError(f"metrics.probe.path={cfg.metrics.probe.path}: not with serve (the probe translates its "
+                            "whole set between two segments, and the page would wait); probe a run on the session's "
+                            "references.tsv instead")
+        if decode.get("dtype") != "float32":
+            raise UserError(f"decode.dtype={decode.dtype}: the completions' prefix search runs in float32; use "
+                            "decode.dtype=float32 with serve")
     check_method(cfg.method)

@@ -311,10 +311,15 @@ def test_translators_get_the_methods_in_a_latin_square(tmp_path):
     for a in square:  # and each translator's blocks stay balanced
         assert all(sorted(list(a.values())[i:i + 3]) == sorted(methods) for i in range(0, 6, 3))
     assert study.assign(docs, methods, seed=3, translator=4) == square[1]
-    from adaptsim.serve.state import check_serve
+    from adaptsim.validate import validate
 
-    with pytest.raises(UserError, match=r"serve.translator=-1: a whole number ≥ 0"):
-        check_serve(next(iter(configs(["serve.translator=-1"]).values())))
+    # serve's settings are checked by the one rules table, with every other setting
+    for setting, said in (("serve.translator=-1", "serve.translator=-1: must be an integer ≥ 0"),
+                          ("serve.port=70000", "serve.port=70000: must be an integer from 0 to 65535"),
+                          ("serve.host=''", "serve.host='': must be a non-empty string"),
+                          ("decode.dtype=bfloat16", "decode.dtype=bfloat16: the completions' prefix search runs")):
+        with pytest.raises(UserError, match=re.escape(said)):
+            validate(next(iter(configs([setting]).values())), "serve")
 
 
 def test_each_session_keys_the_page_s_drafts_by_its_own_id_across_resumes(tmp_path):

@@ -73,11 +73,12 @@ def main(argv: list[str]) -> int:
     import uvicorn
 
     from adaptsim.serve.app import create_app
-    from adaptsim.serve.state import ServeSession, check_serve
+    from adaptsim.serve.state import ServeSession
+    from adaptsim.validate import validate
 
     cfgs = configs(argv)
     first = next(iter(cfgs.values()))
-    check_serve(first)
+    validate(first, "serve")  # before binding the port
     sock = bind(first.serve.host, first.serve.port)
     session = ServeSession(cfgs, argv)
     try:

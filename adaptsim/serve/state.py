@@ -45,6 +45,7 @@ from adaptsim.serve import study
 from adaptsim.serve.human import HumanSimulation, effort_of
 from adaptsim.session import Session, load
 from adaptsim.simulate import ReplayRefused
+from adaptsim.validate import validate
 
 log = logging.getLogger("adaptsim")
 
@@ -104,24 +105,6 @@ def run_part(cfg: DictConfig) -> DictConfig:
     return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "serve"])
 
 
-def check_serve(cfg: DictConfig) -> None:
-    s = cfg.serve
-    if not isinstance(s.host, str) or not s.host:
-        raise UserError(f"serve.host={s.host}: an address to bind, e.g. 127.0.0.1")
-    if not isinstance(s.port, int) or not 0 <= s.port <= 65535:
-        raise UserError(f"serve.port={s.port}: a port from 1 to 65535, or 0 for a free one")
-    for key, least in (("max_chars", 1), ("max_request_bytes", 1024), ("translator", 0)):
-        if not isinstance(s[key], int) or s[key] < least:
-            raise UserError(f"serve.{key}={s[key]}: a whole number ≥ {least}")
-    if OmegaConf.select(cfg, "metrics.probe.path", default=None) is not None:
-        raise UserError(f"metrics.probe.path={cfg.metrics.probe.path}: not with serve (the probe translates its whole "
-                        "set between two segments, and the page would wait); probe a run on the session's "
-                        "references.tsv instead")
-    if cfg.decode.dtype != "float32":
-        raise UserError(f"decode.dtype={cfg.decode.dtype}: the completions' prefix search runs in float32; use "
-                        "decode.dtype=float32 with serve")
-
-
 class ServeSession:
     """The session of one translator (module docstring). `cfgs`: one composed serve config per method, in
     serve.methods' order; `overrides`: the command line's, recorded with each run."""
@@ -141,7 +124,7 @@ class ServeSession:
 
     def _open(self, cfgs: dict[str, DictConfig], overrides: list[str]) -> None:
         for cfg in cfgs.values():
-            check_serve(cfg)
+            validate(cfg, "serve")  # every setting, serve's own among them, by the one table (adaptsim/validate.py)
         if self.dir.exists() and not self.dir.is_dir():
             raise UserError(f"serve.dir={self.dir}: a file is in the way")
         if self.resume and not (self.dir / study.FILE).is_file():
