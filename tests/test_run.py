@@ -148,6 +148,8 @@ def test_run_help_lists_the_groups_a_run_composes_and_nothing_else(capsys):
     assert not {"fixed_lists", "litter", "hydra"} & set(groups)  # files code reads itself, Hydra's own groups
     assert "_common" not in out and "lasso" in groups["method"]
     assert "name: full" in out  # the composed config, with the command line's overrides
+    # each key with its meaning, as the YAML that sets it says (run.yaml, the chosen method's file)
+    assert "\nthreads: 1  # torch intra-op threads." in out and "\nreset: document  # document: every document" in out
 
 
 def test_progress_in_a_log_file_is_lines_not_a_redrawn_bar(tmp_path):
