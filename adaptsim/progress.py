@@ -2,8 +2,8 @@
 and one plain log line every `every` seconds when stderr (where the bar would go) is a file or a pipe; the
 line goes where the command's log goes (Hydra's console handler: stdout, and the job's .log file).
 
-A job run in the background (`nohup … > log 2>&1 &`) used to write its bar into the log as one endless line of
-carriage returns, which after hours could neither be read nor tailed. The line says where the job is, its
+A bar written into the log of a job run in the background (`nohup … > log 2>&1 &`) is one endless line of
+carriage returns, which after hours can neither be read nor tailed. The line says where the job is, its
 rate, the time elapsed and an estimate of the time remaining (from the rate since it started, or since it
 was resumed), with whatever figures the command shows on its bar.
 """

@@ -1,7 +1,7 @@
 """Check the composed configuration of `run`, `bench`, `select-fixed` and `serve` before any work is done.
 
-A wrong setting must not silently change the method (`reset=documents` once behaved as `never`,
-`update.clip_norm=-1` turned SGD into gradient ascent), and must not surface after minutes of loading
+A wrong setting must not silently change the method (a misspelt `reset=documents` read as `never`,
+`update.clip_norm=-1` turning SGD into gradient ascent), and must not surface after minutes of loading
 as a traceback. Every rule here stops with one line naming the key, the value and what is allowed.
 
 This module holds rules only, never defaults: the rules are declared (SETTINGS, adaptsim/rules.py; a

@@ -16,7 +16,7 @@ embedding is the natural unit for a vocabulary-sized matrix). After every SGD st
    (the paper does not say which rate; 0 leaves the bias out, for ablations; the default and why: the config).
 
 Which reading of "select after each update" this is, and why. The obvious one — reset the groups outside
-the budget to θ0 and forget them — was implemented first and found wanting: with tensor-wise clipping to 1.0
+the budget to θ0 and forget them — fails here: with tensor-wise clipping to 1.0
 every tensor whose gradient norm is ≥ 1 moves by exactly γ = 0.01 at a document's first update, so ‖δ_g‖
 ties across a quarter of the tensors and float32 rounding chose the kept set; and a forgotten group can never
 grow again, so that first choice was final (on TED: 0 changes of the kept set in 87 updates). Here instead:
