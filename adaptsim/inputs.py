@@ -3,11 +3,11 @@ the file's bytes, so that a record says what it was computed from and a resume r
 under its name (adaptsim/resume.py; `adaptsim train` and `select-fixed` check theirs the same way).
 
 One rule finds them, so a setting added later is covered without a word here: a setting whose value is a path to
-a file is that file; one whose value is a prefix of files named for the model's languages (`PATH.en`, `PATH.de`:
-the forgetting probe, plain-format data) is those files; and a setting that names a file by a name the code
-resolves (`method.list`, fixed's tensor list, read from configs/fixed_lists/<list>.yaml) is resolved as the code
-resolves it. Directories are not hashed here: a model directory has its own fingerprint (adaptsim/model.py), by
-the files it is loaded from.
+a file is that file (a `name` is a name, even where it names a file: fixed's list, below); one whose value is a
+prefix of files named for the model's languages (`PATH.en`, `PATH.de`: the forgetting probe, plain-format data) is
+those files; and a setting that names a file by a name the code resolves (`method.list`, fixed's tensor list, read
+from configs/fixed_lists/<list>.yaml) is resolved as the code resolves it. Directories are not hashed here: a
+model directory has its own fingerprint (adaptsim/model.py), by the files it is loaded from.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def files_read(settings: dict) -> dict[str, Path]:
     langs = [lang for lang in (model.get("source_lang"), model.get("target_lang")) if lang]
     out: dict[str, Path] = {}
     for key, value in _leaves(settings):
-        if (key.startswith("hydra.") or key in WRITTEN or not isinstance(value, str) or not value.strip()
-                or "\n" in value):
+        if (key.startswith("hydra.") or key in WRITTEN or key.split(".")[-1] == "name"
+                or not isinstance(value, str) or not value.strip() or "\n" in value):
             continue
         path = Path(value).expanduser()
         try:
@@ -78,7 +78,8 @@ def fingerprints(settings: dict) -> dict[str, str]:
 
 
 def changed(recorded: dict[str, str], settings: dict) -> list[str]:
-    """`setting: recorded → now` for every file whose content (or presence) differs from the record."""
+    """`setting: recorded → now` for every file the record read whose content differs now, or that is gone. (A file
+    that appeared since at a path a setting names was not read by the recorded job: a setting's own value is
+    compared with the settings.)"""
     now = fingerprints(settings)
-    return [f"{k}: {recorded.get(k, '(none)')} → {now.get(k, '(none)')}" for k in sorted({*recorded, *now})
-            if recorded.get(k) != now.get(k)]
+    return [f"{k}: {v} → {now.get(k, '(none)')}" for k, v in sorted(recorded.items()) if now.get(k) != v]

@@ -24,6 +24,7 @@ FILES = {"dataset.path": "file", "dataset.source": "file", "dataset.reference": 
 NOT_FILES = {
     "dataset.columns.source": "a column's name", "dataset.columns.reference": "a column's name",
     "model.path": "a model directory: its own fingerprint (model_fingerprint), by the files it is loaded from",
+    "model.name": "a name (fixed's list, which it may name, is method.list)", "name": "a name (select-fixed's list)",
     "train.tokenizer": "a tokenizer directory: its files are the trained model's, fingerprinted with it",
     **{key: "written, not read (inputs.WRITTEN)" for key in WRITTEN},
 }
