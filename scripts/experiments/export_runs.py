@@ -1,13 +1,14 @@
 """A sweep's text-free record, to commit: the reports (table, compare, plot, findings) read it as they read
 the sweep, but it holds no source, reference or hypothesis text (the test data stays out of git).
 
-    python scripts/experiments/export_runs.py SWEEP_DIR OUT_DIR
+    python scripts/experiments/export_runs.py SWEEP_DIR OUT_DIR [--without-logprobs]
 
 Copied per finished run (its records plain or compressed), written xz-compressed where large: summary.json,
 .hydra/{config,overrides}.yaml, curves.csv.xz, and steps.jsonl.xz without the text fields (source, hypothesis,
 their pieces and the reference's; the reference becomes a hash of it; the per-segment statistics, which the
 bootstrap resamples, and the log-probabilities stay); the sweep's multirun.yaml. Paths of the machine it ran on
-stay as they are (they name ../shared, not its contents).
+stay as they are (they name ../shared, not its contents). --without-logprobs also leaves out the per-token
+log-probabilities (CXMI's input; about half of the compressed size) where no report made from the export needs them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ TEXT = ("source", "hypothesis", "pieces", "ref_pieces")  # dropped (ref_pieces: 
 # the reference is replaced by a hash of it
 
 
-def export_run(run: Path, out: Path) -> None:
+def export_run(run: Path, out: Path, drop: tuple[str, ...] = ()) -> None:
     (out / ".hydra").mkdir(parents=True, exist_ok=True)
     for name in ("summary.json", ".hydra/config.yaml", ".hydra/overrides.yaml"):
         if (run / name).is_file():
@@ -34,7 +35,7 @@ def export_run(run: Path, out: Path) -> None:
     with open(out / "steps.jsonl", "w", encoding="utf-8") as dst:
         for line in filter(None, read_record(record_file(run, "steps.jsonl")).split("\n")):
             step = json.loads(line)
-            kept = {k: v for k, v in step.items() if k not in TEXT}
+            kept = {k: v for k, v in step.items() if k not in TEXT and k not in drop}
             # the reports pair runs segment by segment on (doc_id, seg_id, reference): a hash keeps that check
             kept["reference"] = "sha256:" + hashlib.sha256(step["reference"].encode()).hexdigest()[:16]
             dst.write(json.dumps(kept, ensure_ascii=False) + "\n")
@@ -47,14 +48,16 @@ def finished(run: Path) -> bool:
 
 
 def main() -> None:
-    sweep, out = Path(sys.argv[1]), Path(sys.argv[2])
+    args = sys.argv[1:]
+    drop = ("logprobs",) if "--without-logprobs" in args else ()
+    sweep, out = (Path(a) for a in args if a != "--without-logprobs")
     new = out.with_name(out.name + ".new")  # the old record stays whole until the new one is
     shutil.rmtree(new, ignore_errors=True)
     new.mkdir(parents=True)
     shutil.copyfile(sweep / "multirun.yaml", new / "multirun.yaml")
     runs = sorted(d for d in sweep.iterdir() if finished(d))
     for run in runs:
-        export_run(run, new / run.name)
+        export_run(run, new / run.name, drop)
     shutil.rmtree(out, ignore_errors=True)
     new.rename(out)
     print(f"export_runs.py: {len(runs)} finished runs of {sweep} → {out} (no text)")
