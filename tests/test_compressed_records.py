@@ -18,9 +18,10 @@ from conftest import script_module
 GNOME = PROJECT_ROOT / "docs" / "results" / "base-ende" / "runs" / "gnome_help"
 
 # What a device call may send: the working tree and what it carries, 64 MiB in all. scripts/device/pack.sh carries
-# about 25 MiB (base-train 20, wheels 4, base-ende's tokenizer, the first Business Central articles), so the tree
-# keeps under 36 MiB; the folder for a GPU-trained model is exempt (it moves beside ../shared/models at review).
-TREE_BUDGET_MIB = 36
+# 25.3 MiB (base-train 20, wheels 4, base-ende's tokenizer, the first Business Central articles; measured
+# 2026-11-27), so the tree keeps under 37.5 MiB (the held-out examinations' records took it past 36); the folder for
+# a GPU-trained model is exempt (it moves beside ../shared/models at review).
+TREE_BUDGET_MIB = 37.5
 EXEMPT = ("models/base-ende-gpu/",)
 
 
