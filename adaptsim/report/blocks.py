@@ -103,20 +103,18 @@ def same_scoring(group: list[Run], decoding: bool = True) -> None:
     two measurements. (`compare` compares decodings on purpose, its labels naming them: decoding=False.)"""
     first = group[0]
     for run in group[1:]:
-        a, b = _signature_parts(first), _signature_parts(run)
-        differ = [k for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
-        if differ:
-            k = differ[0]
-            raise UserError(f"runs scored with different metric settings ({k}: {a.get(k, '(none)')} in {first.dir}, "
-                            f"{b.get(k, '(none)')} in {run.dir}); compare runs scored one way")
-        if not decoding:
-            continue
-        a, b = _decoding(first), _decoding(run)
-        differ = [k for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
-        if differ:
-            k = differ[0]
-            raise UserError(f"runs decoded differently ({k}: {a.get(k)} in {first.dir}, {b.get(k)} in "
-                            f"{run.dir}); compare runs decoded one way")
+        _same(first, run, _signature_parts, "scored with different metric settings", "scored one way")
+        if decoding:
+            _same(first, run, _decoding, "decoded differently", "decoded one way")
+
+
+def _same(first: Run, run: Run, parts, what: str, how: str) -> None:
+    """One line naming the first of `parts` (a run → {key: value}) in which the two runs differ, if any."""
+    a, b = parts(first), parts(run)
+    k = next((k for k in sorted({*a, *b}) if a.get(k) != b.get(k)), None)
+    if k is not None:
+        raise UserError(f"runs {what} ({k}: {a.get(k, '(none)')} in {first.dir}, {b.get(k, '(none)')} in "
+                        f"{run.dir}); compare runs {how}")
 
 
 def _signature_parts(run: Run) -> dict[str, str]:
