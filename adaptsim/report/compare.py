@@ -113,7 +113,7 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
             table.append(cells)
     widths = [max(len(row[j]) for row in table) for j in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
-    runs_line = "; ".join(f"{lb}: {Path(r.dir)}" for lb, r in zip(labels, runs))
+    runs_line = "; ".join(f"{lb}: {_shown(Path(r.dir))}" for lb, r in zip(labels, runs))
     return "\n".join([f"{runs[0].dataset} · {runs[0].summary.get('segments', '?')} segments · "
                       f"data {runs[0].fingerprint}",
                       "", *lines, "", f"{sig.footer(result).replace('the baseline', labels[0])}",
@@ -121,3 +121,12 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
                       *([counted] if (counted := effort.note(runs[0].summary, metrics)) else []),
                       f"runs: {runs_line}",
                       *(f"Note: {n}" for n in notes(zip(labels, runs)))])
+
+
+def _shown(path: Path) -> Path:
+    """A run's directory relative to the working directory where it is below it: a printed comparison made in a
+    checkout names no machine's paths."""
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
