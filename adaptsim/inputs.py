@@ -77,9 +77,8 @@ def fingerprints(settings: dict) -> dict[str, str]:
     return {key: file_fingerprint(path) for key, path in sorted(files_read(settings).items())}
 
 
-def changed(recorded: dict[str, str], settings: dict) -> list[str]:
-    """`setting: recorded → now` for every file the record read whose content differs now, or that is gone. (A file
-    that appeared since at a path a setting names was not read by the recorded job: a setting's own value is
-    compared with the settings.)"""
-    now = fingerprints(settings)
+def changed(recorded: dict[str, str], now: dict[str, str]) -> list[str]:
+    """`setting: recorded → now` for every file the record read whose content differs now, or that is gone; `now`:
+    the fingerprints the same settings give today (`fingerprints`). (A file that appeared since at a path a setting
+    names was not read by the recorded job: a setting's own value is compared with the settings.)"""
     return [f"{k}: {v} → {now.get(k, '(none)')}" for k, v in sorted(recorded.items()) if now.get(k) != v]

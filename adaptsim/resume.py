@@ -107,7 +107,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     if "input_fingerprints" not in previous:
         raise UserError(f"{where}: its summary.json records no fingerprints of the files it read (written by an "
                         "older adaptsim, or before it began); run it again in a new directory")
-    differ = inputs.changed(previous["input_fingerprints"], requested)  # (hashed once: inputs caches by stat)
+    differ = inputs.changed(previous["input_fingerprints"], fields["input_fingerprints"])
     if differ:
         raise UserError(f"{where}: a file it read has changed ({'; '.join(differ)}; recorded → now); restore it, "
                         "or start a new run in another directory")

@@ -332,7 +332,7 @@ def check_resume(cfg: DictConfig, saved: dict, out: Path) -> None:
     if differ:
         raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
                         f"change only {', '.join(RESUME_FREE)}, or train.overwrite=true to start again")
-    changed = inputs.changed(recorded["inputs"], requested["config"])
+    changed = inputs.changed(recorded["inputs"], requested["inputs"])
     if changed:
         raise UserError(f"{where}: a file it read has changed ({'; '.join(changed)}; recorded → now); restore it, "
                         "or train.overwrite=true to start again")
