@@ -149,6 +149,9 @@ class Seq2SeqModel:
         self.arch: Architecture = describe(net)
         self.languages = languages
         self._set_language_ids()
+        # `decode.max_length` is the one bound on a hypothesis: the checkpoint's own (512 in OPUS-MT's generation
+        # config) would make every `generate` call warn that two bounds are set
+        self.net.generation_config.max_length = None
         for name, param in self.net.named_parameters():
             if name in self.arch.constants:
                 param.requires_grad_(False)

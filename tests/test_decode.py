@@ -10,6 +10,7 @@ The models are on the session's device: `python -m pytest --device cuda tests/te
 from __future__ import annotations
 
 import csv
+import logging
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,23 @@ def test_generation_settings_it_does_not_reproduce_fall_back_to_generate(tiny_mo
     hyp = model.translate(tiny_corpus[0][0], beam_size=2, max_length=12)
     assert len(set(hyp.pieces)) == len(hyp.pieces)  # no token repeats: generate's processor ran
     assert hyp == model.translate(tiny_corpus[0][0], beam_size=2, max_length=12, search="generate")
+
+
+def test_generate_is_bounded_by_decode_max_length_alone(tiny_model_dir, device):
+    """The checkpoint's own generation max_length (32 here, 512 in OPUS-MT's) is not a second bound: a run that
+    decodes with `generate` (memory, a hook on the network) is not told at each segment that two bounds are set, on
+    the console or, where transformers' lines reach the root logger (CI=true), in the run's log."""
+    said = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = said.append
+    model = Seq2SeqModel.load(str(tiny_model_dir), device)
+    logging.getLogger("transformers").addHandler(handler)
+    try:
+        generated = model.translate("The man sees the dog.", beam_size=2, max_length=40, search="generate")
+    finally:
+        logging.getLogger("transformers").removeHandler(handler)
+    assert [r.getMessage() for r in said] == []
+    assert generated == model.translate("The man sees the dog.", beam_size=2, max_length=40)
 
 
 def test_an_unknown_search_is_refused(tiny_model_dir, device):
