@@ -28,7 +28,7 @@ from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
 from adaptsim.jobs import (SWEEP_CLAIM, basic_sweep_jobs, claim_job, claim_sweep_dir, closing, failed_jobs,
                            job_context, read_json, record_failed_job)
-from adaptsim.outputs import JobSummary, job_fields, write_json_atomic
+from adaptsim.outputs import JobSummary, job_fields, write_bytes_atomic, write_json_atomic
 from adaptsim.resume import check as resume_check
 
 # Hydra's own flags that take a value as the next argument.
@@ -203,6 +203,10 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
             return 0
         if out_dir is not None:
             argv = [*argv, f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"]
+    # a resumed sweep that fails keeps the record of the sweep that was resumed: Hydra rewrites multirun.yaml
+    # (the sweep's jobs, for `table`) before any job can fail
+    record = out_dir / "multirun.yaml" if multirun and out_dir is not None else None
+    resumed = record.read_bytes() if record and record.is_file() and cfgs[0].get("resume") else None
     since = time.time()
     main_pid = os.getpid()
     refused = []  # a single run's error that left no trace on disk (a resume refused by its replay: records given back)
@@ -230,6 +234,8 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         if multirun and out_dir is not None:  # the sweep's claim says it ended (a resume may take it over)
             write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
     failed = failed_jobs(out_dir, multirun, since)
+    if failed and resumed is not None:
+        write_bytes_atomic(record, resumed)
     if multirun and out_dir is not None and command in ("run", "bench"):  # the README's next step needs the path
         print(f"adaptsim {command}: the sweep's outputs are in {out_dir} (python -m adaptsim table {out_dir})",
               file=sys.stderr)

@@ -164,6 +164,30 @@ def test_a_resume_refused_by_its_replay_changes_nothing(tmp_path, tiny_model_dir
     assert files(out) == {**before, "adaptsim.log": files(out)["adaptsim.log"]}  # (its log says so too)
 
 
+@pytest.mark.slow  # two sweeps of two runs, each resumed and refused (about 20 s on 2 cores)
+def test_a_sweep_resume_refused_by_a_replay_keeps_the_sweeps_record(tmp_path, tiny_model_dir, stream, common, capsys):
+    """Hydra rewrites multirun.yaml before a job can fail: a resume refused by a job's replay puts it back, so that
+    `table` reads the sweep that was resumed (its runs, their states) and no other."""
+    for launcher in ("basic", "lockstep"):
+        args = [*common(tiny_model_dir, stream), "method=none,full", "hydra.sweep.subdir=${method.name}"]
+        out = sweep(tmp_path / launcher, *args, launcher=launcher)
+        cut(out / "full", tmp_path / f"cut_{launcher}", 7)
+        shutil.rmtree(out / "full")
+        shutil.move(tmp_path / f"cut_{launcher}", out / "full")
+        lines = (out / "full" / "steps.jsonl").read_text().splitlines(keepends=True)
+        step = json.loads(lines[5])
+        lines[5] = json.dumps({**step, "ppl_before": step["ppl_before"] * (1 + 1e-6)}, ensure_ascii=False) + "\n"
+        (out / "full" / "steps.jsonl").write_text("".join(lines))
+        record = (out / "multirun.yaml").read_bytes()
+        sweep(out, *args, "resume=true", code=1, launcher=launcher)
+        assert "cannot resume: step 6 replays to updates/perplexities" in capsys.readouterr().err
+        assert (out / "multirun.yaml").read_bytes() == record
+        with pytest.raises(SystemExit) as exit_:
+            main(["table", str(out)])
+        said = capsys.readouterr().err
+        assert exit_.value.code == 0 and f"{out / 'full'}: unfinished (status 'interrupted')" in said, said
+
+
 def test_a_corrupted_middle_line_of_steps_is_refused_not_dropped(tmp_path, tiny_model_dir, stream, common, capsys):
     args = common(tiny_model_dir, stream, "method=full")
     out = cut(run(tmp_path / "whole", *args), tmp_path / "cut", 5)
