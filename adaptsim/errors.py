@@ -23,3 +23,8 @@ class Terminated(KeyboardInterrupt):
 
     signal_name = "SIGTERM"
     exit_code = 143  # 128 + SIGTERM, what a shell reports for a process killed by it
+
+
+def raise_terminated(signum, frame):
+    """The SIGTERM handler of a command that must record how it ended (a job, a serve session)."""
+    raise Terminated()

@@ -20,7 +20,7 @@ import time
 import traceback
 from pathlib import Path
 
-from adaptsim.errors import Terminated, UserError
+from adaptsim.errors import Terminated, UserError, raise_terminated
 from adaptsim.outputs import JobSummary, alive, check_run_dir, job_fields, recorded_process, write_json_atomic
 from adaptsim.resume import check as resume_check
 
@@ -84,10 +84,6 @@ def failed_jobs(path: Path | None, multirun: bool, since: float) -> list[str]:
     return out
 
 
-def _raise_terminated(signum, frame):
-    raise Terminated()
-
-
 # Launchers whose jobs run in child processes of the sweep's main process, on this machine.
 _LOCAL_LAUNCHERS = ("joblib_launcher.JoblibLauncher", "submitit_launcher.LocalLauncher")
 
@@ -136,7 +132,7 @@ def job_context(main_pid: int):
     """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated), and in a local launcher's
     worker the sweep's main process is watched."""
     in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main_thread else None
+    previous = signal.signal(signal.SIGTERM, raise_terminated) if in_main_thread else None
     job_done = None
     if os.getpid() != main_pid:
         if _in_local_worker():

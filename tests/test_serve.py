@@ -159,21 +159,44 @@ def test_bad_requests_get_one_line_and_change_nothing(tmp_path):
     v6 = TestClient(create_app(session, TOKEN, allowed_hosts("::1"), 4096), base_url="http://[::1]:8043",
                     headers={"X-Adaptsim-Token": TOKEN})  # serve.host=::1: the browser sends Host [::1]:8043
     assert v6.get("/api/state").status_code == 200
-    assert v6.get("/api/state", headers={"Host": "evil.example:8043"}).status_code == 400
+    for host in ("evil.example:8043", "[::1].evil.example", "[::1]x:8043", "[::1]:8043:1", "localhost.evil.example"):
+        assert v6.get("/api/state", headers={"Host": host}).status_code == 400, host
     good = {"position": 1, "text": "Gut.", "effort": EFFORT}
     cases = [({**good, "position": 0}, 409), ({**good, "text": "x" * 2001}, 413), ({**good, "text": "  "}, 400),
              ({**good, "effort": {**EFFORT, "keystrokes": -1}}, 400), ({**good, "effort": "many"}, 400),
-             ({**good, "text": 5}, 400), ({**good, "path": "/etc/passwd", "position": "1"}, 409)]
+             ({**good, "text": 5}, 400), ({**good, "path": "/etc/passwd", "position": "1"}, 409),
+             ({**good, "text": "Ihr \ud800 Treiber"}, 400), ({**good, "text": "Ihr \x00 Treiber"}, 400)]
+    json_body = {"Content-Type": "application/json"}  # (json.dumps escapes a lone surrogate as the page's JSON would)
     for body, status in cases:
-        response = client.post("/api/validate", json=body)
+        response = client.post("/api/validate", content=json.dumps(body), headers=json_body)
         assert response.status_code == status, (body, response.text)
         assert "\n" not in response.json()["error"]
-    assert client.post("/api/validate", content=b"{not json",
-                       headers={"Content-Type": "application/json"}).status_code == 400
-    assert client.post("/api/complete", content=b"x" * 5000).status_code == 413  # over max_request_bytes (4096)
-    nested = client.post("/api/complete", content=b"[" * 4000)  # deeper than Python's recursion limit
+    assert "at position 1 " in client.post("/api/validate", json={**good, "position": 0}).json()["error"]
+    for prefix in ("Ihr \udc00", "\x07"):  # a lone surrogate once answered with a traceback and stopped the session
+        body = json.dumps({"position": 1, "prefix": prefix})
+        response = client.post("/api/complete", content=body, headers=json_body)
+        assert response.status_code == 400 and "not text" in response.json()["error"], response.text
+    assert client.post("/api/validate", content=b"{not json", headers=json_body).status_code == 400
+    assert client.post("/api/complete", content=b"x" * 5000, headers=json_body).status_code == 413  # over 4096 bytes
+    nested = client.post("/api/complete", content=b"[" * 4000, headers=json_body)  # deeper than the recursion limit
     assert nested.status_code == 400 and nested.json()["error"] == "the request is not JSON"
     assert client.post("/api/complete", json={"position": 1, "prefix": "y" * 2001}).status_code == 413
+    # a request that changes something comes from the page: JSON, from this server, the token in its header
+    request = {"position": 1, "prefix": "Gu"}
+    assert client.post("/api/complete", content=json.dumps(request), headers={"Content-Type": "text/plain"}
+                       ).status_code == 415  # what a cross-site form could send without asking first
+    for header in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
+                   {"Sec-Fetch-Site": "same-site"}):
+        refused = client.post("/api/complete", json=request, headers=header)
+        assert refused.status_code == 403 and "this server's page only" in refused.json()["error"], header
+    page_like = {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
+    assert client.post("/api/complete", json=request, headers=page_like).status_code == 200
+    assert bare.post(f"/api/complete?token={TOKEN}", json=request).status_code == 403  # a link cannot change anything
+    for path, status in (("/nothing", 404), ("/favicon.ico", 404), ("/api/validate", 405)):
+        response = client.get(path)
+        assert response.status_code == status and response.json()["error"].startswith(f"GET {path}: ")
+        assert response.headers["X-Frame-Options"] == "DENY" and response.headers["Cache-Control"] == "no-store"
+    assert client.get("/api/validate").headers["Allow"] == "POST"
     assert ((run / "steps.jsonl").read_bytes(), client.get("/api/state").json()) == before
     session.close()
 
@@ -203,7 +226,34 @@ def test_a_study_assigns_methods_blind_and_balanced(tmp_path):
         assert {r["doc_id"] for r in steps(tmp_path / "s" / method)} == {doc}
 
 
-def test_the_command_prints_an_address_whose_token_it_requires(tmp_path):
+def test_accepted_connections_answer_without_waiting_for_the_client_s_ack():
+    """Connections accepted on serve's listening socket get TCP_NODELAY from asyncio (as uvicorn accepts them), so an
+    answer on a kept-alive connection goes out at once, not after the client's delayed ACK (~40 ms each)."""
+    import asyncio
+    import socket
+
+    from adaptsim.commands.serve import bind
+
+    async def accepted_nodelay() -> int:
+        said = asyncio.get_running_loop().create_future()
+
+        async def on_connect(reader, writer):
+            said.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, sock=bind("127.0.0.1", 0))
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        value = await asyncio.wait_for(said, 30)
+        writer.close()
+        server.close()
+        return value
+
+    assert asyncio.run(accepted_nodelay()) != 0
+
+
+@pytest.mark.parametrize("stop, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_the_command_prints_an_address_whose_token_it_requires(tmp_path, stop, code):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.Popen([sys.executable, "-m", "adaptsim", "serve", f"serve.dir={tmp_path / 's'}", "serve.port=0",
                              *SMALL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -218,8 +268,9 @@ def test_the_command_prints_an_address_whose_token_it_requires(tmp_path):
         state = json.loads(urllib.request.urlopen(f"{base}api/state?token={token}", timeout=30).read())
         assert state["position"] == 0 and state["hypothesis"]
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)  # Ctrl-C, or a service manager's stop
         proc.wait(timeout=60)
+    assert proc.returncode == code
     summary = json.loads((tmp_path / "s" / "lasso" / "summary.json").read_text())
     assert summary["status"] == "interrupted" and "resume=true" in summary["error"]
 

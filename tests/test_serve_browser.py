@@ -147,3 +147,55 @@ def test_another_session_at_the_same_address_never_gets_this_one_s_draft(tmp_pat
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_editor_keys_keep_the_translator_s_text(tmp_path):
+    """Tab inserts the completion at the cursor and keeps the text after it, and Ctrl+Z takes it back; Ctrl+→ takes
+    the completion's next word; where nothing is offered Tab leaves the box; a character composed (an input method,
+    a dead key) is typed, and counted so."""
+    server, address = start(tmp_path / "s", free_port())
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page()
+            page.goto(address)
+            box = page.locator("#target")
+            box.press("Control+a")
+            box.press("Backspace")
+            box.press_sequentially("Bearb ENDE")
+            for _ in " ENDE":
+                box.press("ArrowLeft")
+            sync_api.expect(page.locator("#hint span").first).to_have_text("⇥ Bearb")  # the completion of "Bearb"
+            rest = page.locator("#hint .rest").inner_text()
+            box.press("Tab")
+            assert box.input_value() == "Bearb" + rest + " ENDE"  # inserted at the cursor, the text after it kept
+            box.press("Control+z")
+            assert box.input_value() == "Bearb ENDE"
+            sync_api.expect(page.locator("#hint span").first).to_have_text("⇥ Bearb")
+            box.press("Control+ArrowRight")
+            word = re.match(r"\s*\S+", rest).group()
+            assert box.input_value() == "Bearb" + word + " ENDE"
+            box.press("Control+a")
+            box.press("Tab")  # a selection: nothing offered, so Tab goes on to the button
+            assert page.evaluate("document.activeElement.id") == "validate"
+            box.click()
+            box.press("End")
+            box.press("Space")
+            cdp = page.context.new_cdp_session(page)
+            cdp.send("Input.imeSetComposition", {"text": "ä", "selectionStart": 1, "selectionEnd": 1})
+            cdp.send("Input.insertText", {"text": "ä"})
+            typed = box.input_value()
+            assert typed == "Bearb" + word + " ENDE ä"
+            box.press("Enter")
+            sync_api.expect(page.locator("#progress")).to_have_text("document 1 of 2 · segment 2 of 2")
+            browser.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    record = steps(tmp_path / "s" / "lasso")[0]
+    assert record["reference"] == typed
+    # Backspace, B-a-r-b, space, E-N-D-E, space, ä; words begun: B, E, ä
+    assert (record["effort"]["KS"], record["effort"]["WS"]) == (13, 3), record["effort"]
+    human = [json.loads(line) for line in (tmp_path / "s" / "lasso" / "human.jsonl").read_text().splitlines()]
+    assert human[0]["accepted_completions"] == 2

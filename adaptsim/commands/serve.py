@@ -5,17 +5,19 @@
     python -m adaptsim serve resume=true serve.dir=outputs/serve/…         # go on where the translator stopped
 
 The configuration is `run`'s plus `serve.*` (configs/serve.yaml). The address printed holds the session's random
-token; the server runs until Ctrl-C (a run not finished is then `interrupted`, and resume=true goes on with it).
+token; the server runs until Ctrl-C or SIGTERM (a run not finished is then `interrupted`, and resume=true goes on with
+it).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+import signal
 import socket
 import sys
 
-from adaptsim.errors import UserError
+from adaptsim.errors import UserError, raise_terminated
 
 log = logging.getLogger("adaptsim")
 USAGE = "usage: adaptsim serve [key=value …]   (run's settings and serve.*: configs/serve.yaml)"
@@ -42,9 +44,10 @@ def configs(argv: list[str]) -> dict:
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket (port 0: a free one), or one line saying why not."""
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        family = infos[0][0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        family, kind, proto = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][:3]
+        # with its protocol named (IPPROTO_TCP): asyncio sets TCP_NODELAY only on connections whose socket says TCP,
+        # and without it every answer on a kept-alive connection waits ~40 ms for the client's delayed ACK
+        sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
     except OSError as e:
@@ -89,6 +92,9 @@ def main(argv: list[str]) -> int:
         print(f"adaptsim serve: open http://{shown}:{port}/?token={token}", flush=True)
         print(f"adaptsim serve: the session's records go to {session.dir}", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+        # uvicorn stops on SIGINT or SIGTERM, then raises the signal again: SIGTERM unwinds as SIGINT does (errors.
+        # Terminated), so the session is closed as `interrupted` rather than left `running` by the default action
+        signal.signal(signal.SIGTERM, raise_terminated)
         server.run(sockets=[sock])
     finally:
         session.close()

@@ -1,24 +1,29 @@
 """The web server of `adaptsim serve`: a Starlette app around one `ServeSession` (adaptsim/serve/state.py).
 
-Safe by default, because the page changes records and a model: every request must carry the session's random token
-(`?token=` in the printed address, then the page's `X-Adaptsim-Token` header; compared in constant time), name a Host
-this server answers to (DNS rebinding), and send at most `serve.max_request_bytes` (read in chunks, refused as soon as
-it is over); texts are at most `serve.max_chars`. The browser sends texts and counts only: the session directory is
-fixed when the server starts, no path is read from a request. Every refusal is one JSON line, `{"error": …}`, with a
-4xx status, and changes nothing. The model's work runs in a worker thread (the session's lock orders it), so the
-server keeps answering while a segment is translated.
+Safe by default, because the page changes records and a model: every request must name a Host this server answers to
+(parsed strictly: DNS rebinding) and carry the session's random token (compared in constant time: `?token=` in the
+printed address for the page and its reads, the page's `X-Adaptsim-Token` header for everything, and the header alone
+for a request that changes something); a request that changes something must also come from the page itself (JSON,
+which a cross-site form cannot send without the browser asking first; its Origin and Sec-Fetch-Site, where the browser
+sends them, this server's) and send at most `serve.max_request_bytes` (read in chunks, refused as soon as it is over);
+texts are at most `serve.max_chars`. The browser sends texts and counts only: the session directory is fixed when the
+server starts, no path is read from a request. Every refusal is one JSON line, `{"error": …}`, with a 4xx status and
+the same security headers as every answer, and changes nothing. The model's work runs in a worker thread (the
+session's lock orders it), so the server keeps answering while a segment is translated.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import re
 from importlib.resources import files
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
@@ -36,9 +41,13 @@ def error(message: str, status: int) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=HEADERS)
 
 
+HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]{1,5})?")  # a name or [IPv6 address], then a port
+SAFE_METHODS = ("GET", "HEAD")  # what reads; every other method changes something
+
+
 class HostRequired:
-    """ASGI middleware: a request whose Host header (its port aside; an IPv6 address in brackets, `[::1]`) is not one of
-    `hosts` gets 400 and goes no further (DNS rebinding); `["*"]`: any."""
+    """ASGI middleware: a request whose Host header is not one of `hosts` (its port aside; an IPv6 address in brackets,
+    `[::1]`; anything else around them refused) gets 400 and goes no further (DNS rebinding); `["*"]`: any."""
 
     def __init__(self, app, hosts: list[str]):
         self.app, self.hosts = app, set(hosts)
@@ -46,7 +55,7 @@ class HostRequired:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and "*" not in self.hosts:
             given = Headers(scope=scope).get("host", "").lower()
-            name = given[:given.find("]") + 1] if given.startswith("[") else given.split(":")[0]
+            name = match.group(1) if (match := HOST.fullmatch(given)) else None
             if name not in self.hosts:
                 await error(f"Host {given[:100]!r}: this server answers to {', '.join(sorted(self.hosts))} only "
                             "(against DNS rebinding)", 400)(scope, receive, send)
@@ -55,7 +64,9 @@ class HostRequired:
 
 
 class TokenRequired:
-    """ASGI middleware: a request without the session's token (query `token` or header) gets 403 and goes no further."""
+    """ASGI middleware: a request without the session's token gets 403 and goes no further. The token is read from
+    the header, or for a read from the address too (the printed address opens the page); a request that changes
+    something must carry it in the header, which no link or form can set."""
 
     def __init__(self, app, token: str):
         self.app, self.token = app, token.encode()
@@ -63,11 +74,38 @@ class TokenRequired:
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(TOKEN_HEADER.encode())
-            if given is None:
+            if given is None and scope["method"] in SAFE_METHODS:
                 given = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0].encode()
-            if not hmac.compare_digest(given, self.token):
-                await error("a valid session token is required (the address the server printed)", 403)(scope, receive,
-                                                                                                          send)
+            if not hmac.compare_digest(given or b"", self.token):
+                where = "" if scope["method"] in SAFE_METHODS else f" in the {TOKEN_HEADER} header"
+                await error(f"a valid session token is required{where} (the address the server printed)", 403)(
+                    scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class SameOriginRequired:
+    """ASGI middleware: a request that changes something must come from the page: a JSON body (415 otherwise), and,
+    where the browser says where the request comes from, this server (its Origin `http://<Host>`, Sec-Fetch-Site
+    `same-origin`; 403 otherwise)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] not in SAFE_METHODS:
+            headers = Headers(scope=scope)
+            kind = headers.get("content-type", "").split(";")[0].strip().lower()
+            origin, site = headers.get("origin"), headers.get("sec-fetch-site")
+            refusal = None
+            if kind != "application/json":
+                refusal = (f"Content-Type {kind[:100]!r}: this server takes application/json only", 415)
+            elif site is not None and site.lower() not in ("same-origin", "none"):
+                refusal = (f"Sec-Fetch-Site {site[:100]!r}: requests from this server's page only", 403)
+            elif origin is not None and origin.lower() != f"http://{headers.get('host', '').lower()}":
+                refusal = (f"Origin {origin[:100]!r}: requests from this server's page only", 403)
+            if refusal:
+                await error(*refusal)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -123,7 +161,13 @@ def create_app(session: ServeSession, token: str, hosts: list[str], max_request_
             return error(str(e), e.status)
         return await answer(session.validate, body.get("position"), body.get("text"), body.get("effort"))
 
+    async def refused(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405: one line, the same headers
+        response = error(f"{request.method} {request.url.path[:100]}: {exc.detail}", exc.status_code)
+        response.headers.update(exc.headers or {})
+        return response
+
     routes = [Route("/", index), Route("/api/state", state), Route("/api/complete", complete, methods=["POST"]),
               Route("/api/validate", validate, methods=["POST"])]
-    return Starlette(routes=routes, middleware=[Middleware(HostRequired, hosts=hosts),
-                                                Middleware(TokenRequired, token=token)])
+    return Starlette(routes=routes, exception_handlers={HTTPException: refused},
+                     middleware=[Middleware(HostRequired, hosts=hosts), Middleware(TokenRequired, token=token),
+                                 Middleware(SameOriginRequired)])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from contextlib import ExitStack
@@ -54,6 +55,9 @@ FREE = ("serve.host", "serve.port")  # settings a resumed session may change bes
 HUMAN_FILE = "human.jsonl"
 COMPLETIONS_KEPT = 256  # completions kept per segment (a prefix asked again is answered from them)
 CLOSE_WAIT_S = 30.0  # how long closing waits for the work in progress before leaving the records as a kill would
+# no text holds these: control characters (whitespace aside: the validated text's is collapsed) and halves of surrogate
+# pairs, which JSON can carry and no tokenizer, file or TSV line can
+NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class Refused(UserError):
@@ -298,8 +302,8 @@ class ServeSession:
         if self.pending is None:
             raise Refused("the session is finished: every segment is validated", 409)
         if not isinstance(position, int) or isinstance(position, bool) or position != self.position:
-            raise Refused(f"position {position!r}: the session is at segment {self.position + 1} "
-                          "(reload the page)", 409)
+            raise Refused(f"position {position!r}: the session is at position {self.position} (segments validated "
+                          "so far; reload the page)", 409)
         return self.pending
 
     def _text(self, text, what: str) -> str:
@@ -307,6 +311,9 @@ class ServeSession:
             raise Refused(f"{what}: a string")
         if len(text) > self.max_chars:
             raise Refused(f"{what}: {len(text)} characters; at most serve.max_chars={self.max_chars}", 413)
+        if bad := NOT_TEXT.search(text):
+            raise Refused(f"{what}: character {bad.start() + 1} is U+{ord(bad.group()):04X}, a control character or "
+                          "half of a surrogate pair, not text")
         return text
 
     def complete(self, position, prefix) -> dict:
