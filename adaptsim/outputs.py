@@ -63,6 +63,7 @@ RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
     "model_fingerprint": "hash of the model directory's files: runs of one model share it, whatever its path",
     "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
+    "ended_early": "serve: the translator finished the session early (segments validated, segments assigned)",
     "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",
     "scores": "corpus scores: R0, R1, R0+1 (subword., novel. variants), BLEU, SBLEU, TER, chrF",
     "counts": "{metric: {num, den}} of the recall metrics",

@@ -281,10 +281,12 @@ class Simulation:
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
 
-    def end_document(self, doc) -> None:
+    def end_document(self, doc, segments: int | None = None) -> None:
+        """The document's record; `segments`: how many of its segments the run went through, if not all (a serve
+        session the translator finished in the middle of a document)."""
         session = self.session
-        self.per_doc.append({"doc_id": doc.doc_id, "segments": len(doc), "changed_parameters": session.theta0.changed(),
-                             "state_bytes": session.state_bytes()})
+        self.per_doc.append({"doc_id": doc.doc_id, "segments": len(doc) if segments is None else segments,
+                             "changed_parameters": session.theta0.changed(), "state_bytes": session.state_bytes()})
         if self.cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
             self.per_doc[-1]["offsets_bytes"] = self.writer.offsets(session.theta0, str(doc.doc_id))
 
@@ -311,7 +313,7 @@ class Simulation:
                   **({"interactive": interactive_cost(self.efforts, self.interactive,
                                                       self.cfg.metrics.interactive_costs,
                                                       self.cfg.metrics.max_corrections)} if self.efforts else {})},
-            timing={"total_s": total, "segments_per_s": len(self.segments) / total,
+            timing={"total_s": total, "segments_per_s": self.index / total,
                     "threads": torch.get_num_threads(), "device": describe_device(self.cfg.device),
                     "allocator": allocator.active(),  # what ran, not what `allocator` asked for
                     "translate_median_s": statistics.median(self.translate_s),

@@ -201,6 +201,32 @@ def test_bad_requests_get_one_line_and_change_nothing(tmp_path):
     session.close()
 
 
+def test_finishing_early_records_what_was_validated_and_ends_the_session(tmp_path):
+    """"Finish now" in the middle of a document: the run with validated segments is finished on them (its records as a
+    run of that many segments, a dataset of them in references.tsv), the method with none is closed as interrupted,
+    nothing more is translated, and the session cannot be resumed."""
+    session, client = open_session(tmp_path / "s", "serve.methods=[full,lasso]")
+    validate(client)
+    assert client.post("/api/finish", json={"position": 0}).status_code == 409  # a stale page finishes nothing
+    state = client.post("/api/finish", json={"position": 1}).json()
+    assert state["finished"] and state["ended_early"] and state["position"] == 1
+    assert client.post("/api/validate", json={"position": 1, "text": "Gut.", "effort": EFFORT}).status_code == 409
+    session.close()
+    assignment = json.loads((tmp_path / "s" / "study.json").read_text())["assignment"]
+    first = assignment[next(iter(assignment))]  # the method of the first document, where the segment was validated
+    other = ({"full", "lasso"} - {first}).pop()
+    summary = json.loads((tmp_path / "s" / first / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["ended_early"] == {"validated": 1, "assigned": 2}
+    assert (summary["segments"], summary["documents"], summary["per_document"][0]["segments"]) == (1, 1, 1)
+    assert len((tmp_path / "s" / first / "references.tsv").read_text().splitlines()) == 2  # header and one segment
+    assert len(steps(tmp_path / "s" / first)) == 1
+    assert json.loads((tmp_path / "s" / other / "summary.json").read_text())["status"] == "interrupted"
+    before = {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()}
+    with pytest.raises(UserError, match="finished this session early"):
+        open_session(tmp_path / "s", "serve.methods=[full,lasso]", "resume=true")
+    assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before
+
+
 def test_a_study_assigns_methods_blind_and_balanced(tmp_path):
     assignment = study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3, translator=0)
     counts = [list(assignment.values())[i:i + 2] for i in range(0, 6, 2)]

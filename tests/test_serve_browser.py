@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,60 @@ def test_the_editor_keys_keep_the_translator_s_text(tmp_path):
     assert (record["effort"]["KS"], record["effort"]["WS"]) == (13, 3), record["effort"]
     human = [json.loads(line) for line in (tmp_path / "s" / "lasso" / "human.jsonl").read_text().splitlines()]
     assert human[0]["accepted_completions"] == 2
+
+
+@pytest.mark.slow
+def test_the_editor_s_tools_and_finishing_early(tmp_path):
+    """Esc dismisses the completion (Tab then leaves the box); the changes against the machine translation are shown;
+    Revert brings the translation back (Ctrl+Z undoes it); Pause stops the segment's clock; a notice says when a
+    document ends; "Finish now" ends the session with what was validated."""
+    server, address = start(tmp_path / "s", free_port())
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = browser.new_page()
+            page.on("dialog", lambda dialog: dialog.accept())  # "Finish the session now?"
+            page.goto(address)
+            shown_at = time.monotonic()  # (the page shows the segment a little later: its clock starts then)
+            box = page.locator("#target")
+            shown = box.input_value()
+            sync_api.expect(page.locator("#overall")).to_have_text("· 0 of 4 validated")
+            box.press("End")
+            box.press_sequentially(" Bearb")
+            sync_api.expect(page.locator("#hint .rest")).not_to_be_empty()
+            box.press("Escape")
+            sync_api.expect(page.locator("#hint")).to_have_text("")
+            box.press("Tab")  # dismissed: nothing offered, so Tab goes on to the buttons
+            assert page.evaluate("document.activeElement.tagName") == "BUTTON"
+            sync_api.expect(page.locator("#changes ins")).to_have_text("Bearb")
+            page.locator("#revert").click()
+            sync_api.expect(box).to_have_value(shown)
+            sync_api.expect(page.locator("#changes")).to_have_text("")
+            box.press("Control+z")
+            sync_api.expect(box).to_have_value(shown + " Bearb")
+
+            page.locator("#pause").click()
+            sync_api.expect(box).to_be_disabled()
+            sync_api.expect(page.locator("#status")).to_contain_text("Paused")
+            page.wait_for_timeout(3000)
+            page.locator("#pause").click()  # Resume
+            sync_api.expect(box).to_be_enabled()
+            box.press("Enter")
+            sync_api.expect(page.locator("#progress")).to_have_text("document 1 of 2 · segment 2 of 2")
+            on_page = time.monotonic() - shown_at  # the first segment's time on the page, the pause included
+            box.press("Enter")
+            sync_api.expect(page.locator("#status")).to_have_text("Document 1 is done; document 2 begins.")
+            sync_api.expect(page.locator("#overall")).to_have_text("· 2 of 4 validated")
+            page.locator("#finish").click()
+            sync_api.expect(page.locator("#status")).to_have_text(
+                "You finished the session: 2 of 4 segments validated. Thank you.")
+            browser.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    run = tmp_path / "s" / "lasso"
+    records = steps(run)
+    assert records[0]["reference"] == " ".join((shown + " Bearb").split()) and len(records) == 2
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["ended_early"] == {"validated": 2, "assigned": 4}
+    assert records[0]["effort"]["seconds"] < on_page - 3.0 + 0.5, (records[0]["effort"], on_page)  # paused: not counted

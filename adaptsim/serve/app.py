@@ -166,8 +166,15 @@ def create_app(session: ServeSession, token: str, hosts: list[str], max_request_
         response.headers.update(exc.headers or {})
         return response
 
+    async def finish(request: Request):
+        try:
+            body = await body_json(request, max_request_bytes)
+        except Refused as e:
+            return error(str(e), e.status)
+        return await answer(session.finish, body.get("position"))
+
     routes = [Route("/", index), Route("/api/state", state), Route("/api/complete", complete, methods=["POST"]),
-              Route("/api/validate", validate, methods=["POST"])]
+              Route("/api/validate", validate, methods=["POST"]), Route("/api/finish", finish, methods=["POST"])]
     return Starlette(routes=routes, exception_handlers={HTTPException: refused},
                      middleware=[Middleware(HostRequired, hosts=hosts), Middleware(TokenRequired, token=token),
                                  Middleware(SameOriginRequired)])

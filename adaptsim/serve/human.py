@@ -12,10 +12,10 @@ same data fingerprint, so `compare` takes both).
 
 The effort is recorded in steps.jsonl's `effort` as a simulated translator's is (adaptsim/metrics/effort.py), so the
 evaluator turns it into KSMR, KSR, WSR and MAR unchanged, with `level` and `costs` "human": KS the keystrokes typed
-in the text box, MA the mouse actions (clicks in it, and the click on Validate), WS the words begun by typing,
-`decoder_calls` the completions the page asked for, `seconds` the translator's time on the segment; chars and words
-are the validated text's (whitespace collapsed). Tab's accepted completions have no field there: human.jsonl keeps
-them, one line per step.
+in the text box (a composed character: one), MA the mouse actions (clicks in it and on the page's buttons), WS the
+words begun by typing, `decoder_calls` the completions the page asked for, `seconds` the translator's time on the
+segment (paused time left out); chars and words are the validated text's (whitespace collapsed). Accepted completions
+(Tab, Ctrl+→) have no field there: human.jsonl keeps them, one line per step.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ another (each answer names the position it was computed for; a request for anoth
 A validation adapts at most once: the segment leaves the page before the update, and anything that fails after it
 (a full disk, the next segment's translation) stops the session (its run `failed`, one line to the page, every
 later request refused) rather than leave a θ the records do not explain; resume=true then goes on from the records.
+
+The translator may finish the session early (`finish`): each run's records then cover what was validated (its summary
+says `ended_early`), nothing more is translated, and the session cannot be resumed.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ class ServeSession:
         self.lock = threading.Lock()
         self.failed: str | None = None
         self.pending: Pending | None = None
+        self.ended_early = False
         self._open(cfgs, overrides)
 
     # -- opening: new, or resumed by replay ---------------------------------------------------------------------
@@ -133,6 +137,11 @@ class ServeSession:
             raise UserError(f"serve.dir={self.dir}: a file is in the way")
         if self.resume and not (self.dir / study.FILE).is_file():
             raise UserError(f"serve.dir={self.dir}: no session to resume here (no {study.FILE})")
+        for summary in sorted(self.dir.glob("*/summary.json")) if self.resume else []:
+            if ended := json.loads(summary.read_text(encoding="utf-8")).get("ended_early"):
+                raise UserError(f"serve.dir={self.dir}: the translator finished this session early "
+                                f"({summary.parent.name}: {ended['validated']} of {ended['assigned']} segments); start "
+                                "a new one in another serve.dir")
         if not self.resume and (self.dir / study.FILE).exists():
             raise UserError(f"serve.dir={self.dir}: holds another session; resume=true goes on with it, or choose "
                             "another serve.dir")
@@ -286,7 +295,7 @@ class ServeSession:
         out = {"session": self.id, "position": self.position, "segments_total": total,
                "documents": len(self.documents), "max_chars": self.max_chars, "failed": self.failed}
         if self.pending is None:
-            return out | {"finished": True}
+            return out | {"finished": True, "ended_early": self.ended_early}
         k, j = self._where()
         doc, run = self.documents[k], self.order[k]
         return out | {"finished": False, "document": k + 1, "segment": j,
@@ -372,6 +381,44 @@ class ServeSession:
                 raise Refused(f"the session stopped: {self.failed}; resume=true serve.dir={self.dir} goes on", 500) \
                     from None
             return self._state()
+
+    def finish(self, position) -> dict:
+        """The translator ends the session at the segment on the page (not validated): each run with validated segments
+        is finished on them (the document it was in, as far as it went), a run with none is closed as `interrupted`,
+        and nothing more is translated. A failure stops the session as in `validate`."""
+        with self.lock:
+            pending = self._check(position)
+            self.pending = None
+            at = pending.run
+            try:
+                pending.stack.close()
+                for run in self.runs.values():
+                    at = run
+                    if run.writer is not None:
+                        self._finish_early(run)
+                self.ended_early = True
+            except Exception as e:
+                if not isinstance(e, UserError):
+                    log.exception("serve: finishing the session failed")
+                self.failed = " ".join(str(e).split()) or type(e).__name__
+                if at.job is not None and at.job.data.get("status") == "running":
+                    at.job.close("failed", self.failed)
+                raise Refused(f"the session stopped: {self.failed}", 500) from None
+            return self._state()
+
+    def _finish_early(self, run: Run) -> None:
+        assigned = sum(len(d) for d in run.documents)
+        if not run.done:
+            run.writer.close()
+            run.writer = None
+            run.job.close("interrupted", "the translator finished the session before any of this method's segments")
+            return
+        before = sum(len(d) for d in run.documents[:run.started])  # segments of the documents before the last started
+        if 0 < run.done - before < len(run.documents[run.started]):  # it ended in the middle of that document
+            run.sim.end_document(run.documents[run.started], run.done - before)
+        run.job.update(ended_early={"validated": run.done, "assigned": assigned}, segments=run.done,
+                       documents=len(run.sim.per_doc))
+        self._finish(run)
 
     def close(self, why: str = "the server stopped", wait: float = CLOSE_WAIT_S) -> None:
         """Leave the moment, close the files; a run not finished is `interrupted` (resume=true goes on with it). Work
