@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "forgetting": ("adaptsim.report.forgetting:main",
                    "forgetting: a general-domain probe's scores along the stream (metrics.probe) beside the stream's"),
     "compare": ("adaptsim.report.compare:main", "scores with 95% intervals, differences to the first run and p-values"),
+    "study": ("adaptsim.report.study:main",
+              "a translator study (serve sessions): the methods compared across translators by the design's test"),
     "data-stats": ("adaptsim.commands.data_stats:main",
                    "documents, segments, tokens and content-word repetition of a dataset"),
     "convert": ("adaptsim.commands.convert:main",

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 RATES = {"KSMR": (("KS", "MA"), "chars"), "KSR": (("KS",), "chars"), "WSR": (("WS",), "words"),
          "MAR": (("MA",), "words")}  # rate: (the counts it sums, what it divides by)
+SECONDS_PER_WORD = "s/word"  # Σ seconds / Σ words: a translator's time per word of the validated text (adaptsim study)
 
 
 @dataclass
@@ -83,4 +84,9 @@ def numerators(effort: Effort) -> dict[str, tuple[int, int]]:
     """Each rate's (numerator, denominator) for one segment."""
     return {rate: (sum(getattr(effort, c) for c in counts), getattr(effort, den))
             for rate, (counts, den) in RATES.items()}
+
+
+def seconds_per_word(effort: Effort) -> tuple[float, int]:
+    """`SECONDS_PER_WORD`'s (numerator, denominator) for one segment."""
+    return effort.seconds, effort.words
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from adaptsim.errors import UserError
 from adaptsim.metrics import cxmi
-from adaptsim.metrics.effort import RATES, Effort, counting, numerators
+from adaptsim.metrics.effort import RATES, SECONDS_PER_WORD, Effort, counting, numerators, seconds_per_word
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
 from adaptsim.outputs import read_record, record_file
 from adaptsim.report.blocks import check_joinable
@@ -88,6 +88,8 @@ class Steps:
                 return np.array([[r["SBLEU"], 1] for r in self.rows], dtype=float)
             if metric in RATES:
                 return np.array([numerators(Effort.of_record(r["effort"]))[metric] for r in self.rows], dtype=float)
+            if metric == SECONDS_PER_WORD:
+                return np.array([seconds_per_word(Effort.of_record(r["effort"])) for r in self.rows], dtype=float)
             return np.array([[r[f"{metric}_num"], r[f"{metric}_den"]] for r in self.rows], dtype=float)
         except (KeyError, TypeError):
             raise UserError(f"{self.run.dir}/steps.jsonl has no per-segment statistics for {metric} (written "
@@ -119,7 +121,7 @@ def scorer(metric: str):
     """Corpus score from summed statistics: sacrebleu's for BLEU/TER/chrF, a mean for SBLEU, recall otherwise."""
     if metric in _SACRE_KIND:
         return partial(SacreMetrics([m for m in METRICS if m in _SACRE_KIND]).vector, metric)
-    return ratio(1.0 if metric == "SBLEU" or metric in cxmi.METRICS else 100.0)
+    return ratio(1.0 if metric in ("SBLEU", SECONDS_PER_WORD) or metric in cxmi.METRICS else 100.0)
 
 
 def paired(runs: list[Run]) -> list[Steps]:

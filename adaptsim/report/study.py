@@ -1,0 +1,255 @@
+"""`adaptsim study SESSION…`: the methods of a translator study compared on the same documents across translators.
+
+A study is several sessions of `adaptsim serve serve.methods=[…]` at one seed, one per translator
+(`serve.translator` 0, 1, …; docs/serve.md, "Study design"): each session's study.json says which method adapted on
+which document. A translator's document under a method is a *cell*. A method's score pools its cells the way a run's
+corpus score pools segments (the per-segment statistics of steps.jsonl summed; adaptsim.report.significance), so every
+metric has its one definition: the translator's measured effort — seconds per word of the validated text (paused time
+left out), KSMR, KSR, WSR, MAR — and the adaptation metrics.
+
+The test is the randomisation the design performed (Fisher's randomisation test): the documents are cut into blocks of
+as many documents as methods, each block's order of methods was drawn at random and rotated by each translator's
+number (adaptsim.serve.study.assign). Under the sharp null hypothesis that the method changes no cell's outcome, every
+other draw of the block orders was as likely and would have given the same cells other labels; p is the share of draws
+whose difference between the two methods is at least as large (in absolute value) as the observed one. Translators
+and documents are thereby the units: a slow translator or a hard document weighs on every method alike across the
+square, and cannot make one look better. The draws are enumerated where there are at most `EXACT_DRAWS` of them
+(p then exact; its smallest value is stated, and a comparison whose smallest possible p is not below 0.05 says
+"cannot tell"), else `--draws` random ones (p = (1 + #)/(draws + 1)).
+
+With `--simulated RUN…`, runs of `adaptsim run` with a simulated translator (`metrics.interactive`) on the sessions'
+references.tsv: each is matched to its session's run by data fingerprint, and its effort is shown beside the measured
+effort of the same cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from adaptsim.errors import UserError
+from adaptsim.metrics.effort import RATES, SECONDS_PER_WORD
+from adaptsim.report import significance as sig
+from adaptsim.report.runs import Run, discover
+from adaptsim.report.stats import ALPHA
+from adaptsim.serve import study as design
+
+EFFORT = [SECONDS_PER_WORD, *RATES]
+DEFAULT_METRICS = ",".join([*EFFORT, "R0", "R1", "R0+1", "BLEU"])
+EXACT_DRAWS = 100_000  # enumerate every draw of the block orders up to this many
+CHUNK = 2_000  # draws scored at once
+
+
+@dataclass
+class Session:
+    dir: Path
+    translator: int
+    assignment: dict[str, str]   # doc_id -> method
+    runs: dict[str, Run]         # method -> its finished run
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adaptsim study", description=__doc__.split("\n\n")[0])
+    p.add_argument("sessions", nargs="+", metavar="SESSION", help="session directories (serve.dir), one per translator")
+    p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default: {DEFAULT_METRICS})")
+    p.add_argument("--simulated", nargs="*", default=[], metavar="RUN",
+                   help="runs with a simulated translator on the sessions' references.tsv: their effort beside")
+    p.add_argument("--draws", type=int, default=10_000,
+                   help=f"random draws of the block orders where there are more than {EXACT_DRAWS:,} (default: 10000)")
+    p.add_argument("--seed", type=int, default=12345, help="seed of the random draws (default: 12345)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    sessions, methods, seed = load(args.sessions)
+    wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    cells = {m: cell_statistics(sessions, m) for m in wanted}
+    result = test(sessions, methods, seed, cells, args.draws, args.seed)
+    print(text(sessions, methods, wanted, result, simulated(sessions, methods, args.simulated)))
+    return 0
+
+
+def load(paths: list[str]) -> tuple[list[Session], list[str], int]:
+    """The sessions of one study (the same methods, documents and seed; each translator once), with their finished
+    runs; one line naming the first session that does not belong."""
+    sessions, first = [], None
+    for path in map(Path, paths):
+        try:
+            recorded = json.loads((path / design.FILE).read_text(encoding="utf-8"))
+            methods, seed, translator = list(recorded["methods"]), int(recorded["seed"]), int(recorded["translator"])
+            assignment = dict(recorded["assignment"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UserError(f"{path}: not a serve session ({design.FILE}: {e})") from None
+        if assignment != design.assign(list(assignment), methods, seed, translator):
+            raise UserError(f"{path}/{design.FILE}: its assignment is not the design's for seed {seed} and translator "
+                            f"{translator}; the test re-draws the design, so it needs the design's own")
+        if first is None:
+            first = (methods, seed, list(assignment), path)
+        elif (methods, seed, list(assignment)) != first[:3]:
+            raise UserError(f"{path}: another study than {first[3]} (methods {methods} vs {first[0]}, seed {seed} vs "
+                            f"{first[1]}, or other documents)")
+        if any(s.translator == translator for s in sessions):
+            raise UserError(f"{path}: serve.translator={translator} again (each translator's session once)")
+        runs = {}
+        for method in methods:
+            found = discover([path / method]) if (path / method).is_dir() else None
+            if found and found.runs:
+                runs[method] = found.runs[0]
+        if not runs:
+            raise UserError(f"{path}: no method's run is finished (a session's run is finished when its last "
+                            "document is validated, or at Finish now)")
+        sessions.append(Session(path, translator, assignment, runs))
+    if len(sessions) < 2:
+        raise UserError("study needs the sessions of at least two translators")
+    return sessions, first[0], first[1]
+
+
+def cell_statistics(sessions: list[Session], metric: str) -> dict[tuple[int, str], np.ndarray]:
+    """{(translator, doc_id): the metric's statistics summed over the cell's segments} for every cell with a run."""
+    out = {}
+    for s in sessions:
+        for run in s.runs.values():
+            steps = sig.Steps.of(run)
+            rows = steps.statistics(metric)
+            for doc_id, row in zip(steps.doc_ids, rows):
+                key = (s.translator, doc_id)
+                out[key] = out.get(key, 0) + row
+    return out
+
+
+@dataclass
+class Outcome:
+    scores: dict[str, dict[str, float]]              # metric -> method -> pooled score
+    differences: dict[str, dict[str, tuple]]         # metric -> method -> (Δ to the first method, p)
+    draws: int
+    exact: bool
+    floor: float                                     # the smallest p the draws can give
+
+
+def test(sessions: list[Session], methods: list[str], seed: int, cells: dict, draws: int, rng_seed: int) -> Outcome:
+    """Each method's pooled score, and its difference to the first method's with the design's randomisation p."""
+    docs = list(sessions[0].assignment)
+    k = len(methods)
+    blocks = [docs[i:i + k] for i in range(0, len(docs), k)]
+    orders = list(itertools.permutations(range(k)))
+    total = len(orders) ** len(blocks)
+    exact = total <= EXACT_DRAWS
+    if exact:
+        chosen = list(itertools.product(range(len(orders)), repeat=len(blocks)))
+    else:
+        rng = np.random.default_rng(rng_seed)
+        chosen = [tuple(rng.integers(len(orders), size=len(blocks))) for _ in range(draws)]
+    keys = sorted({key for by_cell in cells.values() for key in by_cell})
+    where = {key: i for i, key in enumerate(keys)}
+    translators = sorted({s.translator for s in sessions})
+    # labels[d, c]: the method (index) of cell c under draw d; the observed draw is each session's assignment
+    observed = np.array([methods.index(next(s for s in sessions if s.translator == t).assignment[doc])
+                         for t, doc in keys])
+    labels = np.empty((len(chosen), len(keys)), dtype=np.int64)
+    for d, draw in enumerate(chosen):
+        for block, o in zip(blocks, draw):
+            order = orders[o]
+            for t in translators:
+                shift = t % k
+                rotated = order[shift:] + order[:shift]
+                for doc, m in zip(block, rotated):
+                    if (t, doc) in where:
+                        labels[d, where[(t, doc)]] = m
+    scores, differences = {}, {}
+    for metric, by_cell in cells.items():
+        stats = np.stack([np.asarray(by_cell.get(key, np.zeros_like(next(iter(by_cell.values())))), dtype=float)
+                          for key in keys])
+        score = sig.scorer(metric)
+
+        def pooled(label_rows: np.ndarray) -> np.ndarray:  # (draws, methods) scores, a chunk of draws at a time
+            out = []
+            for start in range(0, len(label_rows), CHUNK):
+                onehot = (label_rows[start:start + CHUNK, :, None] == np.arange(k)).astype(float)  # draws×cells×methods
+                summed = np.einsum("dcm,cs->dms", onehot, stats)
+                out.append(score(summed.reshape(-1, stats.shape[1])).reshape(summed.shape[:2]))
+            return np.concatenate(out)
+
+        seen = pooled(observed[None])[0]
+        scores[metric] = {m: float(seen[i]) for i, m in enumerate(methods)}
+        drawn = pooled(labels)
+        differences[metric] = {}
+        for i, m in enumerate(methods[1:], 1):
+            delta, null = seen[i] - seen[0], drawn[:, i] - drawn[:, 0]
+            if math.isnan(delta):
+                differences[metric][m] = (math.nan, None)
+                continue
+            extreme = int(np.sum(np.abs(null) >= abs(delta) - 1e-12))
+            p = extreme / len(chosen) if exact else (1 + extreme) / (len(chosen) + 1)
+            differences[metric][m] = (float(delta), min(1.0, p))
+    floor = 2 / total if exact else 1 / (draws + 1)  # (a draw and its mirror give ± the same difference)
+    return Outcome(scores, differences, len(chosen), exact, floor)
+
+
+def simulated(sessions: list[Session], methods: list[str], paths: list[str]) -> dict[str, dict[str, float]]:
+    """{method: {effort metric: the simulated translator's pooled score}} over the simulated runs matched to the
+    sessions' runs by data fingerprint."""
+    if not paths:
+        return {}
+    owner = {run.fingerprint: method for s in sessions for method, run in s.runs.items()}
+    pooled: dict[str, dict[str, np.ndarray]] = {}
+    for path in paths:
+        found = discover([path])
+        for run in found.runs:
+            method = owner.get(run.fingerprint)
+            if method is None:
+                raise UserError(f"{run.dir}: on none of the sessions' validated documents (its data fingerprint "
+                                f"{run.fingerprint}); simulate on a session's <method>/references.tsv")
+            for metric in RATES:  # (a simulation's seconds are its searches', not a translator's)
+                total = sig.Steps.of(run).statistics(metric).sum(axis=0)
+                pooled.setdefault(method, {})[metric] = pooled.get(method, {}).get(metric, 0) + total
+    return {m: {metric: float(sig.scorer(metric)(t)) for metric, t in by.items()} for m, by in pooled.items()}
+
+
+def text(sessions: list[Session], methods: list[str], metrics: list[str], result: Outcome,
+         simulated_effort: dict) -> str:
+    docs = len(sessions[0].assignment)
+    test_said = (f"exact over all {result.draws:,} draws of the block orders" if result.exact else
+                 f"{result.draws:,} random draws of the block orders")
+    lines = [f"**study · {len(sessions)} translators ({', '.join(str(s.translator) for s in sessions)}) · {docs} "
+             f"documents · methods {', '.join(methods)}**", "",
+             "| method | " + " | ".join(metrics) + " |", "|:--|" + "--:|" * len(metrics)]
+    for i, m in enumerate(methods):
+        cells = []
+        for metric in metrics:
+            score = result.scores[metric][m]
+            cell = "–" if math.isnan(score) else f"{score:.2f}"
+            if i:
+                delta, p = result.differences[metric][m]
+                if p is not None:
+                    cell += f" ({delta:+.2f}, p {p:.3f}{' †' if p < ALPHA else ''})"
+            cells.append(cell)
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    lines += ["", "_Pooled over the translators' documents under each method; later rows: (difference to "
+                  f"{methods[0]}, p). {SECONDS_PER_WORD}: the translator's seconds per word of the validated text; "
+                  "KSMR, KSR, WSR, MAR in percent, as measured in the page. p: the design's randomisation test, "
+                  f"{test_said} (smallest possible p {result.floor:.4f}); † p < {ALPHA}._"]
+    if result.floor >= ALPHA:
+        lines.append(f"_Cannot tell: with {docs} documents the design has too few block orders for any p below "
+                     f"{ALPHA}; more documents (or translators' sessions on more blocks) are needed._")
+    missing = [f"{s.dir}: {m}" for s in sessions for m in methods if m not in s.runs]
+    if missing:
+        lines.append(f"_Not finished, left out: {'; '.join(missing)}._")
+    if simulated_effort:
+        lines += ["", "| method | " + " | ".join(f"{e} measured | {e} simulated" for e in RATES) + " |",
+                  "|:--|" + "--:|" * (2 * len(RATES))]
+        for m in methods:
+            cells = []
+            for e in RATES:
+                measured = result.scores.get(e, {}).get(m, math.nan)
+                sim = simulated_effort.get(m, {}).get(e, math.nan)
+                cells += ["–" if math.isnan(v) else f"{v:.2f}" for v in (measured, sim)]
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        lines += ["", "_Simulated: the runs given with --simulated, on the same documents and validated texts._"]
+    return "\n".join(lines)
