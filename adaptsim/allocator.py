@@ -75,8 +75,9 @@ def reexec(argv: list[str]) -> None:
 
 def describe(setting: str) -> str:
     """The one log line a command writes about its allocator (`setting`: its `allocator` value)."""
-    if active() == "jemalloc":
-        return f"allocator: jemalloc ({MALLOC_CONF}; allocator=system for glibc's)"
+    if active() == "jemalloc":  # (the settings in effect: a process preloaded by hand may have its own)
+        return f"allocator: jemalloc ({os.environ.get('MALLOC_CONF') or 'its default settings'}; allocator=system " \
+               "for glibc's)"
     if setting == "jemalloc":
         why = ("libjemalloc.so.2 not found (Debian: apt install libjemalloc2)" if not jemalloc_library() else
                "not re-executed (adaptsim called from Python, not from its command line)")

@@ -73,7 +73,7 @@ class Refused(UserError):
 
 
 @dataclass
-class Run:
+class MethodRun:
     """One method's run of the session: its documents (in the session's order), its session (model, method, θ0),
     its records, and where it is."""
     method: str
@@ -96,7 +96,7 @@ class Run:
 class Pending:
     """The segment on the page: its run, document, θ_{i−1}'s translation, the moment entered for it and the
     completions of its prefixes."""
-    run: Run
+    run: MethodRun
     d: int                # the document's index in the run
     seg: object
     translation: Translation
@@ -156,7 +156,8 @@ class ServeSession:
         self.dir.mkdir(parents=True, exist_ok=True)
         assignment, self.id = study.load_or_create(self.dir, [d.doc_id for d in self.documents], methods,
                                                    int(self.cfg.seed), int(self.cfg.serve.translator), self.resume)
-        self.runs = {m: Run(m, cfgs[m], [d for d in self.documents if assignment[d.doc_id] == m]) for m in methods}
+        self.runs = {m: MethodRun(m, cfgs[m], [d for d in self.documents if assignment[d.doc_id] == m])
+                     for m in methods}
         self.order = [self.runs[assignment[d.doc_id]] for d in self.documents]  # the run of each document
         parts = [run_part(cfgs[m]) for m in methods]
         if len(methods) == 1:
@@ -173,7 +174,7 @@ class ServeSession:
             self.close()
             raise
 
-    def _open_run(self, run: Run, part: DictConfig, session: Session, overrides: list[str]) -> None:
+    def _open_run(self, run: MethodRun, part: DictConfig, session: Session, overrides: list[str]) -> None:
         run_dir = self.dir / run.method
         fields = job_fields(COMMAND, run.cfg, overrides)
         summary = run_dir / "summary.json"
@@ -199,7 +200,7 @@ class ServeSession:
                 run.job.give_back({"summary.json": recorded_bytes})
             raise
 
-    def _check_resume(self, run_dir: Path, previous: dict, requested: dict, run: Run) -> None:
+    def _check_resume(self, run_dir: Path, previous: dict, requested: dict, run: MethodRun) -> None:
         where = f"{run_dir}: cannot resume"
         differ = resume.differences(previous.get("config", {}), requested, FREE + ("serve.dir",))
         if differ:
@@ -212,7 +213,7 @@ class ServeSession:
             raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}); start a new "
                             "session in another serve.dir")
 
-    def _replay(self, run: Run, done: list[dict]) -> None:
+    def _replay(self, run: MethodRun, done: list[dict]) -> None:
         """The steps an interrupted session recorded, done again (`Simulation.replay`): θ as it was."""
         if done:
             segments = [s for doc in run.documents for s in doc.segments]
@@ -236,12 +237,12 @@ class ServeSession:
         if run.finished:  # killed between its last step and its summary
             self._finish(run)
 
-    def _start(self, run: Run, d: int) -> None:
+    def _start(self, run: MethodRun, d: int) -> None:
         if run.started < d:
             run.session.start_document(d)
             run.started = d
 
-    def _finish(self, run: Run) -> None:
+    def _finish(self, run: MethodRun) -> None:
         run.sim.finish()
         run.writer.close()
         run.writer = None
@@ -406,7 +407,7 @@ class ServeSession:
                 raise Refused(f"the session stopped: {self.failed}", 500) from None
             return self._state()
 
-    def _finish_early(self, run: Run) -> None:
+    def _finish_early(self, run: MethodRun) -> None:
         assigned = sum(len(d) for d in run.documents)
         if not run.done:
             run.writer.close()
