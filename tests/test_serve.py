@@ -28,6 +28,7 @@ from adaptsim.serve import study  # noqa: E402
 from adaptsim.serve.app import create_app  # noqa: E402
 from adaptsim.serve.state import ServeSession  # noqa: E402
 
+METHODS = ("full", "lasso")
 SMALL = ["dataset.max_documents=2", "dataset.max_segments=2", "decode.beam_size=2", "decode.max_length=40"]
 TOKEN = "secret-token"
 EFFORT = {"keystrokes": 4, "mouse_actions": 2, "word_strokes": 1, "seconds": 2.5, "accepted_completions": 1,
@@ -225,6 +226,21 @@ def test_finishing_early_records_what_was_validated_and_ends_the_session(tmp_pat
     with pytest.raises(UserError, match="finished this session early"):
         open_session(tmp_path / "s", "serve.methods=[full,lasso]", "resume=true")
     assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before
+
+    for validated in (0, 3):  # before anything (every run interrupted); one method done, the other's document begun
+        session, client = open_session(tmp_path / f"s{validated}", "serve.methods=[full,lasso]")
+        for _ in range(validated):
+            validate(client)
+        assert client.post("/api/finish", json={"position": validated}).json()["ended_early"]
+        session.close()
+        summaries = {m: json.loads((tmp_path / f"s{validated}" / m / "summary.json").read_text()) for m in METHODS}
+        if validated == 3:
+            assert summaries[first]["status"] == "finished" and "ended_early" not in summaries[first]
+            assert summaries[other]["ended_early"] == {"validated": 1, "assigned": 2}
+        else:
+            assert {s["status"] for s in summaries.values()} == {"interrupted"}
+        with pytest.raises(UserError, match="finished this session early"):
+            open_session(tmp_path / f"s{validated}", "serve.methods=[full,lasso]", "resume=true")
 
 
 def test_a_study_assigns_methods_blind_and_balanced(tmp_path):

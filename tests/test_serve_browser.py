@@ -204,7 +204,8 @@ def test_the_editor_keys_keep_the_translator_s_text(tmp_path):
 
 @pytest.mark.slow
 def test_the_editor_s_tools_and_finishing_early(tmp_path):
-    """Esc dismisses the completion (Tab then leaves the box); the changes against the machine translation are shown;
+    """Esc dismisses the completion (Tab then leaves the box), and Tab pressed before the completion came takes it
+    when it comes; the changes against the machine translation are shown;
     Revert brings the translation back (Ctrl+Z undoes it); Pause stops the segment's clock; a notice says when a
     document ends; "Finish now" ends the session with what was validated."""
     server, address = start(tmp_path / "s", free_port())
@@ -241,6 +242,12 @@ def test_the_editor_s_tools_and_finishing_early(tmp_path):
             box.press("Enter")
             sync_api.expect(page.locator("#progress")).to_have_text("document 1 of 2 · segment 2 of 2")
             on_page = time.monotonic() - shown_at  # the first segment's time on the page, the pause included
+            box.press("Control+a")
+            box.press("Backspace")
+            box.press_sequentially("Der")
+            box.press("Tab")  # at once, before the completion of "Der" came: taken when it comes
+            sync_api.expect(box).to_have_value(re.compile(r"^Der.+"))
+            assert page.evaluate("document.activeElement.id") == "target"
             box.press("Enter")
             sync_api.expect(page.locator("#status")).to_have_text("Document 1 is done; document 2 begins.")
             sync_api.expect(page.locator("#overall")).to_have_text("· 2 of 4 validated")

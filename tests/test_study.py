@@ -5,7 +5,9 @@ one translator would not), too few documents say "cannot tell", and sessions of 
 
 from __future__ import annotations
 
+import itertools
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,20 +15,21 @@ import pytest
 from adaptsim.cli import main
 from adaptsim.errors import UserError
 from adaptsim.report import study
+from adaptsim.serve import study as design
 from adaptsim.serve.study import assign
 
 METHODS = ["full", "lasso"]
 
 
-def session(root: Path, translator: int, docs: list[str], seconds, seed: int = 7) -> Path:
+def session(root: Path, translator: int, docs: list[str], seconds, seed: int = 7, methods=METHODS) -> Path:
     """A finished session of translator `translator`: each document two segments of 10 words; `seconds(t, doc,
     method)` the time per segment."""
     out = root / f"t{translator}"
-    assignment = assign(docs, METHODS, seed, translator)
+    assignment = assign(docs, methods, seed, translator)
     out.mkdir(parents=True)
-    (out / "study.json").write_text(json.dumps({"session": f"s{translator}", "methods": METHODS, "seed": seed,
+    (out / "study.json").write_text(json.dumps({"session": f"s{translator}", "methods": methods, "seed": seed,
                                                 "translator": translator, "assignment": assignment}))
-    for method in METHODS:
+    for method in methods:
         rows = []
         for doc in [d for d in docs if assignment[d] == method]:
             for seg in range(2):
@@ -55,11 +58,17 @@ def test_a_planted_effect_has_the_design_s_exact_p(tmp_path):
     loaded, methods, seed = study.load(sessions)
     cells = {m: study.cell_statistics(loaded, m) for m in ("s/word", "KSMR")}
     result = study.test(loaded, methods, seed, cells, draws=1000, rng_seed=1)
-    delta, p = result.differences["s/word"]["lasso"]
+    delta, p, floor = result.differences["s/word"]["lasso"]
     assert delta == pytest.approx(0.5)  # 5 s more per 10-word segment
     # only the observed draw and its mirror (every block flipped) are as extreme: p = 2/64, by hand
-    assert result.exact and result.draws == 64 and p == pytest.approx(2 / 64)
-    assert result.differences["KSMR"]["lasso"] == (0.0, 1.0)  # no effect on the keystrokes: every draw ties
+    assert result.exact and result.draws == 64 and p == pytest.approx(2 / 64) == pytest.approx(floor)
+    assert result.differences["KSMR"]["lasso"][:2] == (0.0, 1.0)  # no effect on the keystrokes: every draw ties
+
+    shutil.rmtree(sessions[1] / "lasso")  # translator 1's lasso documents missing: fewer draws can be as extreme
+    loaded, methods, seed = study.load(sessions)
+    result = study.test(loaded, methods, seed, {"s/word": study.cell_statistics(loaded, "s/word")}, 1000, 1)
+    _, p, floor = result.differences["s/word"]["lasso"]
+    assert floor > 2 / 64 and p >= floor
 
 
 def test_translator_and_document_effects_alone_give_no_difference(tmp_path, capsys):
@@ -74,7 +83,7 @@ def test_translator_and_document_effects_alone_give_no_difference(tmp_path, caps
     said = capsys.readouterr().out
     row = next(line for line in said.splitlines() if line.startswith("| lasso |"))
     assert "(+0.00, p 1.000)" in row, said
-    assert "exact over all 64 draws" in said and "Cannot tell" not in said
+    assert "exact over all 64 draws" in said and "cannot tell: p" not in said
 
 
 def test_too_few_documents_cannot_tell_and_another_study_is_refused(tmp_path):
@@ -83,9 +92,53 @@ def test_too_few_documents_cannot_tell_and_another_study_is_refused(tmp_path):
     loaded, methods, seed = study.load(sessions)
     result = study.test(loaded, methods, seed, {"s/word": study.cell_statistics(loaded, "s/word")}, 1000, 1)
     said = study.text(loaded, methods, ["s/word"], result, {})
-    assert result.floor == pytest.approx(2 / 16) and "Cannot tell" in said
+    assert result.differences["s/word"]["lasso"][2] == pytest.approx(2 / 16) and "cannot tell: p ≥ 0.125" in said
     other = session(tmp_path / "b", 2, docs, lambda t, d, m: 20, seed=8)
     with pytest.raises(UserError, match="another study"):
         study.load([*sessions, other])
     with pytest.raises(UserError, match="translator=0 again"):
         study.load([sessions[0], sessions[0]])
+
+
+def test_p_is_the_share_of_the_design_s_draws_as_extreme(tmp_path, monkeypatch):
+    """Three methods, 7 documents (a short last block), translators 0–4 (3 and 4 rotate as 0 and 1): for each
+    comparison study's p is the share of all draws of the block orders — each labelled by `assign` itself — whose
+    difference is at least the observed one."""
+    methods, docs = ["full", "lasso", "top"], [f"d{i}" for i in range(7)]
+    effect = {"full": 0.0, "lasso": 3.0, "top": 0.5}
+
+    def seconds(t, d, m):
+        return 20 + effect[m] + 1.5 * t + hard(d)
+
+    sessions = [session(tmp_path, t, docs, seconds, methods=methods) for t in range(5)]
+    loaded, _, seed = study.load(sessions)
+    result = study.test(loaded, methods, seed, {"s/word": study.cell_statistics(loaded, "s/word")}, 1000, 1)
+    assert result.exact and result.draws == 6 ** 3
+
+    observed = {t: assign(docs, methods, seed, t) for t in range(5)}
+
+    def differences(labels: dict) -> dict:  # {method: Δ to full} of the cells labelled so; cells keep their time
+        per = {m: [0.0, 0] for m in methods}
+        for t in range(5):
+            for d in docs:
+                per[labels[t][d]][0] += 2 * seconds(t, d, observed[t][d])
+                per[labels[t][d]][1] += 20
+        return {m: per[m][0] / per[m][1] - per["full"][0] / per["full"][1] for m in methods[1:]}
+
+    seen = differences(observed)
+    extreme = {m: 0 for m in methods[1:]}
+    for draw in itertools.product(itertools.permutations(methods), repeat=3):
+        class Drawn:  # assign's random orders, replaced by this draw's
+            def __init__(self, _seed):
+                self.orders = list(draw)
+
+            def sample(self, population, k):
+                return list(self.orders.pop(0))
+
+        monkeypatch.setattr(design.random, "Random", Drawn)
+        drawn = differences({t: assign(docs, methods, seed, t) for t in range(5)})
+        for m in extreme:
+            extreme[m] += abs(drawn[m]) >= abs(seen[m]) - 1e-9
+    for m in methods[1:]:
+        delta, p, _ = result.differences["s/word"][m]
+        assert delta == pytest.approx(seen[m]) and p == pytest.approx(extreme[m] / 6 ** 3), m

@@ -83,6 +83,9 @@ def main(argv: list[str]) -> int:
     first = next(iter(cfgs.values()))
     validate(first, "serve")  # before binding the port
     sock = bind(first.serve.host, first.serve.port)
+    # SIGTERM unwinds as SIGINT does (errors.Terminated), from loading the model on: the session is closed as
+    # `interrupted` rather than left `running` by the default action (uvicorn, which stops on it, raises it again)
+    signal.signal(signal.SIGTERM, raise_terminated)
     session = ServeSession(cfgs, argv)
     try:
         host, port = sock.getsockname()[:2]
@@ -92,9 +95,6 @@ def main(argv: list[str]) -> int:
         print(f"adaptsim serve: open http://{shown}:{port}/?token={token}", flush=True)
         print(f"adaptsim serve: the session's records go to {session.dir}", flush=True)
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-        # uvicorn stops on SIGINT or SIGTERM, then raises the signal again: SIGTERM unwinds as SIGINT does (errors.
-        # Terminated), so the session is closed as `interrupted` rather than left `running` by the default action
-        signal.signal(signal.SIGTERM, raise_terminated)
         server.run(sockets=[sock])
     finally:
         session.close()

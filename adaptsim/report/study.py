@@ -126,11 +126,10 @@ def cell_statistics(sessions: list[Session], metric: str) -> dict[tuple[int, str
 
 @dataclass
 class Outcome:
-    scores: dict[str, dict[str, float]]              # metric -> method -> pooled score
-    differences: dict[str, dict[str, tuple]]         # metric -> method -> (Δ to the first method, p)
+    scores: dict[str, dict[str, float]]       # metric -> method -> pooled score
+    differences: dict[str, dict[str, tuple]]  # metric -> method -> (Δ to the first method, p, the smallest p possible)
     draws: int
     exact: bool
-    floor: float                                     # the smallest p the draws can give
 
 
 def test(sessions: list[Session], methods: list[str], seed: int, cells: dict, draws: int, rng_seed: int) -> Outcome:
@@ -179,17 +178,26 @@ def test(sessions: list[Session], methods: list[str], seed: int, cells: dict, dr
         seen = pooled(observed[None])[0]
         scores[metric] = {m: float(seen[i]) for i, m in enumerate(methods)}
         drawn = pooled(labels)
-        differences[metric] = {}
-        for i, m in enumerate(methods[1:], 1):
-            delta, null = seen[i] - seen[0], drawn[:, i] - drawn[:, 0]
-            if math.isnan(delta):
-                differences[metric][m] = (math.nan, None)
-                continue
-            extreme = int(np.sum(np.abs(null) >= abs(delta) - 1e-12))
-            p = extreme / len(chosen) if exact else (1 + extreme) / (len(chosen) + 1)
-            differences[metric][m] = (float(delta), min(1.0, p))
-    floor = 2 / total if exact else 1 / (draws + 1)  # (a draw and its mirror give ± the same difference)
-    return Outcome(scores, differences, len(chosen), exact, floor)
+        differences[metric] = {m: _p(seen[i] - seen[0], drawn[:, i] - drawn[:, 0], exact)
+                               for i, m in enumerate(methods[1:], 1)}
+    return Outcome(scores, differences, len(chosen), exact)
+
+
+def _p(delta: float, null: np.ndarray, exact: bool) -> tuple[float, float | None, float | None]:
+    """(the observed difference, its p, the smallest p these draws can give at all — 0 where every draw ties) from the
+    differences under the draws. A draw that leaves a method without a cell (cells missing) has no difference: counted
+    as extreme."""
+    if math.isnan(delta):
+        return math.nan, None, None
+    gaps = np.where(np.isnan(null), np.inf, np.abs(null))
+    tie = 1e-9 * max(1.0, abs(delta))  # (the same difference summed in another order)
+    extreme = int(np.sum(gaps >= abs(delta) - tie))
+    if not exact:
+        return float(delta), (1 + extreme) / (len(gaps) + 1), (1 + int(np.sum(np.isinf(gaps)))) / (len(gaps) + 1)
+    largest = gaps[np.isfinite(gaps)].max()  # (the observed draw is one of them: finite)
+    if largest <= tie:  # every draw ties (the cells' values do not differ between the labels): p 1, nothing to resolve
+        return float(delta), extreme / len(gaps), 0.0
+    return float(delta), extreme / len(gaps), int(np.sum(gaps >= largest - tie)) / len(gaps)
 
 
 def simulated(sessions: list[Session], methods: list[str], paths: list[str]) -> dict[str, dict[str, float]]:
@@ -226,21 +234,27 @@ def text(sessions: list[Session], methods: list[str], metrics: list[str], result
             score = result.scores[metric][m]
             cell = "–" if math.isnan(score) else f"{score:.2f}"
             if i:
-                delta, p = result.differences[metric][m]
-                if p is not None:
+                delta, p, floor = result.differences[metric][m]
+                if p is not None and floor >= ALPHA:
+                    cell += f" ({delta:+.2f}, cannot tell: p ≥ {floor:.3f})"
+                elif p is not None:
                     cell += f" ({delta:+.2f}, p {p:.3f}{' †' if p < ALPHA else ''})"
             cells.append(cell)
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     lines += ["", "_Pooled over the translators' documents under each method; later rows: (difference to "
                   f"{methods[0]}, p). {SECONDS_PER_WORD}: the translator's seconds per word of the validated text; "
                   "KSMR, KSR, WSR, MAR in percent, as measured in the page. p: the design's randomisation test, "
-                  f"{test_said} (smallest possible p {result.floor:.4f}); † p < {ALPHA}._"]
-    if result.floor >= ALPHA:
-        lines.append(f"_Cannot tell: with {docs} documents the design has too few block orders for any p below "
-                     f"{ALPHA}; more documents (or translators' sessions on more blocks) are needed._")
+                  f"{test_said}; † p < {ALPHA}; cannot tell: no draw of the design could give p below {ALPHA} "
+                  "(too few documents, or cells missing)._"]
     missing = [f"{s.dir}: {m}" for s in sessions for m in methods if m not in s.runs]
     if missing:
-        lines.append(f"_Not finished, left out: {'; '.join(missing)}._")
+        lines.append(f"_Not finished, left out: {'; '.join(missing)}. Which cells are missing may depend on the "
+                     "method (a session stopped early): the p values treat the present cells as given, and are "
+                     "approximate._")
+    if any(run.summary.get("metrics_scope") == "corpus" for s in sessions for run in s.runs.values()) and \
+            any(m.split(".")[-1] in ("R0", "R1", "R0+1") for m in metrics):
+        lines.append("_R0, R1 and R0+1 are counted across each run's documents (metrics scope corpus, reset=never): "
+                     "a cell's counts depend on the run's other documents, so their p values are approximate._")
     if simulated_effort:
         lines += ["", "| method | " + " | ".join(f"{e} measured | {e} simulated" for e in RATES) + " |",
                   "|:--|" + "--:|" * (2 * len(RATES))]

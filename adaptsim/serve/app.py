@@ -86,8 +86,8 @@ class TokenRequired:
 
 class SameOriginRequired:
     """ASGI middleware: a request that changes something must come from the page: a JSON body (415 otherwise), and,
-    where the browser says where the request comes from, this server (its Origin `http://<Host>`, Sec-Fetch-Site
-    `same-origin`; 403 otherwise)."""
+    where the browser says where the request comes from, this server (its Origin `http://<Host>`, or `https://<Host>`
+    behind a proxy that adds TLS; Sec-Fetch-Site `same-origin`; 403 otherwise)."""
 
     def __init__(self, app):
         self.app = app
@@ -102,7 +102,8 @@ class SameOriginRequired:
                 refusal = (f"Content-Type {kind[:100]!r}: this server takes application/json only", 415)
             elif site is not None and site.lower() not in ("same-origin", "none"):
                 refusal = (f"Sec-Fetch-Site {site[:100]!r}: requests from this server's page only", 403)
-            elif origin is not None and origin.lower() != f"http://{headers.get('host', '').lower()}":
+            elif origin is not None and origin.lower() not in (f"{scheme}://{headers.get('host', '').lower()}"
+                                                                for scheme in ("http", "https")):  # (behind TLS)
                 refusal = (f"Origin {origin[:100]!r}: requests from this server's page only", 403)
             if refusal:
                 await error(*refusal)(scope, receive, send)
@@ -142,7 +143,8 @@ def create_app(session: ServeSession, token: str, hosts: list[str], max_request_
 
     async def index(request: Request):
         return HTMLResponse(page, headers={**HEADERS, "Content-Security-Policy": "default-src 'self'; script-src "
-                                           "'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'"})
+                                           "'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+                                           "frame-ancestors 'none'"})
 
     async def state(request: Request):
         return await answer(session.state)

@@ -137,11 +137,6 @@ class ServeSession:
             raise UserError(f"serve.dir={self.dir}: a file is in the way")
         if self.resume and not (self.dir / study.FILE).is_file():
             raise UserError(f"serve.dir={self.dir}: no session to resume here (no {study.FILE})")
-        for summary in sorted(self.dir.glob("*/summary.json")) if self.resume else []:
-            if ended := json.loads(summary.read_text(encoding="utf-8")).get("ended_early"):
-                raise UserError(f"serve.dir={self.dir}: the translator finished this session early "
-                                f"({summary.parent.name}: {ended['validated']} of {ended['assigned']} segments); start "
-                                "a new one in another serve.dir")
         if not self.resume and (self.dir / study.FILE).exists():
             raise UserError(f"serve.dir={self.dir}: holds another session; resume=true goes on with it, or choose "
                             "another serve.dir")
@@ -393,6 +388,8 @@ class ServeSession:
             at = pending.run
             try:
                 pending.stack.close()
+                # first the session's record (a kill from here on leaves a session that refuses to resume), then runs
+                study.mark_ended(self.dir, self.position, sum(len(d) for d in self.documents))
                 for run in self.runs.values():
                     at = run
                     if run.writer is not None:

@@ -59,6 +59,9 @@ def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed
     path = Path(directory) / FILE
     if resume and path.is_file():
         recorded = json.loads(path.read_text(encoding="utf-8"))
+        if ended := recorded.get("ended_early"):
+            raise UserError(f"serve.dir={directory}: the translator finished this session early ({ended['validated']} "
+                            f"of {ended['segments']} segments validated); start a new one in another serve.dir")
         if recorded.get("methods") != methods or list(recorded.get("assignment", {})) != doc_ids \
                 or recorded.get("translator", 0) != translator:
             raise UserError(f"{path}: the session was started with methods {recorded.get('methods')} on "
@@ -72,3 +75,10 @@ def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed
                              "design": "balanced blocks in random orders rotated by translator (a Latin square "
                                        "across translators), blind", "assignment": assignment})
     return assignment, sid
+
+
+def mark_ended(directory: Path, validated: int, segments: int) -> None:
+    """Record in study.json that the translator finished the session early (Finish now): it cannot be resumed."""
+    path = Path(directory) / FILE
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    write_json_atomic(path, {**recorded, "ended_early": {"validated": validated, "segments": segments}})
