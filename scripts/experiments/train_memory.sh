@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Resident memory and speed of a long `train` under jemalloc with its decay off against jemalloc's own decay
-# (docs/performance.md, "The allocator"): the paper-transformer (40k vocabularies) on base-ende's training corpus
-# (../shared/data/base-train, 618,688 pairs), 6,000-token bf16 batches, no validation, MINUTES of wall clock
-# each, the two arms side by side on one thread each (so each is slowed alike by the other).
+# Resident memory and speed of a long `train` under jemalloc with its decay off, with jemalloc's own decay (10 s)
+# and with a 60 s decay (docs/performance.md, "The allocator"): the paper-transformer (40k vocabularies) on
+# base-ende's training corpus (../shared/data/base-train, 618,688 pairs), 6,000-token bf16 batches, no validation,
+# MINUTES of wall clock each, the arms side by side on one thread each (so each is slowed alike by the others).
 #   bash scripts/experiments/train_memory.sh [MINUTES=65] [WORK=/tmp/train_memory]
 # Writes WORK/<arm>/rss.tsv (seconds, resident MB every 30 s), WORK/<arm>/training.json and WORK/summary.tsv.
 set -euo pipefail
@@ -25,9 +25,11 @@ if [ ! -s "$WORK/tokenizer/source.spm" ]; then
     model.vocab.max_sentences=300000 "hydra.run.dir=$WORK/tokenizer_run" > "$WORK/tokenizer.log" 2>&1
 fi
 
-declare -A CONF=([decay_off]="dirty_decay_ms:-1,muzzy_decay_ms:-1" [decay_10s]="dirty_decay_ms:10000,muzzy_decay_ms:0")
+ARMS=(decay_off decay_10s decay_60s)
+declare -A CONF=([decay_off]="dirty_decay_ms:-1,muzzy_decay_ms:-1" [decay_10s]="dirty_decay_ms:10000,muzzy_decay_ms:0"
+                 [decay_60s]="dirty_decay_ms:60000,muzzy_decay_ms:0")
 pids=()
-for arm in decay_off decay_10s; do
+for arm in "${ARMS[@]}"; do
   mkdir -p "$WORK/$arm"
   # the allocator chosen here, not by adaptsim's re-execution (ADAPTSIM_ALLOCATOR marks the process as placed)
   LD_PRELOAD=$JEMALLOC MALLOC_CONF=${CONF[$arm]} ADAPTSIM_ALLOCATOR=jemalloc \
@@ -44,13 +46,13 @@ for arm in decay_off decay_10s; do
 done
 wait "${pids[@]}"
 sleep 1
-python - "$WORK" <<'EOF'
+python - "$WORK" "${ARMS[@]}" <<'EOF'
 import csv, json, sys
 from pathlib import Path
 
 work = Path(sys.argv[1])
 rows = ["arm\tsteps\ttokens_per_s\tpeak_rss_mb\trss_mb_at_10_30_60_min"]
-for arm in ("decay_off", "decay_10s"):
+for arm in sys.argv[2:]:
     t = json.loads((work / arm / "model" / "training.json").read_text())
     rss = [(int(r["seconds"]), int(r["rss_mb"])) for r in csv.DictReader(open(work / arm / "rss.tsv"), delimiter="\t")]
     at = [next((m for s, m in rss if s >= 60 * minute), None) for minute in (10, 30, 60)]
