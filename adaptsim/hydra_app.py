@@ -127,6 +127,12 @@ def claim_output_dir(cfgs: list, multirun: bool, command: str,
             check_sweep_resume(path, cfg, command, overrides)
         claim_sweep_dir(path, resume)
         return path, None
+    if command != "train":  # a bad setting refused before the directory is claimed, so that it stays usable
+        from omegaconf import OmegaConf
+
+        from adaptsim.validate import validate
+
+        validate(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), cfg.hydra.job.config_name, warn=False)
     if resume:
         resume_check(path, read_json(path / "summary.json"), cfg, command)
     return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume=resume)

@@ -23,6 +23,7 @@ from pathlib import Path
 from adaptsim.errors import Terminated, UserError, raise_terminated
 from adaptsim.outputs import JobSummary, alive, check_run_dir, job_fields, recorded_process, write_json_atomic
 from adaptsim.resume import check as resume_check
+from adaptsim.resume import recorded
 
 log = logging.getLogger("adaptsim")
 
@@ -190,6 +191,8 @@ def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None,
         job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)))
     if job.finished:
         log.info("%s: finished already; nothing to resume", run_dir)
+        if cfg.get("resume", False):  # a resumed sweep's finished job: what Hydra wrote as it started it, as it was
+            job.give_back(recorded(run_dir))
     elif job.nothing_to_resume:
         log.warning("%s: resume=true, but no run to resume here: starting a new one", run_dir)
     return job

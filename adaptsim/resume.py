@@ -64,9 +64,10 @@ def recorded_fingerprints(summary: dict) -> dict:
     return out
 
 
-# The files that record what a run is, as the check found them (by run directory and resolved config): a resume
-# refused only by its replay (§1: what no setting names) writes them back (`recorded`).
-RECORDS = ("summary.json", ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml")
+# The files that record what a run is, and its log, as the check found them (by run directory and resolved config): a
+# resume refused only by its replay (§1: what no setting names), and a finished job of a resumed sweep (which Hydra
+# starts, writing its .hydra/ and log, before it is found finished), write them back (`recorded`).
+RECORDS = ("summary.json", ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", "adaptsim.log")
 _PASSED: dict[tuple[str, str], dict[str, bytes]] = {}
 
 

@@ -116,8 +116,9 @@ def check_threads(threads) -> None:
     SETTINGS["threads"].check("threads", threads)
 
 
-def validate(cfg: DictConfig, config_name: str | None = None) -> None:
-    """Raise a one-line UserError for the first invalid setting; warn about legal but suspicious ones."""
+def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True) -> None:
+    """Raise a one-line UserError for the first invalid setting; warn about legal but suspicious ones (`warn`: the
+    check that precedes the job's own, before its log exists, says nothing but errors)."""
     known = known_keys(config_name or _config_name())
     for key in cfg:
         if key not in known:
@@ -135,7 +136,7 @@ def validate(cfg: DictConfig, config_name: str | None = None) -> None:
     update, decode = cfg["update"], cfg["decode"]  # (cfg.update is DictConfig's method)
     if update.min_updates > update.max_updates:
         raise UserError(f"update.min_updates={update.min_updates}: must be ≤ update.max_updates={update.max_updates}")
-    if decode.max_length < SHORT_MAX_LENGTH:
+    if decode.max_length < SHORT_MAX_LENGTH and warn:
         log.warning("decode.max_length=%d: hypotheses are cut off after %d tokens (often empty or truncated)",
                     decode.max_length, decode.max_length)
     if decode.get("dtype") == "bfloat16" and cfg.metrics.get("interactive") not in ("off", False, None):

@@ -243,6 +243,11 @@ def test_finishing_early_records_what_was_validated_and_ends_the_session(tmp_pat
             open_session(tmp_path / f"s{validated}", "serve.methods=[full,lasso]", "resume=true")
 
 
+def test_a_study_s_unknown_method_is_one_line(tmp_path):
+    with pytest.raises(UserError, match=r"^In 'run': Could not find 'method/nosuch' Available options in 'method': "):
+        configs([f"serve.dir={tmp_path / 's'}", "serve.methods=[full,nosuch]"])
+
+
 def test_a_study_assigns_methods_blind_and_balanced(tmp_path):
     assignment = study.assign([f"d{i}" for i in range(7)], ["full", "lasso"], seed=3, translator=0)
     counts = [list(assignment.values())[i:i + 2] for i in range(0, 6, 2)]

@@ -31,14 +31,16 @@ def configs(argv: list[str]) -> dict:
     try:
         cfg = compose("serve", argv)
         directory = str(cfg.serve.dir)
-    except Exception as e:  # Hydra's composition errors: a bad override, an unknown option
+        methods = methods_of(cfg)
+        pinned = [f"serve.dir='{directory}'"] if "'" not in directory else [f'serve.dir="{directory}"']
+        if cfg.serve.methods is None:
+            return {methods[0]: compose("serve", [*argv, *pinned])}
+        rest = [a for a in argv if not a.startswith("method=")]  # the study's methods replace `method`
+        return {m: compose("serve", [*rest, *pinned, f"method={m}"]) for m in methods}
+    except UserError:
+        raise
+    except Exception as e:  # Hydra's composition errors: a bad override, an unknown option (a study's method too)
         raise UserError(" ".join(str(e).split()).split(" Config search path")[0][:400]) from None
-    methods = methods_of(cfg)
-    pinned = [f"serve.dir='{directory}'"] if "'" not in directory else [f'serve.dir="{directory}"']
-    if cfg.serve.methods is None:
-        return {methods[0]: compose("serve", [*argv, *pinned])}
-    rest = [a for a in argv if not a.startswith("method=")]  # the study's methods replace `method`
-    return {m: compose("serve", [*rest, *pinned, f"method={m}"]) for m in methods}
 
 
 def bind(host: str, port: int) -> socket.socket:
