@@ -10,7 +10,9 @@
 # (now 1e-2, the choice they made), so those runs pin `method.bias_lr=1.0` (their records say so); the diagnosis on
 # the held-out GNOME help topics came after the choice and runs lasso as it is now. The data are realistic_ende.sh's
 # heldout.tsv (prepare_ende.py, its default splits); every run is seeded, one process, one thread.
-# Settings (environment): RESULTS [docs/results], SWEEPS [outputs/heldout_choices], FIXED_SEGMENTS [30]
+# Settings (environment): RESULTS [docs/results], SWEEPS [outputs/heldout_choices], FIXED_SEGMENTS [30], STEPS (the
+# steps to run, several at once from separate invocations if cores allow) [heldout heldout_gamma1 heldout_reset
+# heldout_reset_gamma1 heldout_gnome select_fixed reports]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,6 +20,8 @@ SHARED=${ADAPTSIM_SHARED:-$(cd .. && pwd)/shared}
 RESULTS=${RESULTS:-docs/results}
 SWEEPS=${SWEEPS:-outputs/heldout_choices}
 FIXED_SEGMENTS=${FIXED_SEGMENTS:-30}
+STEPS=" ${STEPS:-heldout heldout_gamma1 heldout_reset heldout_reset_gamma1 heldout_gnome select_fixed reports} "
+want() { [[ $STEPS == *" $1 "* ]]; }
 export ADAPTSIM_SHARED=$SHARED
 mkdir -p "$SWEEPS" "$RESULTS/heldout/runs"
 SWEEPS=$(cd "$SWEEPS" && pwd)
@@ -29,8 +33,9 @@ COMMON=(model=small-ende-probe model.name=small-ende-probe progress=false thread
 SEARCH="hydra.searchpath=[file://$PWD/scripts/experiments/configs,file://$PWD/scripts/experiments/diagnose]"
 GNOME_HELDOUT=a11y,user,bluetooth,sound,backup,sharing
 
-sweep() {  # a lockstep sweep in the paper's setting that resumes: directory name, overrides…
+sweep() {  # a lockstep sweep in the paper's setting that resumes: directory name, overrides… (a step of STEPS)
   local name=$1; shift
+  want "$name" || return 0
   log "sweep $name: $*"
   python -m adaptsim run -m +experiment=paper_methods "$SEARCH" "${COMMON[@]}" hydra/launcher=lockstep resume=true \
     "$@" hydra.sweep.dir="$SWEEPS/$name" 'hydra.sweep.subdir=${method.name}' >>"$SWEEPS/$name.log" 2>&1 \
@@ -50,12 +55,13 @@ sweep heldout_gnome "method=none,full,lasso,$DIAGNOSE" "dataset.documents=[$GNOM
 
 # fixed's list, chosen in the setting it is used in (one stream), written beside the sweeps and compared with the
 # committed one (configs/fixed_lists/small-ende-probe.yaml); its record: the summary (no text)
-if ! grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json"; then
+if want select_fixed && ! grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json"; then
   rm -rf "$SWEEPS/select_fixed"
   log "select-fixed"
   python -m adaptsim select-fixed "${COMMON[@]}" dataset.max_segments="$FIXED_SEGMENTS" reset=never \
     output="$SWEEPS/fixed_list.yaml" hydra.run.dir="$SWEEPS/select_fixed" >"$SWEEPS/select_fixed.log" 2>&1
 fi
+want reports || exit 0
 if diff <(grep -v '^#' "$SWEEPS/fixed_list.yaml") <(grep -v '^#' adaptsim/configs/fixed_lists/small-ende-probe.yaml) \
     >/dev/null; then log "select-fixed: the committed list, tensor for tensor"
 else log "select-fixed: another list than the committed one (diff $SWEEPS/fixed_list.yaml)"; fi
