@@ -1,12 +1,15 @@
-"""The memory allocator of the commands that run a model (`run`, `bench`, `select-fixed`, `train`): jemalloc with
-its decay off where the library is installed (Debian: `libjemalloc2`), glibc's otherwise or with `allocator=system`.
+"""The memory allocator of the commands that run a model (`run`, `bench`, `select-fixed`, `train`): jemalloc with a
+60-second decay where the library is installed (Debian: `libjemalloc2`), glibc's otherwise or with `allocator=system`.
 
 Why: every training step and every update allocates and frees the same large buffers (logits, activations, dense
 gradients of the embedding matrices). glibc maps blocks above its mmap threshold (capped at 32 MiB, so
 `malloc_tuning` cannot keep a 200–400 MB logits tensor) and hands them back to the kernel on free; the next step
-faults them in again, zeroed page by page. jemalloc with `dirty_decay_ms:-1,muzzy_decay_ms:-1` keeps freed pages
-in the process. An allocator is chosen when a process starts, so the command line re-executes itself once with
-LD_PRELOAD set (`reexec`); a process started by `cli.main(argv)` from Python (the tests) is left alone.
+faults them in again, zeroed page by page. jemalloc keeps freed pages in the process and hands back those unused for
+a minute (`dirty_decay_ms:60000,muzzy_decay_ms:0`): a step reuses its buffers long before that, and a long training's
+resident memory stays bounded (with its decay off it grew with every step: ~10 MB a step for the paper-transformer;
+jemalloc's own 10 s decay cost a quarter of the speed where a step takes longer than that). An allocator is chosen
+when a process starts, so the command line re-executes itself once with LD_PRELOAD set (`reexec`); a process
+started by `cli.main(argv)` from Python (the tests) is left alone.
 Figures: docs/performance.md, "The allocator".
 """
 
@@ -21,7 +24,7 @@ from adaptsim import CONFIG_DIR
 
 # The commands that run a model, and the primary config holding their `allocator` setting.
 CONFIGS = {"run": "run", "bench": "run", "select-fixed": "run", "train": "train", "serve": "run"}
-MALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"  # never hand freed pages back to the kernel
+MALLOC_CONF = "dirty_decay_ms:60000,muzzy_decay_ms:0"  # freed pages unused for a minute go back to the kernel
 CHOICES = ("jemalloc", "system")
 _MARK = "ADAPTSIM_ALLOCATOR"  # set in the re-executed process to what it runs under
 _PLACES = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")

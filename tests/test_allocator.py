@@ -26,7 +26,7 @@ def run(out, *overrides):
 def test_jemalloc_same_outputs_as_glibc(tmp_path):
     log_j, steps_j = run(tmp_path / "jemalloc", "allocator=jemalloc")
     log_s, steps_s = run(tmp_path / "system")
-    assert "allocator: jemalloc (dirty_decay_ms:-1,muzzy_decay_ms:-1" in log_j
+    assert "allocator: jemalloc (dirty_decay_ms:60000,muzzy_decay_ms:0" in log_j
     assert "allocator: system (allocator=system)" in log_s
     assert len(steps_j) == 15 and steps_j == steps_s  # hypotheses, perplexities, log-probabilities, scores
 
