@@ -65,7 +65,7 @@ def test_a_runs_summary_has_the_schema_its_readers_and_the_docs_share(tmp_path, 
     _, summary = read(run(tmp_path, *base, "method=lasso"))
     declared = {*JOB_KEYS, *RUN_KEYS}
     assert set(summary) <= declared  # the writer writes nothing undeclared
-    assert set(READ_KEYS) <= set(summary) and set(RUN_KEYS) - {"peak_rss_mb"} <= set(summary)
+    assert set(READ_KEYS) <= set(summary) and set(RUN_KEYS) - {"peak_rss_mb", "ended_early"} <= set(summary)
     design = (PROJECT_ROOT / "docs" / "design.md").read_text()
     assert all(f"| `{key}` |" in design for key in declared)
 

@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("starlette")
 sync_api = pytest.importorskip("playwright.sync_api")
+sync_api.expect.set_options(timeout=30_000)  # a loaded machine (the suite beside other work) may answer slowly
 CHROMIUM = os.environ.get("ADAPTSIM_CHROMIUM", "/usr/bin/chromium")
 if not os.access(CHROMIUM, os.X_OK):
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set ADAPTSIM_CHROMIUM)",

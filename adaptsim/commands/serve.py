@@ -59,6 +59,10 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def allowed_hosts(host: str) -> list[str]:
     """The Host names a server bound to `host` answers to: a loopback address's names (an IPv6 one as a browser sends
     it, in brackets), or any elsewhere, where the Host is the machine's name."""
@@ -86,8 +90,11 @@ def main(argv: list[str]) -> int:
     validate(first, "serve")  # before binding the port
     sock = bind(first.serve.host, first.serve.port)
     # SIGTERM unwinds as SIGINT does (errors.Terminated), from loading the model on: the session is closed as
-    # `interrupted` rather than left `running` by the default action (uvicorn, which stops on it, raises it again)
+    # `interrupted` rather than left `running` by the default action (uvicorn, which stops on either, raises it again
+    # once it has shut down). SIGINT gets a handler that is not Python's own, so that asyncio.run leaves it in place
+    # and the signal raised again always ends the command as interrupted (exit 130, not 0 when the loop had ended).
     signal.signal(signal.SIGTERM, raise_terminated)
+    signal.signal(signal.SIGINT, _interrupted)
     session = ServeSession(cfgs, argv)
     try:
         host, port = sock.getsockname()[:2]
