@@ -80,7 +80,8 @@ def main() -> None:
              f"`fixed`: select-fixed's list of {len(fixed['params'])} tensors, {fixed['parameters']:,} parameters, "
              f"chosen with reset={fixed.get('reset', '?')}; held-out prequential cross-entropy {fixed['loss']:.3f} "
              f"nats/token (adapting the source-embedding rows only: {fixed['baseline_loss']:.3f}).", "",
-             "## The held-out sweep, relative to the baseline (†: the 95% interval over documents excludes 0)", "",
+             "## The held-out sweep, relative to the baseline (†: p < 0.05 under the reports' default test, "
+             "named below it)", "",
              table(*sweeps, "--relative", "--significance", "--cost"), "",
              "## Each variant against the default", "", ablations("lasso", [Path(d) for d in sweeps]), "",
              ablations("bias", [Path(d) for d in sweeps]), "",
