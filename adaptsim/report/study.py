@@ -136,15 +136,14 @@ def test(sessions: list[Session], methods: list[str], seed: int, cells: dict, dr
     """Each method's pooled score, and its difference to the first method's with the design's randomisation p."""
     docs = list(sessions[0].assignment)
     k = len(methods)
-    blocks = [docs[i:i + k] for i in range(0, len(docs), k)]
+    blocks = -(-len(docs) // k)
     orders = list(itertools.permutations(range(k)))
-    total = len(orders) ** len(blocks)
-    exact = total <= EXACT_DRAWS
+    exact = len(orders) ** blocks <= EXACT_DRAWS
     if exact:
-        chosen = list(itertools.product(range(len(orders)), repeat=len(blocks)))
+        chosen = list(itertools.product(range(len(orders)), repeat=blocks))
     else:
         rng = np.random.default_rng(rng_seed)
-        chosen = [tuple(rng.integers(len(orders), size=len(blocks))) for _ in range(draws)]
+        chosen = [tuple(rng.integers(len(orders), size=blocks)) for _ in range(draws)]
     keys = sorted({key for by_cell in cells.values() for key in by_cell})
     where = {key: i for i, key in enumerate(keys)}
     translators = sorted({s.translator for s in sessions})
@@ -153,14 +152,9 @@ def test(sessions: list[Session], methods: list[str], seed: int, cells: dict, dr
                          for t, doc in keys])
     labels = np.empty((len(chosen), len(keys)), dtype=np.int64)
     for d, draw in enumerate(chosen):
-        for block, o in zip(blocks, draw):
-            order = orders[o]
-            for t in translators:
-                shift = t % k
-                rotated = order[shift:] + order[:shift]
-                for doc, m in zip(block, rotated):
-                    if (t, doc) in where:
-                        labels[d, where[(t, doc)]] = m
+        by_translator = {t: design.label(docs, [orders[o] for o in draw], t) for t in translators}
+        for (t, doc), c in where.items():
+            labels[d, c] = by_translator[t][doc]
     scores, differences = {}, {}
     for metric, by_cell in cells.items():
         stats = np.stack([np.asarray(by_cell.get(key, np.zeros_like(next(iter(by_cell.values())))), dtype=float)

@@ -42,13 +42,19 @@ def methods_of(cfg) -> list[str]:
 def assign(doc_ids: list[str], methods: list[str], seed: int, translator: int) -> dict[str, str]:
     """{doc_id: method}: balanced blocks in random orders, rotated by `translator` (module docstring)."""
     rng = random.Random(seed)
+    orders = [rng.sample(methods, len(methods)) for _ in range(0, len(doc_ids), len(methods))]
+    return label(doc_ids, orders, translator)
+
+
+def label(doc_ids: list, orders: list, translator: int) -> dict:
+    """{doc_id: method} given each block's order of the methods (`orders`, one per block of len(order) documents),
+    rotated by `translator`: the design's assignment for one draw of the orders (`assign`'s, and every other draw's
+    that `adaptsim study` tests against)."""
     out = {}
-    shift = translator % len(methods)
-    for start in range(0, len(doc_ids), len(methods)):
-        order = rng.sample(methods, len(methods))
-        order = order[shift:] + order[:shift]
-        for doc_id, method in zip(doc_ids[start:start + len(methods)], order):
-            out[doc_id] = method
+    for b, order in enumerate(orders):
+        shift = translator % len(order)
+        rotated = list(order[shift:]) + list(order[:shift])
+        out.update(zip(doc_ids[b * len(order):(b + 1) * len(order)], rotated))
     return out
 
 
