@@ -149,34 +149,25 @@ def create_app(session: ServeSession, token: str, hosts: list[str], max_request_
     async def state(request: Request):
         return await answer(session.state)
 
-    async def complete(request: Request):
-        try:
-            body = await body_json(request, max_request_bytes)
-        except Refused as e:
-            return error(str(e), e.status)
-        return await answer(session.complete, body.get("position"), body.get("prefix"))
-
-    async def validate(request: Request):
-        try:
-            body = await body_json(request, max_request_bytes)
-        except Refused as e:
-            return error(str(e), e.status)
-        return await answer(session.validate, body.get("position"), body.get("text"), body.get("effort"))
+    def posted(work, *keys):
+        """The endpoint of a POST that calls `work` with the JSON body's `keys`."""
+        async def endpoint(request: Request):
+            try:
+                body = await body_json(request, max_request_bytes)
+            except Refused as e:
+                return error(str(e), e.status)
+            return await answer(work, *(body.get(k) for k in keys))
+        return endpoint
 
     async def refused(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405: one line, the same headers
         response = error(f"{request.method} {request.url.path[:100]}: {exc.detail}", exc.status_code)
         response.headers.update(exc.headers or {})
         return response
 
-    async def finish(request: Request):
-        try:
-            body = await body_json(request, max_request_bytes)
-        except Refused as e:
-            return error(str(e), e.status)
-        return await answer(session.finish, body.get("position"))
-
-    routes = [Route("/", index), Route("/api/state", state), Route("/api/complete", complete, methods=["POST"]),
-              Route("/api/validate", validate, methods=["POST"]), Route("/api/finish", finish, methods=["POST"])]
+    routes = [Route("/", index), Route("/api/state", state),
+              Route("/api/complete", posted(session.complete, "position", "prefix"), methods=["POST"]),
+              Route("/api/validate", posted(session.validate, "position", "text", "effort"), methods=["POST"]),
+              Route("/api/finish", posted(session.finish, "position"), methods=["POST"])]
     return Starlette(routes=routes, exception_handlers={HTTPException: refused},
                      middleware=[Middleware(HostRequired, hosts=hosts), Middleware(TokenRequired, token=token),
                                  Middleware(SameOriginRequired)])

@@ -368,14 +368,8 @@ class ServeSession:
                 at = self.order[where[0]] if where else run
                 self._show_next()
             except Exception as e:  # a divergence under on_divergence=stop, a full disk, …: the session stops here
-                if not isinstance(e, UserError):
-                    log.exception("serve: validating segment %d failed", position + 1)
-                self.failed = " ".join(str(e).split()) or type(e).__name__
-                self.pending = None
-                if at.job is not None:
-                    at.job.close("failed", self.failed)
-                raise Refused(f"the session stopped: {self.failed}; resume=true serve.dir={self.dir} goes on", 500) \
-                    from None
+                raise self._stopped(e, at, f"validating segment {position + 1}",
+                                    f"; resume=true serve.dir={self.dir} goes on") from None
             return self._state()
 
     def finish(self, position) -> dict:
@@ -396,13 +390,19 @@ class ServeSession:
                         self._finish_early(run)
                 self.ended_early = True
             except Exception as e:
-                if not isinstance(e, UserError):
-                    log.exception("serve: finishing the session failed")
-                self.failed = " ".join(str(e).split()) or type(e).__name__
-                if at.job is not None and at.job.data.get("status") == "running":
-                    at.job.close("failed", self.failed)
-                raise Refused(f"the session stopped: {self.failed}", 500) from None
+                raise self._stopped(e, at, "finishing the session") from None
             return self._state()
+
+    def _stopped(self, e: Exception, at: MethodRun, doing: str, then: str = "") -> Refused:
+        """The session stopped by a failure in the middle of a change: the run `at` failed (unless it had ended), every
+        later request refused; the page's one line."""
+        if not isinstance(e, UserError):
+            log.exception("serve: %s failed", doing)
+        self.failed = " ".join(str(e).split()) or type(e).__name__
+        self.pending = None
+        if at.job is not None and at.job.data.get("status") == "running":
+            at.job.close("failed", self.failed)
+        return Refused(f"the session stopped: {self.failed}{then}", 500)
 
     def _finish_early(self, run: MethodRun) -> None:
         assigned = sum(len(d) for d in run.documents)
