@@ -34,7 +34,7 @@ FAILED_JOBS = "failed.jsonl"          # in a sweep directory: jobs that failed b
 
 def claim_sweep_dir(path: Path, resume: bool) -> None:
     """Claim a sweep directory before Hydra writes into it (its multirun.yaml, each job's .hydra/): two sweeps
-    started at once into one directory once both ran, one's runs recorded under the other's settings. The claim
+    started at once into one directory would both run, one's runs recorded under the other's settings. The claim
     is created exclusively; with `resume=true` a claim whose process is gone is taken over."""
     check_run_dir(path, resume=resume, create=True)
     claim = path / SWEEP_CLAIM

@@ -6,8 +6,8 @@ error) or interrupted. A run's other files are written by `RunWriter`: steps.jso
 line, curves.csv, offsets/. A finished run may keep its two large records compressed (`compress_records`:
 steps.jsonl.xz, curves.csv.xz); every reader takes either form (`record_file`, `read_record`).
 
-A job owns its directory: two runs writing into one directory interleaved their steps and mixed one's
-summary with the other's config, and a re-run truncated the old run's steps. (Whether a resume may take over
+A job owns its directory: two runs writing into one directory would interleave their steps and mix one's
+summary with the other's config, and a re-run would truncate the first run's steps. (Whether a resume may take over
 a run is decided before any of this writes: adaptsim/resume.py.) So summary.json is created
 exclusively, and a directory that already holds another run's outputs is refused, unless the job is
 resuming that run (`resume=True`: files are appended to, never truncated). Each line is written whole,

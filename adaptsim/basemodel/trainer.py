@@ -269,7 +269,7 @@ def check_settings(cfg: DictConfig) -> None:
         value = cfg.train[key]
         if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
             raise UserError(f"train.{key}={value}: give a positive number of minutes (or null)")
-    for key in ("max_steps", "max_epochs"):  # -1 once trained nothing and wrote the untrained model as the result
+    for key in ("max_steps", "max_epochs"):  # -1 would train nothing and write the untrained model as the result
         value = cfg.train[key]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise UserError(f"train.{key}={value}: give a whole number (0 or null: no limit)")

@@ -58,7 +58,7 @@ def forced(config: dict) -> int:
 def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str, skip: int = 0
                  ) -> list[np.ndarray | None]:
     """Per segment, the P-CXMI of each reference token after the first `skip` (forced) ones (None where either run
-    has no log-probabilities: a step written before adaptsim recorded them, or whose first forward diverged)."""
+    has no log-probabilities: a step whose record lacks them, or whose first forward diverged)."""
     out = []
     for i, (b, r) in enumerate(zip(base_rows, run_rows, strict=True)):
         lb, lr = b.get("logprobs"), r.get("logprobs")

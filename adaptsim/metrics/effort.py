@@ -49,7 +49,7 @@ class Effort:
         return cls(**{"costs": LEGACY_COSTS, **record})
 
 
-LEGACY_COSTS = "adaptsim"  # the counting of records written before metrics.interactive_costs existed
+LEGACY_COSTS = "adaptsim"  # the counting of records that do not name theirs (metrics.interactive_costs)
 
 
 def counting(summary: dict) -> dict | None:

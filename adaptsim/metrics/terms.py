@@ -1,7 +1,7 @@
-"""Terminology consistency over a stream (issue #29): does a hypothesis keep the rendering of a term that the
-previous post-edit used, and how many renderings does one term get in one document? Per segment, no I/O.
+"""Terminology consistency over a stream: does a hypothesis keep the rendering of a term that the previous
+post-edit used, and how many renderings does one term get in one document? Per segment, no I/O.
 
-Definitions, with the choices the issue leaves open and why:
+Definitions, with the choices the definition leaves open and why:
 - Words. Reference and hypothesis words are the content words R0/R1 count (the run's WordPipeline: Moses tokens,
   truecased, no stopwords), so a rendering is always a word R0/R1 could recall. Source words are Moses tokens
   with a letter, less LitTER's English function words (when its `stopwords` switch is on). A source word and a
@@ -13,7 +13,7 @@ Definitions, with the choices the issue leaves open and why:
   the rendering is w's key: its normalised lemma where that is a dictionary translation of s, else w normalised
   (so "Dateien" and "Datei" are one rendering: inflection is not inconsistency). Several matching words: the
   rendering is their set, and reusing any of them is consistent.
-- Terms of a scope (the issue's tie to R1): s is a term of a counting scope (the document, or the whole stream:
+- Terms of a scope (tied to R1): s is a term of a counting scope (the document, or the whole stream:
   the run's `metrics_scope`) when at some segment of it the reference renders s with a word R1 tracks there, a
   word that an earlier reference of the scope holds. Source words whose renderings never recur are not terms.
   This looks at the whole scope's post-edits, which are the same for every method, so it favours none.
@@ -21,7 +21,7 @@ Definitions, with the choices the issue leaves open and why:
   rendered it; r_prev is the rendering of the most recent such post-edit (a reference that does not render s
   leaves r_prev as it was). The first post-edit's rendering counts, so a term seen twice is judged once, at its
   second occurrence, where R1 would count it. Occurrences are judged whether or not reference i renders s (the
-  issue: "the share of later hypotheses"). Verdict on hypothesis i: consistent if one of its content words has
+  measure is "the share of later hypotheses"). Verdict on hypothesis i: consistent if one of its content words has
   r_prev as its normalised form or lemma; a different rendering if not, but one of its content words matches s;
   neither otherwise (s left untranslated, translated outside the dictionary, or as part of a compound).
 - consistency = consistent / (consistent + different); consistency.all = consistent / judged occurrences.

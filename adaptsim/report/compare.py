@@ -3,7 +3,7 @@ difference to RUN_A with its interval and p-value (paired, on the per-segment st
 
 RUN_A is usually the baseline (method=none), but any run can be the reference: runs are paired segment by
 segment, so all must be on the same data (data_fingerprint) and scored with the same metric settings, and of one
-model (model_fingerprint; model_path for runs recorded before it).
+model (model_fingerprint; model_path for runs that do not record it).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ outcomes repeated, and "none of B on the other side" says no more than "none of 
   reach p < 0.05 (`min_units`).
 - approximate randomisation: 2ⁿ swap patterns, but a pattern and its complement give δ' and −δ', so
   2ⁿ⁻¹ distinct |δ'|, among them the observed |δ| (no swap, and every swap). Its Monte-Carlo p already counts
-  the two on average (that is why "ar" never claimed p = 0.001 from two documents); the floor makes it hold
+  the two on average (that is why "ar" does not give p = 0.001 from two documents); the floor makes it hold
   for every seed. 6 units are the fewest that can reach p < 0.05.
 
 With fewer units no † is possible, and the reports say so (adaptsim.report.significance). A resample in which

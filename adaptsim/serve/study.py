@@ -73,7 +73,7 @@ def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed
             raise UserError(f"{path}: the session was started with methods {recorded.get('methods')} on "
                             f"{len(recorded.get('assignment', {}))} documents for serve.translator="
                             f"{recorded.get('translator', 0)}; resume it with the same methods, dataset and translator")
-        # (a session recorded before ids were: one derived from its directory, the same at every resume)
+        # (a session recorded without an id: one derived from its directory, the same at every resume)
         sid = recorded.get("session") or str(uuid.uuid5(uuid.NAMESPACE_URL, str(path.resolve())))
         return dict(recorded["assignment"]), sid
     assignment, sid = assign(doc_ids, methods, seed, translator), str(uuid.uuid4())

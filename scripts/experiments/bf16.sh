@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What bf16 costs and changes (issue #41; docs/performance.md, "bf16"): `full` on the first $DOCS Business
+# What bf16 costs and changes (docs/performance.md, "bf16"): `full` on the first $DOCS Business
 # Central articles with base-ende in four precisions — float32, update.dtype=bfloat16, decode.dtype=bfloat16, both —
 # each a one-thread process, resumable; then per precision the seconds per segment (translate, update), how many
 # hypotheses differ from float32's, and `adaptsim compare` against float32 (scores with 95% intervals).

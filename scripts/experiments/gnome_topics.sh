@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# GNOME help long enough to answer: a second test stream of 20 topics, the GNOME topics that no earlier experiment
-# read. The five-topic test stream (printing, power, color, disk, mouse) gives 5 documents, too few for any test at
+# GNOME help long enough to answer: a second test stream of 20 topics, the GNOME topics that no other experiment
+# reads. The five-topic test stream (printing, power, color, disk, mouse) gives 5 documents, too few for any test at
 # the 5 % level (docs/reports.md, "Few documents"), and its pages are not independent units
 # (heldout/gnome_page_dependence.md). This stream takes every topic of 20 to 64 segments outside the held-out
 # topics (a11y, user, bluetooth, sound, backup, sharing) and the first test stream: 20 topics, 795 segments, in
