@@ -99,7 +99,7 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
                 runs.append(Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
                                        stack.enter_context(RunWriter(job.dir, resume=cfg.resume)), session,
                                        documents, skipped))
-        loop(base, documents, runs, lockstep=len(runs))
+        loop(base, runs, lockstep=len(runs))
     for cfg, job in zip(cfgs, jobs):
         if cfg.compress and job.data.get("status") == "finished":
             compress_records(job.dir)

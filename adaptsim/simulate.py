@@ -13,13 +13,14 @@ import os
 import statistics
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass, replace
 
 import torch
 from omegaconf import DictConfig
 
 from adaptsim import allocator, interactive, resume
 from adaptsim.data.options import resolve as resolve_options
-from adaptsim.data.types import fingerprint
+from adaptsim.data.types import Segment, fingerprint
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
@@ -47,7 +48,7 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
         model, documents = load(cfg, limit)
         skipped = dict(documents.skipped)
         session = Session(model, cfg.method, cfg["update"], cfg.reset, cfg.seed)  # cfg.update is DictConfig.update
-        loop(model, documents, [Simulation(cfg, job, writer, session, documents, skipped)])
+        loop(model, [Simulation(cfg, job, writer, session, documents, skipped)])
     if job.data.get("status") == "failed":
         raise UserError(job.data["error"])
     if cfg.compress:
@@ -55,72 +56,75 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
     return job.data
 
 
-def loop(base: Seq2SeqModel, documents, runs: list[Simulation], **timing) -> None:
-    """The simulated post-editing loop (docs/design.md §1) for K runs on one stream, K ≥ 1: at every segment,
-    translate the source with each run's θ_{i−1} (one joint search over the runs' models, clones of `base`;
-    adaptsim/lockstep.py), let a simulated translator correct each run's hypothesis where `metrics.interactive`
-    asks for it (on the same θ), then let each run adapt on the revealed pair and record the step.
+def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
+    """The simulated post-editing loop (docs/design.md §1) for K runs on one stream, K ≥ 1: at every segment each
+    run begins it (`Simulation.begin`), the source is translated with every run's θ_{i−1} in one joint search over
+    the runs' models (clones of `base`; adaptsim/lockstep.py), a simulated translator corrects each hypothesis where
+    `metrics.interactive` asks for it (on the same θ), and each run commits the revealed pair (`Simulation.commit`:
+    adapt, record).
 
-    With `resume: true` the steps an interrupted run wrote are not translated again: their updates are
-    replayed (the same computation, checked against the recorded perplexities), which restores the adapted
-    model exactly, whatever the method's state; the run joins the search at its first unwritten segment. A run
-    whose step fails with a one-line error (a divergence under on_divergence=stop, a replay that does not
-    match) is closed as failed and the others go on. `timing`: more fields for each summary's timing."""
-    done = []
+    With `resume: true` the steps an interrupted run wrote are not translated again: their updates are replayed
+    (`Simulation.replay_next`: the same computation, checked against the recorded perplexities), which restores the
+    adapted model exactly, whatever the method's state; the run joins the search at its first unwritten segment. A
+    run whose step fails with a one-line error (a divergence under on_divergence=stop, a replay that does not match)
+    is closed as failed and the others go on. `timing`: more fields for each summary's timing."""
     for run in runs:
         with speaking_for(run.job.dir):
-            done.append(run.resumable_steps())
-    active = list(range(len(runs)))
+            run.recall()
+    active = list(runs)
     decode = runs[0].cfg.decode
-    for d, doc in enumerate(documents):
-        for k in active:
-            with speaking_for(runs[k].job.dir):
-                runs[k].session.start_document(d)
-        for seg in doc.segments:
-            fresh = [k for k in active if runs[k].index >= len(done[k])]  # the others replay a written step
-            for k in fresh:
-                with speaking_for(runs[k].job.dir):
-                    runs[k].probe_before()
-            hyps, efforts, seconds, moments = {}, {}, 0.0, {}
-            if fresh:  # before the references are seen; a method may adapt for this segment alone first (tm)
-                before = {k: dict(runs[k].session.temporary) for k in fresh}
-                with ExitStack() as moment:
-                    for k in fresh:
-                        with speaking_for(runs[k].job.dir):
-                            moment.enter_context(runs[k].session.adapted_for(seg.source))
-                    moments = {k: runs[k].session.moment_since(before[k]) for k in fresh}
-                    t = time.perf_counter()
-                    models = [runs[k].session.model for k in fresh]
-                    hyps = dict(zip(fresh, base.translate_together(models, seg.source, **decode)))
-                    seconds = (time.perf_counter() - t) / len(fresh)
-                    for k in fresh:
-                        with speaking_for(runs[k].job.dir):
-                            efforts[k] = runs[k].interact(seg, hyps[k])
-            for k in list(active):
-                run = runs[k]
+    for _ in runs[0].segments:
+        with ExitStack() as moments:  # each fresh run's moment, left by its commit (or here, if the search fails)
+            turns = {}
+            for run in active:
+                if not run.replays_next:
+                    with speaking_for(run.job.dir):
+                        turns[run] = moments.enter_context(run.begin())
+            hyps, efforts, seconds = {}, {}, 0.0
+            if turns:
+                source = next(iter(turns.values())).seg.source
+                t = time.perf_counter()
+                hyps = dict(zip(turns, base.translate_together([r.session.model for r in turns], source, **decode)))
+                seconds = (time.perf_counter() - t) / len(turns)
+                for run, turn in turns.items():
+                    with speaking_for(run.job.dir):
+                        efforts[run] = run.interact(turn.seg, hyps[run])
+            for run in list(active):
                 with speaking_for(run.job.dir):
                     try:
-                        adapted = run.session.adapt(run.session.model.pair(seg.source, seg.reference),
-                                                    run.where(seg), (seg.source, seg.reference))
-                        if k in hyps:
-                            run.step(seg, hyps[k], seconds, *adapted, effort=efforts[k], moment=moments[k])
+                        if run in turns:
+                            run.commit(turns[run], hyps[run], seconds, effort=efforts[run])
                         else:
-                            run.replay(seg, done[k][run.index], *adapted)
+                            run.replay_next()
                     except UserError as e:
                         if isinstance(e, ReplayRefused):  # the run's records as they were, nothing more written
                             run.job.give_back(resume.recorded(run.job.dir))
                         run.job.close("failed", str(e))
                         if len(runs) > 1:  # alone, its command reports the error
                             log.error("%s: %s", run.job.dir, e)
-                        active.remove(k)
+                        active.remove(run)
                         if not active:
                             return
-        for k in active:
-            with speaking_for(runs[k].job.dir):
-                runs[k].end_document(doc)
-    for k in active:
-        with speaking_for(runs[k].job.dir):
-            runs[k].finish(**timing)
+    for run in active:
+        with speaking_for(run.job.dir):
+            run.finish(**timing)
+
+
+@dataclass(eq=False)
+class Turn:
+    """A segment a run has begun and not yet committed: where it is in the run's stream, and the method's moment of
+    adaptation entered for it (tm's; `moment`: its record, `Session.moment_since`), left on exit."""
+    d: int  # the document's index in the run's stream
+    j: int  # the segment's index in the document
+    seg: Segment
+    moment: dict | None
+    stack: ExitStack
+
+    def __enter__(self) -> Turn:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stack.close()  # idempotent: a committed turn has left its moment already
 
 
 class Simulation:
@@ -131,7 +135,11 @@ class Simulation:
     def __init__(self, cfg: DictConfig, job: JobSummary, writer: RunWriter, session: Session, documents,
                  skipped: dict):
         self.cfg, self.job, self.writer, self.session = cfg, job, writer, session
+        self.documents = list(documents)
         self.segments = [s for d in documents for s in d.segments]
+        self.cursor = (0, 0)  # (document, segment in it) of the next step
+        self.started = -1  # the last document started (`Session.start_document`)
+        self.recorded: list[dict] = []  # an interrupted run's steps, replayed before anything new (`recall`)
         if not self.segments:
             raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
         model = session.model
@@ -166,7 +174,6 @@ class Simulation:
         self.unwritten_curves: list[dict] = []  # curves.csv rows since its last write (`step`)
         self.curves_started = False  # whether this process has written curves.csv (then it appends)
         self.divergences = 0
-        self.resumed_after = 0  # steps replayed from an interrupted run (resumable_steps)
         self.start = time.perf_counter()
         self.bar = progress(len(self.segments), cfg.method.name, "seg", cfg.progress, cfg.progress_every)
 
@@ -177,12 +184,13 @@ class Simulation:
     def where(self, seg) -> str:
         return f"document {seg.doc_id}, segment {seg.seg_id} (step {self.index + 1})"
 
-    def resumable_steps(self) -> list[dict]:
-        """The steps an interrupted run in this directory wrote (`resume: true`; none otherwise), checked to fit
-        the data; their number goes into the summary as `timing.resumed_after_steps`. (That the settings, the model,
-        the data and tm's TM are the interrupted run's was checked before anything was written: adaptsim/resume.py.)"""
+    def recall(self) -> None:
+        """The steps an interrupted run in this directory wrote (`resume: true`; none otherwise), checked to fit the
+        data, to be replayed before anything new; their number goes into the summary as
+        `timing.resumed_after_steps`. (That the settings, the model, the data and tm's TM are the interrupted run's
+        was checked before anything was written: adaptsim/resume.py.)"""
         if not self.cfg.resume:
-            return []
+            return
         done = self.writer.resume_steps()
         if len(done) > len(self.segments):
             raise UserError(f"{self.writer.dir}: cannot resume: it holds {len(done)} steps, the data has "
@@ -192,14 +200,90 @@ class Simulation:
                             "record the generated pieces; run it again in a new directory")
         if done:
             log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
-        self.resumed_after = len(done)
-        return done
+        self.recorded = done
 
-    def probe_before(self) -> None:
-        """θ as the stream has left it, probed before the next segment where `metrics.probe` says so
-        (adaptsim/metrics/forgetting.py); `step` records it."""
+    @property
+    def replays_next(self) -> bool:
+        """Whether the next step is one an interrupted run wrote (`replay_next`, not `begin`)."""
+        return self.index < len(self.recorded)
+
+    @property
+    def finished(self) -> bool:
+        return self.index == len(self.segments)
+
+    def _next(self) -> tuple[int, int, Segment]:
+        """The next step's segment, its document started (θ0 where `reset` says)."""
+        d, j = self.cursor
+        if self.started < d:
+            self.session.start_document(d)
+            self.started = d
+        return d, j, self.documents[d].segments[j]
+
+    def begin(self) -> Turn:
+        """The next segment begins: its document starts if it is new, θ as the stream has left it is probed where
+        `metrics.probe` says (adaptsim/metrics/forgetting.py), and the method's moment of adaptation for the source
+        is entered (tm's), before the source is translated. The turn leaves the moment on exit or at `commit`."""
+        d, j, seg = self._next()
         if self.probe is not None and self.probe.due(self.index):
             self.probed = self._probe()
+        stack = ExitStack()
+        before = dict(self.session.temporary)
+        try:
+            stack.enter_context(self.session.adapted_for(seg.source))
+        except BaseException:
+            stack.close()
+            raise
+        return Turn(d, j, seg, self.session.moment_since(before), stack)
+
+    def commit(self, turn: Turn, translation: Translation, seconds: float, reference: str | None = None,
+               effort: Effort | None = None) -> None:
+        """The turn's segment ends: the moment is left, the method adapts on (source, reference) — the data's
+        reference, or the one a translator validated — and the step is recorded (`step`): the hypothesis the turn's
+        θ translated in `seconds`, and what correcting it cost (`effort`, if a translator works)."""
+        turn.stack.close()
+        seg = turn.seg if reference is None else replace(turn.seg, reference=reference)
+        adapted = self.session.adapt(self.session.model.pair(seg.source, seg.reference), self.where(seg),
+                                     (seg.source, seg.reference))
+        self.step(seg, translation, seconds, *adapted, effort=effort, moment=turn.moment)
+        self._advance(turn.d, turn.j)
+
+    def replay_next(self) -> None:
+        """The next step an interrupted run wrote, done again: the update on its pair, which must be the recorded
+        one bit for bit (anything else means other settings, threads or software than the interrupted run's), and
+        the step recorded as it was, nothing written."""
+        record = self.recorded[self.index]
+        d, j, seg = self._next()
+        seg = self.revealed(seg, record)
+        result, diverged = self.session.adapt(self.session.model.pair(seg.source, seg.reference), self.where(seg),
+                                              (seg.source, seg.reference))
+        same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
+            seg.doc_id, seg.seg_id, seg.source, seg.reference)
+        replayed = (result.updates, result.ppl_before, result.ppl_after, diverged)
+        recorded = (record["updates"], record["ppl_before"], record["ppl_after"], record.get("diverged", False))
+        if not same_segment or replayed != recorded:
+            what = ("another segment" if not same_segment
+                    else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
+            raise ReplayRefused(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
+                                "resume with the interrupted run's settings, threads and software")
+        # the translator's level and counting are the recorded run's: resume.check compared every setting
+        effort = Effort.of_record(record["effort"]) if self.interactive != "off" and "effort" in record else None
+        if "moment" in record:
+            self.session.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
+        self.probed = record.get("probe")  # the interrupted run's probe before this step
+        self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
+                  record["translate_s"], result, diverged, write=False, effort=effort)
+        self._advance(d, j)
+
+    def revealed(self, seg: Segment, record: dict) -> Segment:
+        """The segment of a replayed step as it was revealed: the data's (a translator's run: the recorded text)."""
+        return seg
+
+    def _advance(self, d: int, j: int) -> None:
+        if j + 1 < len(self.documents[d]):
+            self.cursor = (d, j + 1)
+        else:
+            self.end_document(self.documents[d])
+            self.cursor = (d + 1, 0)
 
     def _probe(self) -> dict:
         start = time.perf_counter()
@@ -240,16 +324,19 @@ class Simulation:
         scores = self.evaluator.segment(i, hyp, hyp_pieces, effort)
         running = self.evaluator.running()  # the curve's next row (what `finish` writes whole), and the bar's
         if write:
-            self.writer.step({"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
-                              "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces,
-                              "updates": result.updates, "ppl_before": result.ppl_before,
-                              "ppl_after": result.ppl_after, **({"diverged": True} if diverged else {}),
-                              "logprobs": result.logprobs, "ref_pieces": self.session.model.label_pieces(seg.reference),
-                              **({"cut": True} if translation.cut else {}),
-                              **({"moment": {k: v for k, v in moment.items() if k != "seconds"},
-                                  "moment_s": moment["seconds"]} if moment else {}),
-                              **({"probe": probed} if probed is not None else {}),
-                              "translate_s": seconds, "update_s": result.seconds, **scores})
+            line = {"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
+                    "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces, "updates": result.updates,
+                    "ppl_before": result.ppl_before, "ppl_after": result.ppl_after}
+            if diverged:  # the optional fields only where they say something, each in its place
+                line["diverged"] = True
+            line |= {"logprobs": result.logprobs, "ref_pieces": self.session.model.label_pieces(seg.reference)}
+            if translation.cut:
+                line["cut"] = True
+            if moment:
+                line |= {"moment": {k: v for k, v in moment.items() if k != "seconds"}, "moment_s": moment["seconds"]}
+            if probed is not None:
+                line["probe"] = probed
+            self.writer.step(line | {"translate_s": seconds, "update_s": result.seconds} | scores)
         self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
         if self.index % RSS_EVERY == 0:
             self.rss[self.index] = resident_mb()
@@ -259,27 +346,6 @@ class Simulation:
                 self.unwritten_curves, self.curves_started = [], True
         self.bar.set_postfix(_headline(running), refresh=False)
         self.bar.update()
-
-    def replay(self, seg, record: dict, result: UpdateResult, diverged: bool) -> None:
-        """Record a step an interrupted run wrote (`record`, from `resumable_steps`) whose update was just done
-        again (`result`): it must be the recorded one, bit for bit; anything else means other settings, threads
-        or software than the interrupted run's."""
-        same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
-            seg.doc_id, seg.seg_id, seg.source, seg.reference)
-        replayed = (result.updates, result.ppl_before, result.ppl_after, diverged)
-        recorded = (record["updates"], record["ppl_before"], record["ppl_after"], record.get("diverged", False))
-        if not same_segment or replayed != recorded:
-            what = ("another segment" if not same_segment
-                    else f"updates/perplexities {replayed[:3]}, recorded {recorded[:3]}")
-            raise ReplayRefused(f"{self.writer.dir}: cannot resume: step {record['index'] + 1} replays to {what}; "
-                                "resume with the interrupted run's settings, threads and software")
-        # the translator's level and counting are the recorded run's: resume.check compared every setting
-        effort = Effort.of_record(record["effort"]) if self.interactive != "off" and "effort" in record else None
-        if "moment" in record:
-            self.session.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
-        self.probed = record.get("probe")  # the interrupted run's probe before this step
-        self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
-                  record["translate_s"], result, diverged, write=False, effort=effort)
 
     def end_document(self, doc, segments: int | None = None) -> None:
         """The document's record; `segments`: how many of its segments the run went through, if not all (a serve
@@ -300,30 +366,42 @@ class Simulation:
         efforts = self.efforts or None
         self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, efforts))
         corpus = self.evaluator.corpus(self.hyps, self.pieces, efforts)
-        per_doc, step_s = self.per_doc, self.step_s
         self.job.update(
             status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
-            divergences=self.divergences, cut_hypotheses=self.cut, per_document=per_doc,
-            changed_parameters_max=max(p["changed_parameters"] for p in per_doc),
-            method_info=self.session.method.info(),
-            cost={"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
-                  "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
-                  "state_bytes_max": max(p["state_bytes"] for p in per_doc),
-                  **({"temporary": self.session.temporary} if self.session.method.moment else {}),  # 0s too
-                  **({"interactive": interactive_cost(self.efforts, self.interactive,
-                                                      self.cfg.metrics.interactive_costs,
-                                                      self.cfg.metrics.max_corrections)} if self.efforts else {})},
-            timing={"total_s": total, "segments_per_s": self.index / total,
-                    "threads": torch.get_num_threads(), "device": describe_device(self.cfg.device),
-                    "allocator": allocator.active(),  # what ran, not what `allocator` asked for
-                    "translate_median_s": statistics.median(self.translate_s),
-                    "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
-                    "update_total_s": sum(self.update_s), "rss_mb": self.rss,
-                    **({"probe_total_s": self.probe_s} if self.probe is not None else {}),
-                    **({"resumed_after_steps": self.resumed_after} if self.resumed_after else {}), **timing})
+            divergences=self.divergences, cut_hypotheses=self.cut, per_document=self.per_doc,
+            changed_parameters_max=max(p["changed_parameters"] for p in self.per_doc),
+            method_info=self.session.method.info(), cost=self._cost(), timing=self._timing(total) | timing)
         log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, total,
                  {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None}, self.writer.dir)
         return self.job.data
+
+    def _cost(self) -> dict:
+        """summary.json `cost`: what adapting took per step and what the adapted state weighs."""
+        step_s, per_doc = self.step_s, self.per_doc
+        cost = {"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
+                "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
+                "state_bytes_max": max(p["state_bytes"] for p in per_doc)}
+        if self.session.method.moment:  # tm's moments, zeros too
+            cost["temporary"] = self.session.temporary
+        if self.efforts:
+            metrics = self.cfg.metrics
+            cost["interactive"] = interactive_cost(self.efforts, self.interactive, metrics.interactive_costs,
+                                                   metrics.max_corrections)
+        return cost
+
+    def _timing(self, total: float) -> dict:
+        """summary.json `timing`: where the run's time went, and on what."""
+        timing = {"total_s": total, "segments_per_s": self.index / total, "threads": torch.get_num_threads(),
+                  "device": describe_device(self.cfg.device),
+                  "allocator": allocator.active(),  # what ran, not what `allocator` asked for
+                  "translate_median_s": statistics.median(self.translate_s),
+                  "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
+                  "update_total_s": sum(self.update_s), "rss_mb": self.rss}
+        if self.probe is not None:
+            timing["probe_total_s"] = self.probe_s
+        if self.recorded:
+            timing["resumed_after_steps"] = len(self.recorded)
+        return timing
 
 
 def interactive_cost(efforts: list[Effort], mode: str, costs: str, max_corrections: int) -> dict:

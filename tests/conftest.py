@@ -70,6 +70,16 @@ def describe_device(device: str) -> str:
     return f"device: {device} ({named(device)})"
 
 
+# The longest modules, started first: pytest-xdist (pyproject.toml addopts: -n auto --dist loadscope) gives each
+# worker whole modules in collection order, and a long module begun last would end the suite alone
+FIRST = ("test_realistic_script.py", "test_device_script.py", "test_lockstep.py", "test_resume.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    order = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: order.get(item.path.name, len(FIRST)))  # stable: the rest keep their order
+
+
 def pytest_report_header(config):
     return describe_device(config.getoption("--device"))
 

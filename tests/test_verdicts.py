@@ -91,7 +91,7 @@ def test_power_follows_the_t_distribution_and_never_goes_below_what_the_test_res
     assert 6 <= big < n < small  # a larger effect needs fewer documents; never fewer than the test can resolve
     sigma = 1.0 / power.Z_ALPHA * np.sqrt(n)
     for m in (small - 1, small):  # small is the first n at which the t test's power reaches 80%
-        reached = power._power(one[0], 0.5, sigma, m) >= 0.8
+        reached = power.t_power(0.5, sigma, m) >= 0.8
         assert reached == (m == small)
     assert power.needed(one, [30.0], n, 1.0, 6) == 6  # a huge effect: still the test's floor
     both = [part(0.0, 1.0, half=1.0), part(0.0, 1.0, half=1.0, plus="top")]

@@ -53,11 +53,12 @@ def _sigma(part, n: int) -> float:
     return (part.diff.ci[1] - part.diff.ci[0]) / 2 / Z_ALPHA * math.sqrt(n)
 
 
-def _power(part, effect: float, sigma: float, n: int) -> float:
-    """The power of the two-sided 5% test of one part on n documents against a true difference `effect`."""
+def t_power(effect: float, sigma: float, n: int, alpha: float = 0.05) -> float:
+    """The power of the two-sided test at level `alpha` of a difference on n units (a t test on n − 1 degrees of
+    freedom; σ: one unit's standard deviation) against a true difference `effect`."""
     if sigma == 0:
         return 1.0
-    return float(student_t.sf(student_t.ppf(0.975, n - 1) - abs(effect) * math.sqrt(n) / sigma, n - 1))
+    return float(student_t.sf(student_t.ppf(1 - alpha / 2, n - 1) - abs(effect) * math.sqrt(n) / sigma, n - 1))
 
 
 def _smallest(enough, start: int) -> int | None:
@@ -90,7 +91,7 @@ def needed(way, effects: list[float | None], n: int, close: float, floor: int) -
                                        for s, r in zip(sigmas, rooms)), floor)
     if any(p.sign * e <= 0 for p, e in zip(way, effects)):
         return None
-    return _smallest(lambda m: math.prod(_power(p, e, s, m) for p, e, s in zip(way, effects, sigmas)) >= POWER,
+    return _smallest(lambda m: math.prod(t_power(e, s, m) for p, e, s in zip(way, effects, sigmas)) >= POWER,
                      floor)
 
 

@@ -17,6 +17,15 @@ square, and cannot make one look better. The draws are enumerated where there ar
 (p then exact; its smallest value is stated, and a comparison whose smallest possible p is not below 0.05 says
 "cannot tell"), else `--draws` random ones (p = (1 + #)/(draws + 1)).
 
+`--plan` sizes a study before it is run, by the calculation `findings --power` uses (adaptsim/report/power.py): for
+each number of translators and documents, the smallest true difference between two methods that the study finds with
+80% power at α = 0.05, in standard deviations σ of one cell's score (what varies from cell to cell once the design has
+removed each translator's and each document's level; a pilot's cells estimate it). A block of k documents gives each
+translator one cell under each method, so each block yields a difference averaged over T translators, with standard
+deviation σ·√(2/T); the power is that of a t test over the B = documents/k blocks (B − 1 degrees of freedom), the
+units the design randomises, at the largest level below 0.05 that the design's p can take (a multiple of
+2/(k(k−1))^B: at 12 documents and two methods, 2/64). Where it can take none, no effect can be shown: "cannot tell".
+
 With `--simulated RUN…`, runs of `adaptsim run` with a simulated translator (`metrics.interactive`) on the sessions'
 references.tsv: each is matched to its session's run by data fingerprint, and its effort is shown beside the measured
 effort of the same cells.
@@ -36,6 +45,7 @@ import numpy as np
 from adaptsim.errors import UserError
 from adaptsim.metrics.effort import RATES, SECONDS_PER_WORD
 from adaptsim.report import significance as sig
+from adaptsim.report.power import POWER, t_power
 from adaptsim.report.runs import Run, discover
 from adaptsim.report.stats import ALPHA
 from adaptsim.serve import study as design
@@ -44,6 +54,8 @@ EFFORT = [SECONDS_PER_WORD, *RATES]
 DEFAULT_METRICS = ",".join([*EFFORT, "R0", "R1", "R0+1", "BLEU"])
 EXACT_DRAWS = 100_000  # enumerate every draw of the block orders up to this many
 CHUNK = 2_000  # draws scored at once
+PLAN_TRANSLATORS = (2, 4, 6, 8, 12, 16)  # `--plan`'s rows
+PLAN_BLOCKS = (4, 6, 8, 12, 16, 24)  # `--plan`'s columns: blocks of as many documents as methods
 
 
 @dataclass
@@ -56,7 +68,10 @@ class Session:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim study", description=__doc__.split("\n\n")[0])
-    p.add_argument("sessions", nargs="+", metavar="SESSION", help="session directories (serve.dir), one per translator")
+    p.add_argument("sessions", nargs="*", metavar="SESSION", help="session directories (serve.dir), one per translator")
+    p.add_argument("--plan", type=int, metavar="METHODS",
+                   help="no sessions: the smallest difference a study of METHODS methods finds (80%% power, α 0.05), "
+                        "by translators and documents")
     p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default: {DEFAULT_METRICS})")
     p.add_argument("--simulated", nargs="*", default=[], metavar="RUN",
                    help="runs with a simulated translator on the sessions' references.tsv: their effort beside")
@@ -68,6 +83,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    if args.plan is not None:
+        if args.sessions or args.plan < 2:
+            raise UserError("--plan METHODS (2 or more) takes no sessions")
+        print(plan(args.plan))
+        return 0
+    if not args.sessions:
+        raise UserError("the session directories of a study (serve.dir, one per translator), or --plan METHODS")
     sessions, methods, seed = load(args.sessions)
     wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
     cells = {m: cell_statistics(sessions, m) for m in wanted}
@@ -260,4 +282,43 @@ def text(sessions: list[Session], methods: list[str], metrics: list[str], result
                 cells += ["–" if math.isnan(v) else f"{v:.2f}" for v in (measured, sim)]
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         lines += ["", "_Simulated: the runs given with --simulated, on the same documents and validated texts._"]
+    return "\n".join(lines)
+
+
+def attainable_alpha(methods: int, blocks: int) -> float:
+    """The largest p below ALPHA that the design's test can give for two of `methods` methods over `blocks` blocks (0:
+    none): each block places the two in one of k(k−1) ways, all equally likely, and the observed placement and its
+    mirror give the same |difference|, so p is a multiple of 2/(k(k−1))^blocks."""
+    step = 2 / (methods * (methods - 1)) ** blocks
+    return step * math.ceil(ALPHA / step - 1)
+
+
+def detectable(methods: int, translators: int, blocks: int) -> float | None:
+    """The smallest true difference between two methods, in σ of one cell's score, found with POWER (module
+    docstring); None where the design cannot give p < ALPHA at all."""
+    alpha = attainable_alpha(methods, blocks)
+    if alpha <= 0:
+        return None
+    sigma = math.sqrt(2 / translators)
+    low, high = 0.0, 100.0
+    while high - low > 1e-4:
+        mid = (low + high) / 2
+        low, high = (low, mid) if t_power(mid, sigma, blocks, alpha) >= POWER else (mid, high)
+    return high
+
+
+def plan(methods: int) -> str:
+    lines = [f"**a study of {methods} methods: the smallest difference found with {POWER:.0%} power at α = {ALPHA}, "
+             "in σ of one cell**", "",
+             "| translators | " + " | ".join(f"{b * methods} documents" for b in PLAN_BLOCKS) + " |",
+             "|--:|" + "--:|" * len(PLAN_BLOCKS)]
+    for t in PLAN_TRANSLATORS:
+        cells = [detectable(methods, t, b) for b in PLAN_BLOCKS]
+        lines.append(f"| {t} | " + " | ".join("cannot tell" if c is None else f"{c:.2f} σ" for c in cells) + " |")
+    lines += ["", f"_σ: the standard deviation of one cell's score (a translator's document under a method) once the "
+                  "design has removed each translator's and each document's level; a pilot's cells estimate it. A t "
+                  f"test over the blocks of {methods} documents, each block's difference averaged over the "
+                  f"translators (σ·√(2/T)), at the largest level below {ALPHA} the design's p can take (a multiple of "
+                  f"2/(k(k−1))^blocks); cannot tell: it can take none. Translators: a multiple of {methods} balances "
+                  "the Latin square._"]
     return "\n".join(lines)

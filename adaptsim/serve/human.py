@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from adaptsim.data.types import Document, fingerprint
@@ -31,6 +32,7 @@ from adaptsim.metrics.effort import Effort
 from adaptsim.outputs import written_steps
 from adaptsim.simulate import Simulation
 
+HUMAN_FILE = "human.jsonl"  # per step: the completions the page asked for and those accepted
 HUMAN = "human"  # Effort.level and Effort.costs of a translator's measured effort
 COUNTS = {"keystrokes": "KS", "mouse_actions": "MA", "word_strokes": "WS", "completion_requests": "decoder_calls"}
 MAX_COUNT = 10**6  # a count above this is no typing
@@ -64,23 +66,39 @@ class HumanSimulation(Simulation):
         self.interactive = HUMAN  # every step has an effort: replayed from its record, summed in the summary
         self.cfg.metrics.interactive_costs = HUMAN  # (summary.json cost.interactive names the counting)
         self.validated: list = []  # the segments so far, each with its validated text as reference
+        self.accepted = 0  # the completions accepted on the segment being committed (human.jsonl)
         self.scope = resolve_scope(self.cfg.metrics.scope, self.cfg.reset)
 
     def evaluator_over(self, segments: list) -> Evaluator:
         return Evaluator.from_config(self.cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
                                      subword_tokenize=self.session.model.pieces, scope=self.scope)
 
-    def replaying(self, segments: list) -> None:
-        """The steps about to be replayed (`segments`, with their recorded references) are scored by one evaluator over
-        them all (else every replayed step would rebuild it: a resume's cost would grow with the square of its
-        steps)."""
-        self.evaluator = self.evaluator_over(segments)
+    def recall(self) -> None:
+        """`Simulation.recall`; the steps to replay are scored by one evaluator over their recorded references (else
+        every replayed step would rebuild it: a resume's cost would grow with the square of its steps)."""
+        super().recall()
+        if self.recorded:
+            self.evaluator = self.evaluator_over([self.revealed(s, r) for s, r in zip(self.segments, self.recorded)])
+
+    def revealed(self, seg, record: dict):
+        """A replayed step's segment with the text the translator validated as its reference."""
+        return replace(seg, reference=record["reference"])
+
+    def commit(self, turn, translation, seconds: float, reference: str, effort: Effort, accepted: int) -> None:
+        """`Simulation.commit` of the text the translator validated, with the page's `effort`; `accepted`: the
+        completions accepted, which human.jsonl records beside the step."""
+        self.accepted = accepted
+        super().commit(turn, translation, seconds, reference=reference, effort=effort)
 
     def step(self, seg, translation, *args, write: bool = True, **kwargs) -> None:
         """`Simulation.step`, scored by an evaluator over the references validated so far, `seg`'s included (a replayed
-        step: by `replaying`'s)."""
+        step: by `recall`'s); a new step's human.jsonl line is on disk before its steps.jsonl line (a resume cuts
+        human.jsonl back to the steps)."""
         self.validated.append(seg)
         if write:
+            append_line(self.writer.dir / HUMAN_FILE, {"index": self.index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
+                                                       "accepted_completions": self.accepted,
+                                                       "completion_requests": kwargs["effort"].decoder_calls})
             self.evaluator = self.evaluator_over(self.validated)
             for j, (hyp, pieces, effort) in enumerate(zip(self.hyps, self.pieces, self.efforts)):
                 self.evaluator.segment(j, hyp, pieces, effort)
@@ -121,3 +139,14 @@ def replace_file(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def append_line(path: Path, record: dict) -> None:
+    """One line appended and on disk; a failure (a full disk) is one line naming the file."""
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise UserError(f"{path}: cannot write ({e.strerror or e})") from None

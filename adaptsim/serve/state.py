@@ -1,15 +1,15 @@
 """A serve session: the simulated post-editing loop (adaptsim/simulate.py `loop`) cut where its translator acts.
 
-The loop's pieces, in the loop's order, for the segment the page shows: the document starts (`Session.start_document`:
-θ0 where `reset` says), a method's moment of adaptation before translating is entered (`Session.adapted_for`, tm's),
-the source is translated by θ_{i−1}; while the translator edits, `complete` runs the prefix-constrained search the
-simulated translator uses (`Seq2SeqModel.completions`, adaptsim/decode/prefix.py) on that same θ; on validation the
-moment is left, the method adapts on (source, validated text) (`Session.adapt`) and the step is recorded
-(`Simulation.step`, adaptsim/serve/human.py) — on disk before the next segment is translated. A document's end and a
-run's end are `Simulation.end_document` and `finish`.
+Each segment goes through the steps of a simulation's (`Simulation.begin` and `commit`, the one definition of the
+per-segment order): the run begins the segment the page shows (its document started, θ0 where `reset` says; the
+method's moment of adaptation entered, tm's) and its source is translated by θ_{i−1}; while the translator edits,
+`complete` runs the prefix-constrained search the simulated translator uses (`Seq2SeqModel.completions`,
+adaptsim/decode/prefix.py) on that same θ; on validation the run commits the validated text (the moment left, the
+method adapted on (source, validated text), the step recorded: adaptsim/serve/human.py), on disk before the next
+segment is translated.
 
 A session killed at any point goes on with `resume=true serve.dir=DIR`: each run's steps are replayed as `resume=true`
-replays a simulation's (`Simulation.resumable_steps`, `Simulation.replay`: the updates done again and checked against
+replays a simulation's (`Simulation.recall`, `Simulation.replay_next`: the updates done again and checked against
 the recorded perplexities), which restores θ exactly, and the page shows the first segment not validated. Before
 anything is written, a resumed run's recorded settings must be the requested ones (adaptsim/resume.py `differences`;
 the server's address may change) and its model's and data's fingerprints the recorded ones.
@@ -34,7 +34,7 @@ import re
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -46,16 +46,15 @@ from adaptsim.model import Translation
 from adaptsim.model import fingerprint as model_fingerprint
 from adaptsim.outputs import JobSummary, RunWriter, job_fields
 from adaptsim.serve import study
-from adaptsim.serve.human import HumanSimulation, effort_of
+from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, effort_of
 from adaptsim.session import Session, load
-from adaptsim.simulate import ReplayRefused
+from adaptsim.simulate import ReplayRefused, Turn
 from adaptsim.validate import validate
 
 log = logging.getLogger("adaptsim")
 
 COMMAND = "serve"
 FREE = ("serve.host", "serve.port")  # settings a resumed session may change besides resume.FREE: the address
-HUMAN_FILE = "human.jsonl"
 COMPLETIONS_KEPT = 256  # completions kept per segment (a prefix asked again is answered from them)
 CLOSE_WAIT_S = 30.0  # how long closing waits for the work in progress before leaving the records as a kill would
 # no text holds these: control characters (whitespace aside: the validated text's is collapsed) and halves of surrogate
@@ -83,9 +82,12 @@ class MethodRun:
     job: JobSummary | None = None
     writer: RunWriter | None = None
     sim: HumanSimulation | None = None
-    started: int = -1     # the last document started (Session.start_document)
-    done: int = 0         # segments validated
     texts: list = field(default_factory=list)  # the validated texts, in order
+
+    @property
+    def done(self) -> int:
+        """Segments validated."""
+        return len(self.texts)
 
     @property
     def finished(self) -> bool:
@@ -94,15 +96,12 @@ class MethodRun:
 
 @dataclass
 class Pending:
-    """The segment on the page: its run, document, θ_{i−1}'s translation, the moment entered for it and the
+    """The segment on the page: its run, the run's turn (`Simulation.begin`), θ_{i−1}'s translation and the
     completions of its prefixes."""
     run: MethodRun
-    d: int                # the document's index in the run
-    seg: object
+    turn: Turn
     translation: Translation
     seconds: float
-    moment: dict | None
-    stack: ExitStack
     completions: object
     cache: dict = field(default_factory=dict)
 
@@ -181,19 +180,22 @@ class ServeSession:
         run.job = JobSummary(run_dir, fields, resume=self.resume)
         if run.job.finished:  # the texts the page shows for its documents
             run.texts = [r["reference"] for r in _records(run_dir)]
-            run.done = len(run.texts)
             return
         run.writer = RunWriter(run_dir, resume=self.resume)
         run.sim = HumanSimulation(OmegaConf.create(OmegaConf.to_container(part, resolve=True)), run.job, run.writer,
                                   session, run.documents, self.skipped)
-        done = run.sim.resumable_steps()
-        _keep_lines(run_dir / HUMAN_FILE, len(done))
+        run.sim.recall()
+        _keep_lines(run_dir / HUMAN_FILE, len(run.sim.recorded))
         try:
-            self._replay(run, done)
+            while run.sim.replays_next:  # θ as the interrupted session left it
+                run.sim.replay_next()
+                run.texts.append(run.sim.validated[-1].reference)
         except ReplayRefused:
             if recorded_bytes is not None:
                 run.job.give_back({"summary.json": recorded_bytes})
             raise
+        if run.finished:  # killed between its last step and its summary
+            self._finish(run)
 
     def _check_resume(self, run_dir: Path, previous: dict, requested: dict, run: MethodRun) -> None:
         where = f"{run_dir}: cannot resume"
@@ -207,35 +209,6 @@ class ServeSession:
         if differ:
             raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}); start a new "
                             "session in another serve.dir")
-
-    def _replay(self, run: MethodRun, done: list[dict]) -> None:
-        """The steps an interrupted session recorded, done again (`Simulation.replay`): θ as it was."""
-        if done:
-            segments = [s for doc in run.documents for s in doc.segments]
-            run.sim.replaying([replace(s, reference=r["reference"]) for s, r in zip(segments, done)])
-        for d, doc in enumerate(run.documents):
-            if run.done == len(done):
-                break
-            self._start(run, d)
-            for seg in doc.segments:
-                if run.done == len(done):
-                    break
-                record = done[run.done]
-                human = replace(seg, reference=record["reference"])
-                adapted = run.session.adapt(run.session.model.pair(seg.source, human.reference), run.sim.where(seg),
-                                            (seg.source, human.reference))
-                run.sim.replay(human, record, *adapted)
-                run.texts.append(human.reference)
-                run.done += 1
-            else:
-                run.sim.end_document(doc)
-        if run.finished:  # killed between its last step and its summary
-            self._finish(run)
-
-    def _start(self, run: MethodRun, d: int) -> None:
-        if run.started < d:
-            run.session.start_document(d)
-            run.started = d
 
     def _finish(self, run: MethodRun) -> None:
         run.sim.finish()
@@ -260,21 +233,16 @@ class ServeSession:
         if where is None:
             self.pending = None
             return
-        k, j = where
-        run, doc = self.order[k], self.documents[k]
-        d = run.documents.index(doc)
-        self._start(run, d)
-        seg = doc.segments[j]
-        with ExitStack() as stack:  # left again if the translation fails
-            before = dict(run.session.temporary)
-            stack.enter_context(run.session.adapted_for(seg.source))
-            moment = run.session.moment_since(before)
-            decode = run.sim.cfg.decode
+        run = self.order[where[0]]
+        with ExitStack() as stack:  # the turn's moment left again if the translation fails
+            turn = stack.enter_context(run.sim.begin())
+            source, decode = turn.seg.source, run.sim.cfg.decode
             t = time.perf_counter()
-            translation = run.session.model.translate(seg.source, **decode)
+            translation = run.session.model.translate(source, **decode)
             seconds = time.perf_counter() - t
-            completions = run.session.model.completions(seg.source, **decode)
-            self.pending = Pending(run, d, seg, translation, seconds, moment, stack.pop_all(), completions)
+            completions = run.session.model.completions(source, **decode)
+            stack.pop_all()
+        self.pending = Pending(run, turn, translation, seconds, completions)
 
     @property
     def position(self) -> int:
@@ -343,27 +311,15 @@ class ServeSession:
         measured, accepted = effort_of(effort, text)
         with self.lock:
             pending = self._check(position)
-            run, seg = pending.run, pending.seg
+            run = pending.run
             self.pending = None  # from here on the segment is off the page: it is adapted on once at most
-            human = replace(seg, reference=text)
             at = run  # the run whose work fails, if any
             try:
-                pending.stack.close()  # the moment ends before the update, as in the loop
-                adapted = run.session.adapt(run.session.model.pair(seg.source, text), run.sim.where(seg),
-                                            (seg.source, text))
-                _append(run.writer.dir / HUMAN_FILE, {"index": run.done, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
-                                                      "accepted_completions": accepted,
-                                                      "completion_requests": measured.decoder_calls})
-                run.sim.step(human, pending.translation, pending.seconds, *adapted, effort=measured,
-                             moment=pending.moment)
+                run.sim.commit(pending.turn, pending.translation, pending.seconds, text, measured, accepted)
                 run.writer.sync()  # on disk before the next segment is shown
                 run.texts.append(text)
-                run.done += 1
-                doc = run.documents[pending.d]
-                if seg is doc.segments[-1]:
-                    run.sim.end_document(doc)
-                    if run.finished:
-                        self._finish(run)
+                if run.finished:
+                    self._finish(run)
                 where = self._where()
                 at = self.order[where[0]] if where else run
                 self._show_next()
@@ -381,7 +337,7 @@ class ServeSession:
             self.pending = None
             at = pending.run
             try:
-                pending.stack.close()
+                pending.turn.stack.close()
                 # first the session's record (a kill from here on leaves a session that refuses to resume), then runs
                 study.mark_ended(self.dir, self.position, sum(len(d) for d in self.documents))
                 for run in self.runs.values():
@@ -411,9 +367,9 @@ class ServeSession:
             run.writer = None
             run.job.close("interrupted", "the translator finished the session before any of this method's segments")
             return
-        before = sum(len(d) for d in run.documents[:run.started])  # segments of the documents before the last started
-        if 0 < run.done - before < len(run.documents[run.started]):  # it ended in the middle of that document
-            run.sim.end_document(run.documents[run.started], run.done - before)
+        d, j = run.sim.cursor
+        if j:  # it ended in the middle of a document
+            run.sim.end_document(run.documents[d], j)
         run.job.update(ended_early={"validated": run.done, "assigned": assigned}, segments=run.done,
                        documents=len(run.sim.per_doc))
         self._finish(run)
@@ -428,7 +384,7 @@ class ServeSession:
             return
         try:
             if self.pending is not None:
-                self.pending.stack.close()
+                self.pending.turn.stack.close()
                 self.pending = None
             for run in getattr(self, "runs", {}).values():
                 if run.writer is not None:
@@ -444,17 +400,6 @@ def _records(run_dir: Path) -> list[dict]:
     from adaptsim.outputs import written_steps
 
     return written_steps(run_dir)[0]
-
-
-def _append(path: Path, record: dict) -> None:
-    """One line appended and on disk; a failure (a full disk) is one line naming the file."""
-    try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-    except OSError as e:
-        raise UserError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
 def _keep_lines(path: Path, n: int) -> None:

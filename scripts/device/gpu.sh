@@ -56,7 +56,10 @@ python3 -c "import sys, torch, transformers, sacrebleu; print('python', sys.vers
 
 if wants tests; then  # beside the training (tiny models: they take little of the GPU), so it gets those minutes too
   part "tests on $DEVICE, in the background"
-  workers=(); python3 -c "import xdist" 2>/dev/null && [ "$DEVICE" != cpu ] && workers=(-n 4)
+  # pyproject's addopts ask pytest-xdist for a worker per core: 4 on a GPU, none on CPU (the dry run shares its
+  # cores with the training); where xdist is not installed, addopts without it
+  workers=(-o "addopts=-q")
+  if python3 -c "import xdist" 2>/dev/null; then workers=(-n 0); [ "$DEVICE" = cpu ] || workers=(-n 4); fi
   (timeout "$TEST_S" python3 -m pytest --device "$DEVICE" -rfE -p no:cacheprovider "${workers[@]}" $TESTS \
      > "$OUT/tests.log" 2>&1; echo "tests: exit $? (124: cut at ${TEST_S} s)" >> "$OUT/tests.log") &
   tests=$!
