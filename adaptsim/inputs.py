@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from adaptsim.rules import flatten
+
 # Settings that name what a command writes, not what it reads (select-fixed's list, train's and serve's directories).
 WRITTEN = ("output", "train.out", "serve.dir")
 _HASHES: dict[tuple, str] = {}  # by (resolved path, size, mtime): a file read again is not hashed again
@@ -33,23 +35,12 @@ def file_fingerprint(path: Path) -> str:
     return _HASHES[key]
 
 
-def _leaves(node, prefix: str = ""):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _leaves(v, f"{prefix}.{k}" if prefix else str(k))
-    elif isinstance(node, (list, tuple)):
-        for i, v in enumerate(node):
-            yield from _leaves(v, f"{prefix}.{i}")
-    else:
-        yield prefix, node
-
-
 def files_read(settings: dict) -> dict[str, Path]:
     """{setting (a prefix's file: setting.<lang>): file} for the resolved `settings` (a config as a plain dict)."""
     model = settings.get("model") or {}
     langs = [lang for lang in (model.get("source_lang"), model.get("target_lang")) if lang]
     out: dict[str, Path] = {}
-    for key, value in _leaves(settings):
+    for key, value in flatten(settings, lists=True).items():
         if (key.startswith("hydra.") or key in WRITTEN or key.split(".")[-1] == "name"
                 or not isinstance(value, str) or not value.strip() or "\n" in value):
             continue

@@ -122,7 +122,7 @@ def _in_local_worker() -> bool:
 def _one_thread_per_worker() -> None:
     """`threads: null` in a parallel launcher's worker means one torch thread: torch's default (all physical
     cores) in each of n_jobs workers oversubscribes the machine (docs/performance.md). An explicit `threads`
-    still wins (adaptsim.session.load sets it)."""
+    still wins (adaptsim.learner.load sets it)."""
     import torch
 
     torch.set_num_threads(1)

@@ -32,8 +32,9 @@ from omegaconf import DictConfig, OmegaConf
 from adaptsim import methods
 from adaptsim.errors import UserError
 from adaptsim.model import Seq2SeqModel
-from adaptsim.outputs import JobSummary, RunWriter, compress_records, speaking_for
-from adaptsim.session import Session, load
+from adaptsim.learner import Learner, load
+from adaptsim.outputs import JobSummary, RecordWriter, compress_records, speaking_for
+from adaptsim.rules import flatten
 from adaptsim.simulate import Simulation, loop
 from adaptsim.validate import validate
 
@@ -51,28 +52,21 @@ def share(model: Seq2SeqModel, own: set[int] = frozenset()) -> Seq2SeqModel:
     return Seq2SeqModel(net, model.tokenizer, model.device, model.languages)
 
 
-def sessions(base: Seq2SeqModel, cfgs: list[DictConfig]) -> list[Session]:
+def learners(base: Seq2SeqModel, cfgs: list[DictConfig]) -> list[Learner]:
     """One session per run config, each on a clone of `base` that owns exactly the tensors its method trains.
     Which tensors those are, each method says once built: on a private copy of the model (methods add hooks to
     modules and tensors they are built on), before any run freezes the tensors it shares. (Each session seeds
     right before building its method, so the runs draw as they would alone.)"""
     names = {id(p): n for n, p in base.net.named_parameters()}
     trained = [set(methods.build(cfg.method, share(base, set(names))).parameters()) for cfg in cfgs]
-    return [Session(share(base, {i for i, n in names.items() if n in own}), cfg.method, cfg["update"], cfg.reset,
+    return [Learner(share(base, {i for i, n in names.items() if n in own}), cfg.method, cfg["update"], cfg.reset,
                     cfg.seed) for cfg, own in zip(cfgs, trained)]
-
-
-def _leaves(value, key: str) -> dict:
-    """{dotted key: value} of a setting, its nested keys spelt out."""
-    if isinstance(value, dict):
-        return {k: v for sub, item in value.items() for k, v in _leaves(item, f"{key}.{sub}").items()}
-    return {key: value}
 
 
 def check_together(cfgs: list[DictConfig]) -> None:
     """One line naming the first setting in which the runs differ but must not."""
     for key in SHARED:
-        values = [_leaves(OmegaConf.to_container(c[key], resolve=True) if OmegaConf.is_config(c[key]) else c[key],
+        values = [flatten(OmegaConf.to_container(c[key], resolve=True) if OmegaConf.is_config(c[key]) else c[key],
                           key) for c in cfgs]
         for other in values[1:]:
             differ = [k for k in sorted({*values[0], *other}) if values[0].get(k) != other.get(k)]
@@ -94,10 +88,10 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
     skipped = dict(documents.skipped)
     with ExitStack() as stack:
         runs = []
-        for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, sessions(base, cfgs))):
+        for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, learners(base, cfgs))):
             with speaking_for(job.dir):
                 runs.append(Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
-                                       stack.enter_context(RunWriter(job.dir, resume=cfg.resume)), session,
+                                       stack.enter_context(RecordWriter(job.dir, resume=cfg.resume)), session,
                                        documents, skipped))
         loop(base, runs, lockstep=len(runs))
     for cfg, job in zip(cfgs, jobs):

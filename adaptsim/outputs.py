@@ -2,7 +2,7 @@
 
 Every command's job directory holds summary.json (`JobSummary`): claimed at the job's start with status
 `running` and the process, filled in by the command, closed by the launcher as finished, failed (with the
-error) or interrupted. A run's other files are written by `RunWriter`: steps.jsonl and hyps.txt line by
+error) or interrupted. A run's other files are written by `RecordWriter`: steps.jsonl and hyps.txt line by
 line, curves.csv, offsets/. A finished run may keep its two large records compressed (`compress_records`:
 steps.jsonl.xz, curves.csv.xz); every reader takes either form (`record_file`, `read_record`).
 
@@ -328,7 +328,7 @@ def written_records(path: Path, what: str) -> tuple[list[dict], int]:
     return records, keep
 
 
-class RunWriter:
+class RecordWriter:
     """A run's files besides summary.json (which the job claimed): steps.jsonl, hyps.txt, curves.csv,
     offsets/. `resume=True` (for resuming an interrupted run) appends to its files instead of refusing them;
     deciding where to resume from is the caller's business."""
@@ -411,7 +411,7 @@ class RunWriter:
             os.close(fd)
         self._fds = {}
 
-    def __enter__(self) -> RunWriter:
+    def __enter__(self) -> RecordWriter:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -18,20 +18,11 @@ from pathlib import Path
 
 from adaptsim import inputs
 from adaptsim.errors import UserError
+from adaptsim.rules import flatten
 
 # The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
 # other than timings). The one list of them; everything else is compared.
 FREE = ("threads", "progress", "progress_every", "allocator", "resume", "malloc_tuning", "compress")
-
-
-def flatten(node, prefix: str = "") -> dict:
-    """{dotted key: value} of nested settings."""
-    if not isinstance(node, dict) or not node:
-        return {prefix: node}
-    out = {}
-    for k, v in node.items():
-        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-    return out
 
 
 def differences(recorded: dict, requested: dict, also_free: tuple[str, ...] = ()) -> list[str]:

@@ -45,6 +45,21 @@ class Rule:
         return value
 
 
+
+def flatten(node, prefix: str = "", lists: bool = False) -> dict:
+    """{dotted key: value} of nested settings (a config as plain dicts): what a message names and a comparison
+    compares. An empty mapping is a value of its own; `lists`: a list's items too, by index (`model.files.0`)."""
+    if isinstance(node, dict) and node:
+        items = node.items()
+    elif lists and isinstance(node, (list, tuple)) and node:
+        items = enumerate(node)
+    else:
+        return {prefix: node}
+    out = {}
+    for k, v in items:
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k), lists))
+    return out
+
 @dataclass(frozen=True)
 class Integer(Rule):
     minimum: int

@@ -1,7 +1,7 @@
 """The simulated post-editing loop (docs/design.md §1), what `run`, `bench` and lockstep sweeps do.
 
 For each document, from θ0: translate segment i with θ_{i-1}, reveal the reference, adapt on the pair
-(adaptsim/session.py, adaptsim/update.py), score the hypothesis, log the step. One `loop` drives K runs of one model
+(adaptsim/learner.py, adaptsim/update.py), score the hypothesis, log the step. One `loop` drives K runs of one model
 (a run alone is K = 1, `simulate`; a lockstep sweep K runs, adaptsim/lockstep.py), and one `Simulation` per
 simulation keeps what it records. Data flows one way: data → model → method/updater → metrics → outputs.
 """
@@ -19,7 +19,6 @@ import torch
 from omegaconf import DictConfig
 
 from adaptsim import allocator, interactive, resume
-from adaptsim.data.options import resolve as resolve_options
 from adaptsim.data.types import Segment, fingerprint
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
@@ -27,9 +26,9 @@ from adaptsim.metrics.effort import Effort
 from adaptsim.metrics.forgetting import Probe
 from adaptsim.model import Seq2SeqModel, Translation
 from adaptsim.model import fingerprint as model_fingerprint
-from adaptsim.outputs import JobSummary, RunWriter, compress_records, speaking_for
+from adaptsim.outputs import JobSummary, RecordWriter, compress_records, speaking_for
 from adaptsim.progress import progress
-from adaptsim.session import Session, describe_device, load
+from adaptsim.learner import Learner, describe_device, load
 from adaptsim.update import UpdateResult
 
 log = logging.getLogger("adaptsim")
@@ -44,11 +43,11 @@ class ReplayRefused(UserError):
 def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict:
     """One run alone over the dataset (the first `limit` segments if given) into the job's directory: the loop
     with K = 1. Returns the summary; a failed run raises its one-line error."""
-    with RunWriter(job.dir, resume=cfg.resume) as writer:
+    with RecordWriter(job.dir, resume=cfg.resume) as writer:
         model, documents = load(cfg, limit)
         skipped = dict(documents.skipped)
-        session = Session(model, cfg.method, cfg["update"], cfg.reset, cfg.seed)  # cfg.update is DictConfig.update
-        loop(model, [Simulation(cfg, job, writer, session, documents, skipped)])
+        learner = Learner(model, cfg.method, cfg["update"], cfg.reset, cfg.seed)  # cfg.update is DictConfig.update
+        loop(model, [Simulation(cfg, job, writer, learner, documents, skipped)])
     if job.data.get("status") == "failed":
         raise UserError(job.data["error"])
     if cfg.compress:
@@ -84,7 +83,7 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
             if turns:
                 source = next(iter(turns.values())).seg.source
                 t = time.perf_counter()
-                hyps = dict(zip(turns, base.translate_together([r.session.model for r in turns], source, **decode)))
+                hyps = dict(zip(turns, base.translate_together([r.learner.model for r in turns], source, **decode)))
                 seconds = (time.perf_counter() - t) / len(turns)
                 for run, turn in turns.items():
                     with speaking_for(run.job.dir):
@@ -113,7 +112,7 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
 @dataclass(eq=False)
 class Turn:
     """A segment a run has begun and not yet committed: where it is in the run's stream, and the method's moment of
-    adaptation entered for it (tm's; `moment`: its record, `Session.moment_since`), left on exit."""
+    adaptation entered for it (tm's; `moment`: its record, `Learner.moment_since`), left on exit."""
     d: int  # the document's index in the run's stream
     j: int  # the segment's index in the document
     seg: Segment
@@ -132,18 +131,18 @@ class Simulation:
     the summary — what a run writes, whether it runs alone or in lockstep with others. `loop` translates and
     adapts; `step` records what happened."""
 
-    def __init__(self, cfg: DictConfig, job: JobSummary, writer: RunWriter, session: Session, documents,
+    def __init__(self, cfg: DictConfig, job: JobSummary, writer: RecordWriter, learner: Learner, documents,
                  skipped: dict):
-        self.cfg, self.job, self.writer, self.session = cfg, job, writer, session
+        self.cfg, self.job, self.writer, self.learner = cfg, job, writer, learner
         self.documents = list(documents)
         self.segments = [s for d in documents for s in d.segments]
         self.cursor = (0, 0)  # (document, segment in it) of the next step
-        self.started = -1  # the last document started (`Session.start_document`)
+        self.started = -1  # the last document started (`Learner.start_document`)
         self.recorded: list[dict] = []  # an interrupted run's steps, replayed before anything new (`recall`)
         if not self.segments:
             raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
-        model = session.model
-        session.method.check_stream(self.segments)
+        model = learner.model
+        learner.method.check_stream(self.segments)
         scope = resolve_scope(cfg.metrics.scope, cfg.reset)
         self.evaluator = Evaluator.from_config(cfg.metrics, [s.reference for s in self.segments],
                                                [s.doc_id for s in self.segments], subword_tokenize=model.pieces,
@@ -152,8 +151,8 @@ class Simulation:
                    model_fingerprint=model_fingerprint(cfg.model.path),
                    documents=len(documents), segments=len(self.segments), skipped=skipped,
                    model_parameters=sum(p.numel() for p in model.net.parameters()),
-                   trainable_parameters=sum(p.numel() for p in session.updater.params),
-                   method_info=session.method.info())  # at once: a resume checks what the run was given (tm's TM)
+                   trainable_parameters=sum(p.numel() for p in learner.updater.params),
+                   method_info=learner.method.info())  # at once: a resume checks what the run was given (tm's TM)
         log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
                  len(self.segments), job.data["trainable_parameters"])
         self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
@@ -165,8 +164,8 @@ class Simulation:
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
         self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang)
         if self.probe is not None:
-            self.probe.fit(model.count_tokens, model.max_tokens, resolve_options(cfg.dataset)["on_too_long"],
-                           cfg.model.source_lang, cfg.model.target_lang)
+            self.probe.fit(model.count_tokens, model.max_tokens, cfg.dataset, cfg.model.source_lang,
+                           cfg.model.target_lang)
         self.probes: list[dict] = []  # the probe's points so far (metrics.probe), and the one for the next step
         self.probed: dict | None = None
         self.probe_s = 0.0
@@ -215,7 +214,7 @@ class Simulation:
         """The next step's segment, its document started (θ0 where `reset` says)."""
         d, j = self.cursor
         if self.started < d:
-            self.session.start_document(d)
+            self.learner.start_document(d)
             self.started = d
         return d, j, self.documents[d].segments[j]
 
@@ -227,13 +226,13 @@ class Simulation:
         if self.probe is not None and self.probe.due(self.index):
             self.probed = self._probe()
         stack = ExitStack()
-        before = dict(self.session.temporary)
+        before = dict(self.learner.temporary)
         try:
-            stack.enter_context(self.session.adapted_for(seg.source))
+            stack.enter_context(self.learner.adapted_for(seg.source))
         except BaseException:
             stack.close()
             raise
-        return Turn(d, j, seg, self.session.moment_since(before), stack)
+        return Turn(d, j, seg, self.learner.moment_since(before), stack)
 
     def commit(self, turn: Turn, translation: Translation, seconds: float, reference: str | None = None,
                effort: Effort | None = None) -> None:
@@ -242,7 +241,7 @@ class Simulation:
         θ translated in `seconds`, and what correcting it cost (`effort`, if a translator works)."""
         turn.stack.close()
         seg = turn.seg if reference is None else replace(turn.seg, reference=reference)
-        adapted = self.session.adapt(self.session.model.pair(seg.source, seg.reference), self.where(seg),
+        adapted = self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
                                      (seg.source, seg.reference))
         self.step(seg, translation, seconds, *adapted, effort=effort, moment=turn.moment)
         self._advance(turn.d, turn.j)
@@ -254,7 +253,7 @@ class Simulation:
         record = self.recorded[self.index]
         d, j, seg = self._next()
         seg = self.revealed(seg, record)
-        result, diverged = self.session.adapt(self.session.model.pair(seg.source, seg.reference), self.where(seg),
+        result, diverged = self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
                                               (seg.source, seg.reference))
         same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
             seg.doc_id, seg.seg_id, seg.source, seg.reference)
@@ -268,7 +267,7 @@ class Simulation:
         # the translator's level and counting are the recorded run's: resume.check compared every setting
         effort = Effort.of_record(record["effort"]) if self.interactive != "off" and "effort" in record else None
         if "moment" in record:
-            self.session.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
+            self.learner.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
         self.probed = record.get("probe")  # the interrupted run's probe before this step
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
@@ -287,7 +286,7 @@ class Simulation:
 
     def _probe(self) -> dict:
         start = time.perf_counter()
-        point = {"after": self.index, **self.probe.score(self.session.model, self.cfg.decode)}
+        point = {"after": self.index, **self.probe.score(self.learner.model, self.cfg.decode)}
         self.probe_s += time.perf_counter() - start
         return point
 
@@ -296,7 +295,7 @@ class Simulation:
         the model as it translated it."""
         if self.interactive == "off":
             return None
-        system = self.session.model.completions(seg.source, **self.cfg.decode)
+        system = self.learner.model.completions(seg.source, **self.cfg.decode)
         return interactive.simulate(self.interactive, self.cfg.metrics.interactive_costs, seg.reference,
                                     translation.text, system.propose, self.cfg.metrics.max_corrections,
                                     lambda: system.calls)
@@ -305,7 +304,7 @@ class Simulation:
              write: bool = True, effort: Effort | None = None, moment: dict | None = None) -> None:
         """Record segment `seg`: its hypothesis (translated in `seconds`), what correcting it cost the simulated
         translator (`effort`, if one works), the adaptation on its pair, and what the moment's adaptation before
-        translating it did (`moment`: tm's retrieval record of this step, `Session.moment_since`; the step's
+        translating it did (`moment`: tm's retrieval record of this step, `Learner.moment_since`; the step's
         line keeps it, so a resumed run's summary counts the replayed steps' moments too)."""
         i = self.index
         hyp, hyp_pieces = translation.text, translation.pieces
@@ -329,7 +328,7 @@ class Simulation:
                     "ppl_before": result.ppl_before, "ppl_after": result.ppl_after}
             if diverged:  # the optional fields only where they say something, each in its place
                 line["diverged"] = True
-            line |= {"logprobs": result.logprobs, "ref_pieces": self.session.model.label_pieces(seg.reference)}
+            line |= {"logprobs": result.logprobs, "ref_pieces": self.learner.model.label_pieces(seg.reference)}
             if translation.cut:
                 line["cut"] = True
             if moment:
@@ -350,11 +349,11 @@ class Simulation:
     def end_document(self, doc, segments: int | None = None) -> None:
         """The document's record; `segments`: how many of its segments the run went through, if not all (a serve
         session the translator finished in the middle of a document)."""
-        session = self.session
+        learner = self.learner
         self.per_doc.append({"doc_id": doc.doc_id, "segments": len(doc) if segments is None else segments,
-                             "changed_parameters": session.theta0.changed(), "state_bytes": session.state_bytes()})
+                             "changed_parameters": learner.theta0.changed(), "state_bytes": learner.state_bytes()})
         if self.cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
-            self.per_doc[-1]["offsets_bytes"] = self.writer.offsets(session.theta0, str(doc.doc_id))
+            self.per_doc[-1]["offsets_bytes"] = self.writer.offsets(learner.theta0, str(doc.doc_id))
 
     def finish(self, **timing) -> dict:
         """Curves and corpus scores written; the summary filled in and returned."""
@@ -370,7 +369,7 @@ class Simulation:
             status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
             divergences=self.divergences, cut_hypotheses=self.cut, per_document=self.per_doc,
             changed_parameters_max=max(p["changed_parameters"] for p in self.per_doc),
-            method_info=self.session.method.info(), cost=self._cost(), timing=self._timing(total) | timing)
+            method_info=self.learner.method.info(), cost=self._cost(), timing=self._timing(total) | timing)
         log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, total,
                  {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None}, self.writer.dir)
         return self.job.data
@@ -381,8 +380,8 @@ class Simulation:
         cost = {"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
                 "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
                 "state_bytes_max": max(p["state_bytes"] for p in per_doc)}
-        if self.session.method.moment:  # tm's moments, zeros too
-            cost["temporary"] = self.session.temporary
+        if self.learner.method.moment:  # tm's moments, zeros too
+            cost["temporary"] = self.learner.temporary
         if self.efforts:
             metrics = self.cfg.metrics
             cost["interactive"] = interactive_cost(self.efforts, self.interactive, metrics.interactive_costs,

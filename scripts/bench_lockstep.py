@@ -37,7 +37,7 @@ def main() -> None:
     name = args.name or Path(args.model).name
     base = Seq2SeqModel.load(args.model)
     cfgs = [compose("run", [f"method={m}", f"model.name={name}", "reset=never"]) for m in args.methods.split(",")]
-    runs = lockstep.sessions(base, cfgs)
+    runs = lockstep.learners(base, cfgs)
     for run in runs:
         run.restart()
     with open(args.data, encoding="utf-8") as f:

@@ -4,6 +4,8 @@
 #
 #   bash scripts/bench_process.sh                  # alternating: one process at a time
 #   SIDE_BY_SIDE=1 bash scripts/bench_process.sh   # both at once, each pinned to a core, cores swapped every round
+#   LOOP=naive bash scripts/bench_process.sh       # against ../shared/bench/naive_loop.py, a leaner loop (no perplexity
+#                                                  # after the last update; it writes no hypotheses to compare)
 #
 # Prints each round's CPU seconds and ratio, then the medians; checks that the hypotheses are the same.
 set -euo pipefail
@@ -20,10 +22,14 @@ for i in $(seq "$ROUNDS"); do
   if [ "${SIDE_BY_SIDE:-0}" = 1 ]; then a=(taskset -c $((i % 2))); b=(taskset -c $((1 - i % 2))); fi
   adaptsim=(cpu "$OUT/adaptsim" "${a[@]}" python -m adaptsim bench model=small-ende-probe dataset=ted segments="$SEGMENTS"
             threads=1 method=full progress=false hydra.run.dir="$OUT/run$i")
-  loop=(cpu "$OUT/loop" "${b[@]}" python scripts/bench_loop.py --model "$MODEL" --data "$DATA" --segments "$SEGMENTS"
-        --alone "$OUT/loop$i.txt")
+  if [ "${LOOP:-}" = naive ]; then
+    loop=(cpu "$OUT/loop" "${b[@]}" env OMP_NUM_THREADS=1 python "$SHARED/bench/naive_loop.py" "$MODEL" "$DATA" "$SEGMENTS" 5)
+  else
+    loop=(cpu "$OUT/loop" "${b[@]}" python scripts/bench_loop.py --model "$MODEL" --data "$DATA" --segments "$SEGMENTS"
+          --alone "$OUT/loop$i.txt")
+  fi
   if [ "${SIDE_BY_SIDE:-0}" = 1 ]; then "${adaptsim[@]}" & "${loop[@]}" & wait; else "${adaptsim[@]}"; "${loop[@]}"; fi
-  cmp -s "$OUT/run$i/hyps.txt" "$OUT/loop$i.txt" || echo "round $i: the hypotheses differ" >&2
+  [ "${LOOP:-}" = naive ] || cmp -s "$OUT/run$i/hyps.txt" "$OUT/loop$i.txt" || echo "round $i: the hypotheses differ" >&2
   awk -v i="$i" 'FNR == 1 { t[++n] = $1 + $2 } END { printf "round %d: adaptsim %.2f s, loop %.2f s, ratio %.3f\n", i, t[1], t[2], t[1] / t[2] }' \
     "$OUT/adaptsim" "$OUT/loop" | tee -a "$OUT/rounds"
 done

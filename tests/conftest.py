@@ -63,7 +63,7 @@ def pytest_configure(config):
 
 
 def describe_device(device: str) -> str:
-    from adaptsim.session import describe_device as named  # as a run's summary.json names it
+    from adaptsim.learner import describe_device as named  # as a run's summary.json names it
 
     if device == "cpu":
         return f"device: cpu (torch {torch.__version__}, {torch.get_num_threads()} thread(s))"

@@ -118,7 +118,7 @@ def test_a_probe_interval_that_is_no_whole_number_is_one_line(tmp_path, tiny_mod
 
 def test_a_probe_line_longer_than_the_model_accepts_follows_on_too_long(tmp_path, tiny_model_dir, stream, probe,
                                                                         common, capsys):
-    """It ended in an IndexError traceback: now a one-line error naming the line, or skipped and counted."""
+    """A one-line error naming the line, or the line skipped and counted."""
     from adaptsim.model import Seq2SeqModel
     limit = Seq2SeqModel.load(str(tiny_model_dir)).max_tokens
     lines = probe.with_suffix(".en").read_text().splitlines()
@@ -126,7 +126,7 @@ def test_a_probe_line_longer_than_the_model_accepts_follows_on_too_long(tmp_path
     probe.with_suffix(".en").write_text("".join(line + "\n" for line in lines))
     args = common(tiny_model_dir, stream, f"metrics.probe.path={probe}", "metrics.probe.every=4")
     run(tmp_path / "error", *args, code=1)
-    assert re.search(rf"probe\.en:2: \d+ tokens, more than the model accepts \({limit}\); set "
+    assert re.search(rf"probe\.en:2: source has \d+ tokens, more than the model accepts \({limit}\); set "
                      r"dataset.on_too_long=skip", last_error(capsys))
     run(tmp_path / "skip", *args, "dataset.on_too_long=skip")
     info = json.loads((tmp_path / "skip" / "summary.json").read_text())["probe"]

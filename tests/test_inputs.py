@@ -10,7 +10,8 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.hydra_app import compose
-from adaptsim.inputs import WRITTEN, _leaves, fingerprints
+from adaptsim.inputs import WRITTEN, fingerprints
+from adaptsim.rules import flatten
 
 # Setting names that may hold a file (the last part of the key); a new setting named so must be listed below.
 FILE_LIKE = re.compile(r"(path|file|text|source|target|reference|stopwords|vocab|tokenizer|list|external|heldout|"
@@ -48,7 +49,7 @@ def test_every_file_setting_is_listed():
     for name, cfg in configs():
         settings = OmegaConf.to_container(cfg, resolve=False)
         settings.pop("hydra", None)
-        unknown |= {k for k, _ in _leaves(settings) if FILE_LIKE.search(k.split(".")[-1])
+        unknown |= {k for k in flatten(settings, lists=True) if FILE_LIKE.search(k.split(".")[-1])
                     and k not in FILES and k not in NOT_FILES}
     assert not unknown, f"settings named like files, neither in FILES nor NOT_FILES: {sorted(unknown)}"
 

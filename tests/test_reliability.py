@@ -20,7 +20,7 @@ import torch
 from adaptsim.cli import main
 from adaptsim.errors import DataError, UserError
 from adaptsim.hydra_app import compose
-from adaptsim.outputs import JobSummary, RunWriter
+from adaptsim.outputs import JobSummary, RecordWriter
 
 
 def cli_inproc(capsys, *args) -> tuple[int, str]:
@@ -58,12 +58,12 @@ def test_a_job_claims_its_directory_and_resume_appends(tmp_path):
     JobSummary(tmp_path, {"method": "full"})
     with pytest.raises(UserError, match="holds another run's outputs"):
         JobSummary(tmp_path, {"method": "full"})  # e.g. a second run started into the same directory
-    first = RunWriter(tmp_path)
+    first = RecordWriter(tmp_path)
     first.step({"hypothesis": "a"})
     with pytest.raises(UserError, match="holds another run's outputs"):
-        RunWriter(tmp_path)
+        RecordWriter(tmp_path)
     first.close()
-    again = RunWriter(tmp_path, resume=True)  # the resume case: append, never truncate
+    again = RecordWriter(tmp_path, resume=True)  # the resume case: append, never truncate
     again.step({"hypothesis": "b"})
     again.close()
     assert [json.loads(ln)["hypothesis"] for ln in (tmp_path / "steps.jsonl").read_text().splitlines()] == ["a", "b"]

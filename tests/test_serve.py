@@ -330,8 +330,8 @@ def test_a_failed_write_stops_the_session_once_and_resume_goes_on(tmp_path, monk
     (run / "human.jsonl").rename(run / "human.kept")
     (run / "human.jsonl").mkdir()  # the write fails as on a full disk: an OSError
     adapted = []
-    adapt = session.runs["lasso"].session.adapt
-    monkeypatch.setattr(session.runs["lasso"].session, "adapt", lambda *a: adapted.append(1) or adapt(*a))
+    adapt = session.runs["lasso"].learner.adapt
+    monkeypatch.setattr(session.runs["lasso"].learner, "adapt", lambda *a: adapted.append(1) or adapt(*a))
     body = {"position": 1, "text": edit(shown["hypothesis"]), "effort": EFFORT}
     failed = client.post("/api/validate", json=body)
     assert failed.status_code == 500 and "human.jsonl" in failed.json()["error"] and "\n" not in failed.json()["error"]
@@ -359,7 +359,7 @@ def test_a_failure_after_the_step_is_recorded_never_pairs_the_next_source_with_t
     def broken(*a, **k):
         raise RuntimeError("the model cannot translate\nthis")
 
-    monkeypatch.setattr(run.session.model, "translate", broken)
+    monkeypatch.setattr(run.learner.model, "translate", broken)
     failed = client.post("/api/validate", json={"position": 0, "text": "Gut.", "effort": EFFORT})
     assert failed.status_code == 500 and "cannot translate" in failed.json()["error"]
     assert "\n" not in failed.json()["error"]

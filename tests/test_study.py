@@ -151,7 +151,7 @@ def planted(translators: int, blocks: int, effect: float, studies: int, seed: in
 
     rng = np.random.default_rng(seed)
     docs = [f"d{i}" for i in range(2 * blocks)]
-    sessions = [study.Session(Path(f"t{t}"), t, assign(docs, METHODS, 7, t), {}) for t in range(translators)]
+    sessions = [study.SessionRecord(Path(f"t{t}"), t, assign(docs, METHODS, 7, t), {}) for t in range(translators)]
     found = 0
     for _ in range(studies):
         level, hardness = rng.normal(0, 2, translators), rng.normal(0, 2, len(docs))

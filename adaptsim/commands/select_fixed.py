@@ -45,7 +45,7 @@ from adaptsim.methods.fixed import list_path, pair_key
 from adaptsim.model import Seq2SeqModel
 from adaptsim.outputs import SIMULATIONS, JobSummary
 from adaptsim.progress import progress
-from adaptsim.session import Session, load
+from adaptsim.learner import Learner, load
 
 log = logging.getLogger("adaptsim")
 
@@ -126,13 +126,13 @@ class HeldOut:
         return loss
 
     def _simulate(self, model: Seq2SeqModel, params: list[str]) -> float:
-        session = Session(model, OmegaConf.merge(self.cfg.method, {"params": params}), self.cfg["update"],
+        learner = Learner(model, OmegaConf.merge(self.cfg.method, {"params": params}), self.cfg["update"],
                           self.cfg.reset, self.cfg.seed)
         nll = tokens = 0.0
-        for doc, pairs in session.documents(zip(self.documents, self.pairs)):
+        for doc, pairs in learner.documents(zip(self.documents, self.pairs)):
             for seg, batch in zip(doc.segments, pairs):
                 n = int((batch["labels"] >= 0).sum())
-                result, _ = session.adapt(batch, f"held-out document {seg.doc_id}, segment {seg.seg_id}")
+                result, _ = learner.adapt(batch, f"held-out document {seg.doc_id}, segment {seg.seg_id}")
                 nll += math.log(result.ppl_before) * n
                 tokens += n
         return nll / tokens

@@ -22,7 +22,7 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs, or
                                     an external TM's, to fine-tune on for a moment (tm's retrieval; default none)
                                     with the rate and stopping rule `method.moment`; the session adapts, translates
-                                    and restores θ (adaptsim/session.py `adapted_for`)
+                                    and restores θ (adaptsim/learner.py `adapted_for`)
     method.revealed(source, reference) -> once per pair, after its update: the post-edit is revealed (tm keeps it)
     method.check_stream(segments) -> before the run: refuse (UserError) a stream the method must not be tested on
                                     (fixed: the held-out data its list was chosen on)

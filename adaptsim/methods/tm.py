@@ -6,7 +6,7 @@ reset=document). Before segment i is translated, the k most similar earlier sour
 `threshold` are retrieved; the model is fine-tuned on them for a moment, best match first, each pair with the
 update rule of adaptsim/update.py (SGD, tensor-wise clipping, repeated until the pair's perplexity is low enough)
 at the learning rate `moment_lr` · score/100, so a closer match teaches more (ModernMT's rule of thumb); segment i
-is translated; and every tensor is put back exactly as it was (adaptsim/session.py `Session.adapted_for`). Without
+is translated; and every tensor is put back exactly as it was (adaptsim/learner.py `Learner.adapted_for`). Without
 a match ≥ `threshold` the segment is translated with θ unchanged. The moment has its own stopping rule
 (`moment_ppl_threshold`, `moment_max_updates`): with the paper's (perplexity ≤ 2, three updates at γ = 0.01) an
 exact match was translated as its post-edit for 12 of 60 held-out pairs, no more than θ0 alone; the setting chosen

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 import torch
 
+from adaptsim.data.lengths import check_lengths
 from adaptsim.data.textio import read_lines
+from adaptsim.data.types import Document, Segment
 from adaptsim.errors import UserError
 from adaptsim.metrics.sacre import SacreMetrics
 
@@ -50,24 +52,19 @@ class Probe:
                             f"{files[1]} {len(references)} (of the first {probe_cfg.segments}); they must pair up")
         return cls(str(probe_cfg.path), sources, references, int(probe_cfg.every))
 
-    def fit(self, count_tokens, max_tokens: int, on_too_long: str, source_lang: str, target_lang: str) -> None:
-        """Keep the probe's pairs the model accepts, as the stream's segments are kept (`dataset.on_too_long`): a
-        longer line is a one-line error naming it, or skipped and counted (`skipped` in the summary's probe)."""
-        kept, self.skipped = [], 0
-        for i, pair in enumerate(zip(self.sources, self.references), 1):
-            for text, lang in zip(pair, (source_lang, target_lang)):
-                n = count_tokens(text)
-                if n > max_tokens:
-                    if on_too_long == "error":
-                        raise UserError(f"{self.name}.{lang}:{i}: {n} tokens, more than the model accepts "
-                                        f"({max_tokens}); set dataset.on_too_long=skip to skip such probe lines")
-                    self.skipped += 1
-                    break
-            else:
-                kept.append(pair)
+    def fit(self, count_tokens, max_tokens: int, dataset_cfg, source_lang: str, target_lang: str) -> None:
+        """Keep the probe's pairs the model accepts by the stream's own rule (adaptsim/data/lengths.py, under
+        `dataset.on_too_long`): a longer line is a one-line error naming it, or skipped and counted (`skipped` in the
+        summary's probe)."""
+        segments = [Segment("probe", str(i), src, ref, origin=f"{self.name}.{source_lang}:{i}",
+                            ref_origin=f"{self.name}.{target_lang}:{i}")
+                    for i, (src, ref) in enumerate(zip(self.sources, self.references), 1)]
+        kept, skipped = check_lengths([Document("probe", segments)], dataset_cfg, count_tokens, max_tokens)
         if not kept:
             raise UserError(f"metrics.probe.path={self.name}: every line is longer than the model accepts")
-        self.sources, self.references = (list(side) for side in zip(*kept))
+        self.skipped = skipped["too_long"]
+        self.sources = [seg.source for seg in kept[0].segments]
+        self.references = [seg.reference for seg in kept[0].segments]
 
     def due(self, index: int) -> bool:
         """Whether θ is probed before the segment at `index` (0-based) of the stream."""

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from adaptsim.errors import UserError
 from adaptsim.jobs import basic_sweep_jobs
+from adaptsim.rules import flatten
 from adaptsim.outputs import JOB_KEYS, RUN_KEYS, alive, read_record, record_file, recorded_process
 
 # what the reports need from a finished run's summary.json (its schema: adaptsim/outputs.py)
@@ -142,7 +143,7 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
     return Run(d, summary, _config(d, summary), _overrides(d, summary)), None
 
 
-# --- run liveness (adaptsim.outputs.RunWriter records the process of a running run) ---------------
+# --- run liveness (adaptsim.outputs.RecordWriter records the process of a running run) ---------------
 def _why_unfinished(summary: dict) -> str:
     """SIGKILL leaves `running` behind: a run whose recorded process is gone (on this host) was killed."""
     if summary.get("status") == "interrupted":
@@ -160,20 +161,11 @@ def _config(d: Path, summary: dict) -> dict:
     """The run's settings as its summary.json records them (runs before that record: .hydra/config.yaml, which
     a second process started into the same directory could overwrite)."""
     if "config" in summary:
-        return _flatten(summary["config"])
+        return flatten(summary["config"])
     path = d / ".hydra" / "config.yaml"
     if not path.is_file():
         return {}
-    return _flatten(OmegaConf.to_container(OmegaConf.load(path), resolve=False))
-
-
-def _flatten(node, prefix: str = "") -> dict:
-    if not isinstance(node, dict):
-        return {prefix: node}
-    out = {}
-    for k, v in node.items():
-        out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-    return out
+    return flatten(OmegaConf.to_container(OmegaConf.load(path), resolve=False))
 
 
 def _overrides(d: Path, summary: dict | None = None) -> list[str]:

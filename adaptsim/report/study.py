@@ -59,7 +59,7 @@ PLAN_BLOCKS = (4, 6, 8, 12, 16, 24)  # `--plan`'s columns: blocks of as many doc
 
 
 @dataclass
-class Session:
+class SessionRecord:
     dir: Path
     translator: int
     assignment: dict[str, str]   # doc_id -> method
@@ -98,7 +98,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def load(paths: list[str]) -> tuple[list[Session], list[str], int]:
+def load(paths: list[str]) -> tuple[list[SessionRecord], list[str], int]:
     """The sessions of one study (the same methods, documents and seed; each translator once), with their finished
     runs; one line naming the first session that does not belong."""
     sessions, first = [], None
@@ -127,13 +127,13 @@ def load(paths: list[str]) -> tuple[list[Session], list[str], int]:
         if not runs:
             raise UserError(f"{path}: no method's run is finished (a session's run is finished when its last "
                             "document is validated, or at Finish now)")
-        sessions.append(Session(path, translator, assignment, runs))
+        sessions.append(SessionRecord(path, translator, assignment, runs))
     if len(sessions) < 2:
         raise UserError("study needs the sessions of at least two translators")
     return sessions, first[0], first[1]
 
 
-def cell_statistics(sessions: list[Session], metric: str) -> dict[tuple[int, str], np.ndarray]:
+def cell_statistics(sessions: list[SessionRecord], metric: str) -> dict[tuple[int, str], np.ndarray]:
     """{(translator, doc_id): the metric's statistics summed over the cell's segments} for every cell with a run."""
     out = {}
     for s in sessions:
@@ -154,7 +154,8 @@ class Outcome:
     exact: bool
 
 
-def test(sessions: list[Session], methods: list[str], seed: int, cells: dict, draws: int, rng_seed: int) -> Outcome:
+def test(sessions: list[SessionRecord], methods: list[str], seed: int, cells: dict, draws: int,
+         rng_seed: int) -> Outcome:
     """Each method's pooled score, and its difference to the first method's with the design's randomisation p."""
     docs = list(sessions[0].assignment)
     k = len(methods)
@@ -216,7 +217,7 @@ def _p(delta: float, null: np.ndarray, exact: bool) -> tuple[float, float | None
     return float(delta), extreme / len(gaps), int(np.sum(gaps >= largest - tie)) / len(gaps)
 
 
-def simulated(sessions: list[Session], methods: list[str], paths: list[str]) -> dict[str, dict[str, float]]:
+def simulated(sessions: list[SessionRecord], methods: list[str], paths: list[str]) -> dict[str, dict[str, float]]:
     """{method: {effort metric: the simulated translator's pooled score}} over the simulated runs matched to the
     sessions' runs by data fingerprint."""
     if not paths:
@@ -236,7 +237,7 @@ def simulated(sessions: list[Session], methods: list[str], paths: list[str]) -> 
     return {m: {metric: float(sig.scorer(metric)(t)) for metric, t in by.items()} for m, by in pooled.items()}
 
 
-def text(sessions: list[Session], methods: list[str], metrics: list[str], result: Outcome,
+def text(sessions: list[SessionRecord], methods: list[str], metrics: list[str], result: Outcome,
          simulated_effort: dict) -> str:
     docs = len(sessions[0].assignment)
     test_said = (f"exact over all {result.draws:,} draws of the block orders" if result.exact else

@@ -71,7 +71,7 @@ class HumanSimulation(Simulation):
 
     def evaluator_over(self, segments: list) -> Evaluator:
         return Evaluator.from_config(self.cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
-                                     subword_tokenize=self.session.model.pieces, scope=self.scope)
+                                     subword_tokenize=self.learner.model.pieces, scope=self.scope)
 
     def recall(self) -> None:
         """`Simulation.recall`; the steps to replay are scored by one evaluator over their recorded references (else

@@ -44,10 +44,10 @@ from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.model import Translation
 from adaptsim.model import fingerprint as model_fingerprint
-from adaptsim.outputs import JobSummary, RunWriter, job_fields
+from adaptsim.outputs import JobSummary, RecordWriter, job_fields
 from adaptsim.serve import study
 from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, effort_of
-from adaptsim.session import Session, load
+from adaptsim.learner import Learner, load
 from adaptsim.simulate import ReplayRefused, Turn
 from adaptsim.validate import validate
 
@@ -78,9 +78,9 @@ class MethodRun:
     method: str
     cfg: DictConfig
     documents: list
-    session: Session | None = None
+    learner: Learner | None = None
     job: JobSummary | None = None
-    writer: RunWriter | None = None
+    writer: RecordWriter | None = None
     sim: HumanSimulation | None = None
     texts: list = field(default_factory=list)  # the validated texts, in order
 
@@ -155,20 +155,20 @@ class ServeSession:
         self.order = [self.runs[assignment[d.doc_id]] for d in self.documents]  # the run of each document
         parts = [run_part(cfgs[m]) for m in methods]
         if len(methods) == 1:
-            sessions = [Session(model, parts[0].method, parts[0]["update"], parts[0].reset, parts[0].seed)]
+            learners = [Learner(model, parts[0].method, parts[0]["update"], parts[0].reset, parts[0].seed)]
         else:
-            from adaptsim.lockstep import sessions as clones  # one clone of the model per method, as lockstep's runs
+            from adaptsim.lockstep import learners as clones  # one clone of the model per method, as lockstep's runs
 
-            sessions = clones(model, parts)
+            learners = clones(model, parts)
         try:
-            for run, part, session in zip(self.runs.values(), parts, sessions):
-                self._open_run(run, part, session, overrides)
+            for run, part, learner in zip(self.runs.values(), parts, learners):
+                self._open_run(run, part, learner, overrides)
             self._show_next()
         except BaseException:
             self.close()
             raise
 
-    def _open_run(self, run: MethodRun, part: DictConfig, session: Session, overrides: list[str]) -> None:
+    def _open_run(self, run: MethodRun, part: DictConfig, learner: Learner, overrides: list[str]) -> None:
         run_dir = self.dir / run.method
         fields = job_fields(COMMAND, run.cfg, overrides)
         summary = run_dir / "summary.json"
@@ -176,14 +176,14 @@ class ServeSession:
         previous = json.loads(recorded_bytes) if recorded_bytes else {}
         if previous and previous.get("status") != "finished":
             self._check_resume(run_dir, previous, fields["config"], run)
-        run.session = session
+        run.learner = learner
         run.job = JobSummary(run_dir, fields, resume=self.resume)
         if run.job.finished:  # the texts the page shows for its documents
             run.texts = [r["reference"] for r in _records(run_dir)]
             return
-        run.writer = RunWriter(run_dir, resume=self.resume)
+        run.writer = RecordWriter(run_dir, resume=self.resume)
         run.sim = HumanSimulation(OmegaConf.create(OmegaConf.to_container(part, resolve=True)), run.job, run.writer,
-                                  session, run.documents, self.skipped)
+                                  learner, run.documents, self.skipped)
         run.sim.recall()
         _keep_lines(run_dir / HUMAN_FILE, len(run.sim.recorded))
         try:
@@ -238,9 +238,9 @@ class ServeSession:
             turn = stack.enter_context(run.sim.begin())
             source, decode = turn.seg.source, run.sim.cfg.decode
             t = time.perf_counter()
-            translation = run.session.model.translate(source, **decode)
+            translation = run.learner.model.translate(source, **decode)
             seconds = time.perf_counter() - t
-            completions = run.session.model.completions(source, **decode)
+            completions = run.learner.model.completions(source, **decode)
             stack.pop_all()
         self.pending = Pending(run, turn, translation, seconds, completions)
 

@@ -17,7 +17,7 @@ import sys
 from omegaconf import OmegaConf
 
 from adaptsim.hydra_app import compose
-from adaptsim.session import Session, load
+from adaptsim.learner import Learner, load
 
 LRS, THRESHOLDS, MOST = (0.01, 0.03, 0.1, 0.3), (2.0, 1.05, 1.01), (3, 10, 30)  # the grid
 
@@ -33,14 +33,14 @@ def main(overrides: list[str]) -> None:
     for lr, threshold, most in itertools.product(LRS, THRESHOLDS, MOST):
         method = OmegaConf.merge(cfg.method, {"moment_lr": lr, "moment_ppl_threshold": threshold,
                                               "moment_max_updates": most})
-        session = Session(model, method, cfg["update"], "document", cfg.seed)
+        learner = Learner(model, method, cfg["update"], "document", cfg.seed)
         same = 0
         for source, reference in pairs:
-            session.restart()
-            session.method.revealed(source, reference)
-            with session.adapted_for(source):
+            learner.restart()
+            learner.method.revealed(source, reference)
+            with learner.adapted_for(source):
                 same += model.translate(source, **cfg.decode).text == reference
-        updates = session.temporary["updates"] / max(session.temporary["matches"], 1)
+        updates = learner.temporary["updates"] / max(learner.temporary["matches"], 1)
         print(f"| {lr:g} | {threshold:g} | {most} | {same}/{len(pairs)} | {updates:.1f} |", flush=True)
 
 

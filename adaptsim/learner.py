@@ -1,5 +1,5 @@
 """What every command that adapts shares (`run`, `bench`, `select-fixed`): the checked start (`load`) and a
-`Session` — the model, the method, the paper's update rule and θ0 — that walks a stream of documents,
+`Learner` — the model, the method, the paper's update rule and θ0 — that walks a stream of documents,
 restoring θ0 where `reset` says and handling divergence the one way `update.on_divergence` says.
 """
 
@@ -83,7 +83,7 @@ def tune_malloc() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, 16 * 2**20)) and bool(mallopt(M_TRIM_THRESHOLD, 128 * 2**20))
 
 
-class Session:
+class Learner:
     """One method adapting one model over a stream, from θ0.
 
     `method_cfg` is `cfg.method` (select-fixed passes a variant of it); `update_cfg` the update rule's
