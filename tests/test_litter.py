@@ -317,7 +317,7 @@ from adaptsim.report.litter import locate, not_found  # noqa: E402
 
 
 def test_a_label_not_in_its_source_is_not_scored_and_is_counted():
-    # the demo: "spill the beans" labelled on a sentence without it gets no verdict
+    # the demo: "spill the beans" labelled on a sentence without it gets no verdict
     spans = [["spill the beans"], ["spill the beans", "kick the bucket"]]
     located = locate(spans, ["The meeting is on Monday.", "He spilled the beans."], IdiomList([], "en", 3))
     assert [list(seg) for seg in located] == [[], [("spill the beans", ["spilled", "the", "beans"])]]

@@ -58,7 +58,7 @@ def last_error(capsys) -> str:
 
 
 # -- resume is all or nothing ---------------------------------------------------------------------------------------
-CHANGES = {  # each kind of setting the issue names: what is changed, the key the refusal must name
+CHANGES = {  # each kind of setting: what is changed, the key the refusal must name
     "decoding": (["decode.beam_size=1"], "decode.beam_size: 2 → 1"),
     "metrics": (["metrics.case=lower"], "metrics.case: truecase → lower"),
     "update": (["method.lr=0.5"], "method.lr: 0.01 → 0.5"),
