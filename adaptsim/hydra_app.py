@@ -112,21 +112,21 @@ def _output_dir(cfg, multirun: bool) -> Path | None:
 
 
 def claim_output_dir(cfgs: list, multirun: bool, command: str,
-                     overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None]:
+                     overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None, list[Path]]:
     """Claim the command's output directory before Hydra writes anything into it, and say which it is (so
     Hydra is given that same directory, not a second reading of ${now:…}). A single run's directory is
     claimed by creating its job's summary.json (returned); a sweep's by `jobs.claim_sweep_dir`. With resume=true the
-    runs there are checked first (`resume.check`; a sweep's with its command line's `overrides`)."""
+    runs there are checked first (`resume.check`; a sweep's with its command line's `overrides`), and a resumed sweep
+    whose every job has finished names them (the third value; else it is empty): there is nothing to run."""
     cfg = cfgs[0]
     path = _output_dir(cfg, multirun)
     if path is None:
-        return None, None
+        return None, None, []
     resume = bool(cfg.get("resume", False))
     if multirun:
-        if resume:
-            check_sweep_resume(path, cfg, command, overrides)
+        finished = check_sweep_resume(path, cfg, command, overrides) if resume else []
         claim_sweep_dir(path, resume)
-        return path, None
+        return path, None, finished
     if command != "train":  # a bad setting refused before the directory is claimed, so that it stays usable
         from omegaconf import OmegaConf
 
@@ -135,32 +135,36 @@ def claim_output_dir(cfgs: list, multirun: bool, command: str,
         validate(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), cfg.hydra.job.config_name, warn=False)
     if resume:
         resume_check(path, read_json(path / "summary.json"), cfg, command)
-    return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume=resume)
+    return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume=resume), []
 
 
-def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> None:
+def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> list[Path]:
     """`resume.check` for every job of a resumed sweep that has a run directory, before Hydra writes anything (its
     multirun.yaml, each job's .hydra/): the jobs recomputed as Hydra's basic sweeper expands them and numbered as its
-    launchers (and lockstep) number them. (Another sweeper chooses its jobs itself: each job is checked as it
-    starts, `claim_job`.)"""
+    launchers (and lockstep) number them. Returns their directories where every one has finished, else [].
+    (Another sweeper chooses its jobs itself: each job is checked as it starts, `claim_job`.)"""
     from omegaconf import OmegaConf, open_dict
 
     if not path.is_dir():
-        return
+        return []
     hydra = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
     jobs = basic_sweep_jobs(OmegaConf.select(cfg, "hydra.sweeper._target_"),
                             OmegaConf.select(cfg, "hydra.sweeper.params"), [o for o in overrides if o not in hydra])
     if jobs is None:
-        return
+        return []
     with _configs():
         composed = [hydra_compose(cfg.hydra.job.config_name, overrides=[*hydra, *job], return_hydra_config=True)
                     for job in jobs]
     computed = {}  # fingerprints, computed once for the jobs that share a model, data and method
+    finished = []
     for num, job in enumerate(composed):
         with open_dict(job):
             job.hydra.job.num = num
         out = path / str(OmegaConf.select(job, "hydra.sweep.subdir"))
-        resume_check(out, read_json(out / "summary.json"), job, command, computed)
+        previous = read_json(out / "summary.json")
+        resume_check(out, previous, job, command, computed)
+        finished += [out] if previous.get("status") == "finished" else []
+    return finished if len(finished) == len(composed) else []
 
 
 def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None) -> None:
@@ -203,9 +207,14 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     multirun = any(a in ("-m", "--multirun") for a in argv)
     out_dir, claimed = None, None
     if not any(a in ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i") for a in argv):
-        out_dir, claimed = claim_output_dir(cfgs, multirun, command, split_overrides(argv))
+        out_dir, claimed, finished = claim_output_dir(cfgs, multirun, command, split_overrides(argv))
         if claimed is not None and claimed.finished:
             print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
+            return 0
+        if finished:  # a resumed sweep with nothing to run: Hydra is not started, nothing is rewritten
+            for job_dir in finished:
+                print(f"adaptsim {command}: {job_dir}: finished already; nothing to resume", file=sys.stderr)
+            write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
             return 0
         if out_dir is not None:
             argv = [*argv, f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from adaptsim.cli import main
+from adaptsim.jobs import SWEEP_CLAIM
 from conftest import tsv_of
 
 
@@ -147,6 +148,27 @@ def test_a_resumed_sweep_with_another_setting_is_refused_before_hydra_writes(tmp
         assert files(out) == before  # multirun.yaml, every job's .hydra/ and summary.json, the sweep's claim
         sweep(out, *args, "resume=true", launcher=launcher)
         assert json.loads((out / "full" / "summary.json").read_text())["status"] == "finished"
+
+
+def test_a_finished_sweep_resumed_runs_nothing_and_changes_nothing(tmp_path, tiny_model_dir, stream, common, capsys,
+                                                                   monkeypatch):
+    """Every job finished: each is checked and named, and Hydra is not started (the sweep's files byte for byte, its
+    claim aside); with one more method the sweep runs that one alone."""
+    args = [*common(tiny_model_dir, stream), "hydra.sweep.subdir=${method.name}"]
+    out = sweep(tmp_path / "s", *args, "method=none,bias")
+    before = {k: v for k, v in files(out).items() if k != SWEEP_CLAIM}
+    capsys.readouterr()
+    import hydra
+
+    monkeypatch.setattr(hydra, "main", lambda **_: pytest.fail("Hydra was started"))
+    sweep(out, *args, "method=none,bias", "resume=true")
+    err = capsys.readouterr().err
+    assert all(f"{out / m}: finished already; nothing to resume" in err for m in ("none", "bias"))
+    assert {k: v for k, v in files(out).items() if k != SWEEP_CLAIM} == before
+    monkeypatch.undo()
+    sweep(out, *args, "method=none,bias,full", "resume=true")
+    assert json.loads((out / "full" / "summary.json").read_text())["status"] == "finished"
+    assert (out / "none" / "summary.json").read_bytes() == before["none/summary.json"]
 
 
 def test_a_resume_refused_by_its_replay_changes_nothing(tmp_path, tiny_model_dir, stream, common, capsys):
