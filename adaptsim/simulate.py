@@ -13,7 +13,7 @@ import os
 import statistics
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 from omegaconf import DictConfig
@@ -126,6 +126,38 @@ class Turn:
         self.stack.close()  # idempotent: a committed turn has left its moment already
 
 
+@dataclass
+class Timing:
+    """Where a run's time goes, step by step (summary.json `timing`, and `cost.step_ms_median`)."""
+    start: float = field(default_factory=time.perf_counter)
+    translate_s: list[float] = field(default_factory=list)  # per step
+    update_s: list[float] = field(default_factory=list)  # per step
+    step_s: list[float] = field(default_factory=list)  # per SGD step
+    probe_s: float = 0.0  # the forgetting probe's, in all
+    rss: dict[int, float | None] = field(default_factory=dict)  # resident MB every RSS_EVERY steps
+
+    def add(self, translate_s: float, result: UpdateResult) -> None:
+        self.translate_s.append(translate_s)
+        self.update_s.append(result.seconds)
+        self.step_s += result.step_s
+        if len(self.translate_s) % RSS_EVERY == 0:
+            self.rss[len(self.translate_s)] = resident_mb()
+
+    def summary(self, cfg: DictConfig, probed: bool, resumed: int) -> dict:
+        total = time.perf_counter() - self.start
+        timing = {"total_s": total, "segments_per_s": len(self.translate_s) / total,
+                  "threads": torch.get_num_threads(), "device": describe_device(cfg.device),
+                  "allocator": allocator.active(),  # what ran, not what `allocator` asked for
+                  "translate_median_s": statistics.median(self.translate_s),
+                  "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
+                  "update_total_s": sum(self.update_s), "rss_mb": self.rss}
+        if probed:
+            timing["probe_total_s"] = self.probe_s
+        if resumed:
+            timing["resumed_after_steps"] = resumed
+        return timing
+
+
 class Simulation:
     """One simulation's bookkeeping over a stream: the evaluator, the step records, the timings and costs, and
     the summary — what a run writes, whether it runs alone or in lockstep with others. `loop` translates and
@@ -155,7 +187,7 @@ class Simulation:
                    method_info=learner.method.info())  # at once: a resume checks what the run was given (tm's TM)
         log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),
                  len(self.segments), job.data["trainable_parameters"])
-        self.hyps, self.pieces, self.translate_s, self.update_s, self.per_doc, self.step_s = [], [], [], [], [], []
+        self.hyps, self.pieces, self.per_doc = [], [], []
         self.cut = 0  # hypotheses cut at decode.max_length
         self.interactive = interactive.mode_of(cfg.metrics.interactive)
         if self.interactive != "off":
@@ -168,12 +200,10 @@ class Simulation:
                            cfg.model.target_lang)
         self.probes: list[dict] = []  # the probe's points so far (metrics.probe), and the one for the next step
         self.probed: dict | None = None
-        self.probe_s = 0.0
-        self.rss: dict[int, float | None] = {}
         self.unwritten_curves: list[dict] = []  # curves.csv rows since its last write (`step`)
         self.curves_started = False  # whether this process has written curves.csv (then it appends)
         self.divergences = 0
-        self.start = time.perf_counter()
+        self.timing = Timing()
         self.bar = progress(len(self.segments), cfg.method.name, "seg", cfg.progress, cfg.progress_every)
 
     @property
@@ -287,7 +317,7 @@ class Simulation:
     def _probe(self) -> dict:
         start = time.perf_counter()
         point = {"after": self.index, **self.probe.score(self.learner.model, self.cfg.decode)}
-        self.probe_s += time.perf_counter() - start
+        self.timing.probe_s += time.perf_counter() - start
         return point
 
     def interact(self, seg, translation: Translation) -> Effort | None:
@@ -308,9 +338,7 @@ class Simulation:
         line keeps it, so a resumed run's summary counts the replayed steps' moments too)."""
         i = self.index
         hyp, hyp_pieces = translation.text, translation.pieces
-        self.translate_s.append(seconds)
-        self.update_s.append(result.seconds)
-        self.step_s += result.step_s
+        self.timing.add(seconds, result)
         self.hyps.append(hyp)
         self.pieces.append(hyp_pieces)
         self.divergences += diverged
@@ -338,7 +366,6 @@ class Simulation:
             self.writer.step(line | {"translate_s": seconds, "update_s": result.seconds} | scores)
         self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
         if self.index % RSS_EVERY == 0:
-            self.rss[self.index] = resident_mb()
             if write:  # an interrupted run keeps its curves this far: the first write (after any replayed steps)
                 # replaces what an earlier process wrote, later ones append
                 self.writer.curves(self.unwritten_curves, append=self.curves_started)
@@ -355,13 +382,13 @@ class Simulation:
         if self.cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
             self.per_doc[-1]["offsets_bytes"] = self.writer.offsets(learner.theta0, str(doc.doc_id))
 
-    def finish(self, **timing) -> dict:
+    def finish(self, **more_timing) -> dict:
         """Curves and corpus scores written; the summary filled in and returned."""
         self.bar.close()
         if self.probe is not None:  # the final θ's
             self.probes.append(self._probe())
             self.job.update(probe={**self.probe.info(), "points": self.probes})
-        total = time.perf_counter() - self.start
+        timing = self.timing.summary(self.cfg, self.probe is not None, len(self.recorded)) | more_timing
         efforts = self.efforts or None
         self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, efforts))
         corpus = self.evaluator.corpus(self.hyps, self.pieces, efforts)
@@ -369,14 +396,14 @@ class Simulation:
             status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
             divergences=self.divergences, cut_hypotheses=self.cut, per_document=self.per_doc,
             changed_parameters_max=max(p["changed_parameters"] for p in self.per_doc),
-            method_info=self.learner.method.info(), cost=self._cost(), timing=self._timing(total) | timing)
-        log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, total,
+            method_info=self.learner.method.info(), cost=self._cost(), timing=timing)
+        log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, timing["total_s"],
                  {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None}, self.writer.dir)
         return self.job.data
 
     def _cost(self) -> dict:
         """summary.json `cost`: what adapting took per step and what the adapted state weighs."""
-        step_s, per_doc = self.step_s, self.per_doc
+        step_s, per_doc = self.timing.step_s, self.per_doc
         cost = {"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
                 "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
                 "state_bytes_max": max(p["state_bytes"] for p in per_doc)}
@@ -387,21 +414,6 @@ class Simulation:
             cost["interactive"] = interactive_cost(self.efforts, self.interactive, metrics.interactive_costs,
                                                    metrics.max_corrections)
         return cost
-
-    def _timing(self, total: float) -> dict:
-        """summary.json `timing`: where the run's time went, and on what."""
-        timing = {"total_s": total, "segments_per_s": self.index / total, "threads": torch.get_num_threads(),
-                  "device": describe_device(self.cfg.device),
-                  "allocator": allocator.active(),  # what ran, not what `allocator` asked for
-                  "translate_median_s": statistics.median(self.translate_s),
-                  "update_median_s": statistics.median(self.update_s), "translate_total_s": sum(self.translate_s),
-                  "update_total_s": sum(self.update_s), "rss_mb": self.rss}
-        if self.probe is not None:
-            timing["probe_total_s"] = self.probe_s
-        if self.recorded:
-            timing["resumed_after_steps"] = len(self.recorded)
-        return timing
-
 
 def interactive_cost(efforts: list[Effort], mode: str, costs: str, max_corrections: int) -> dict:
     """What the simulated translator's sessions cost the system: prefix searches and seconds per segment (with the
