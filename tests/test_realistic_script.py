@@ -30,7 +30,9 @@ ABLATIONS = ("lasso_lam0.5", "lasso_bias0", "bias_lr0.1")  # two sweeps of held-
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("realistic")
+    # the demo model on real text writes until decode.max_length: a short one keeps the toy's searches short
     env = {**os.environ, "ADAPTSIM_SHARED": str(SHARED), "MODEL": "demo", "MODEL_NAME": str(tmp / "list.yaml"),
+           "MODEL_OVERRIDES": "decode.max_length=24",
            "TRAIN_PAIRS": "100", "APE_BLOCK": "3", "APE_TEST_BLOCKS": "2", "APE_HELDOUT_BLOCKS": "1",
            "HELDOUT_SEGMENTS": "2", "GNOME_TEST": "printing,power", "ABLATIONS": ",".join(ABLATIONS),
            "MAX_SEGMENTS": "3", "DEV_SEGMENTS": "5", "BC_ARTICLES": "2",
