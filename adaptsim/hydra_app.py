@@ -211,10 +211,11 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         if claimed is not None and claimed.finished:
             print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
             return 0
-        if finished:  # a resumed sweep with nothing to run: Hydra is not started, nothing is rewritten
+        if finished:  # a resumed sweep with nothing to run: Hydra is not started, no run's file is rewritten
             for job_dir in finished:
                 print(f"adaptsim {command}: {job_dir}: finished already; nothing to resume", file=sys.stderr)
             write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
+            _say_outputs(command, out_dir)
             return 0
         if out_dir is not None:
             argv = [*argv, f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"]
@@ -251,11 +252,17 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     failed = failed_jobs(out_dir, multirun, since)
     if failed and resumed is not None:
         write_bytes_atomic(record, resumed)
-    if multirun and out_dir is not None and command in ("run", "bench"):  # the README's next step needs the path
-        print(f"adaptsim {command}: the sweep's outputs are in {out_dir} (python -m adaptsim table {out_dir})",
-              file=sys.stderr)
+    if multirun and out_dir is not None:
+        _say_outputs(command, out_dir)
     return 1 if failed or (refused and not multirun) else 0
 
+
+
+def _say_outputs(command: str, sweep_dir: Path) -> None:
+    """Where a sweep's outputs are, and the README's next step."""
+    if command in ("run", "bench"):
+        print(f"adaptsim {command}: the sweep's outputs are in {sweep_dir} (python -m adaptsim table {sweep_dir})",
+              file=sys.stderr)
 
 # configs/ folders that are not groups a run composes: files code reads itself (method=fixed's lists, LitTER's
 # resources) and Hydra's own groups (`--hydra-help` lists those)

@@ -53,9 +53,9 @@ def share(model: Seq2SeqModel, own: set[int] = frozenset()) -> Seq2SeqModel:
 
 
 def learners(base: Seq2SeqModel, cfgs: list[DictConfig]) -> list[Learner]:
-    """One session per run config, each on a clone of `base` that owns exactly the tensors its method trains.
+    """One learner per run config, each on a clone of `base` that owns exactly the tensors its method trains.
     Which tensors those are, each method says once built: on a private copy of the model (methods add hooks to
-    modules and tensors they are built on), before any run freezes the tensors it shares. (Each session seeds
+    modules and tensors they are built on), before any run freezes the tensors it shares. (Each learner seeds
     right before building its method, so the runs draw as they would alone.)"""
     names = {id(p): n for n, p in base.net.named_parameters()}
     trained = [set(methods.build(cfg.method, share(base, set(names))).parameters()) for cfg in cfgs]
@@ -88,10 +88,10 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
     skipped = dict(documents.skipped)
     with ExitStack() as stack:
         runs = []
-        for k, (cfg, job, session) in enumerate(zip(cfgs, jobs, learners(base, cfgs))):
+        for k, (cfg, job, learner) in enumerate(zip(cfgs, jobs, learners(base, cfgs))):
             with speaking_for(job.dir):
                 runs.append(Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
-                                       stack.enter_context(RecordWriter(job.dir, resume=cfg.resume)), session,
+                                       stack.enter_context(RecordWriter(job.dir, resume=cfg.resume)), learner,
                                        documents, skipped))
         loop(base, runs, lockstep=len(runs))
     for cfg, job in zip(cfgs, jobs):

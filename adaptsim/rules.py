@@ -23,6 +23,22 @@ def show(value) -> str:
     return "null" if value is None else repr(value) if isinstance(value, str) else str(value)
 
 
+def flatten(node, prefix: str = "", lists: bool = False) -> dict:
+    """{dotted key: value} of nested settings (a config as plain dicts): what a message names and a comparison
+    compares. An empty mapping holds no setting (it flattens to nothing, as a missing one); `lists`: a list's items
+    too, by index (`model.files.0`)."""
+    if isinstance(node, dict):
+        items = node.items()
+    elif lists and isinstance(node, (list, tuple)):
+        items = enumerate(node)
+    else:
+        return {prefix: node}
+    out = {}
+    for k, v in items:
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k), lists))
+    return out
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -44,21 +60,6 @@ class Rule:
             raise UserError(f"{key}={show(value)}: {self.allowed()}")
         return value
 
-
-
-def flatten(node, prefix: str = "", lists: bool = False) -> dict:
-    """{dotted key: value} of nested settings (a config as plain dicts): what a message names and a comparison
-    compares. An empty mapping is a value of its own; `lists`: a list's items too, by index (`model.files.0`)."""
-    if isinstance(node, dict) and node:
-        items = node.items()
-    elif lists and isinstance(node, (list, tuple)) and node:
-        items = enumerate(node)
-    else:
-        return {prefix: node}
-    out = {}
-    for k, v in items:
-        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k), lists))
-    return out
 
 @dataclass(frozen=True)
 class Integer(Rule):

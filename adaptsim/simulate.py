@@ -65,8 +65,9 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
     With `resume: true` the steps an interrupted run wrote are not translated again: their updates are replayed
     (`Simulation.replay_next`: the same computation, checked against the recorded perplexities), which restores the
     adapted model exactly, whatever the method's state; the run joins the search at its first unwritten segment. A
-    run whose step fails with a one-line error (a divergence under on_divergence=stop, a replay that does not match)
-    is closed as failed and the others go on. `timing`: more fields for each summary's timing."""
+    run whose step fails with a one-line error (a divergence under on_divergence=stop, a replay that does not match,
+    a document's end that cannot be written) is closed as failed and the others go on. `timing`: more fields for
+    each summary's timing."""
     for run in runs:
         with speaking_for(run.job.dir):
             run.recall()
@@ -159,9 +160,9 @@ class Timing:
 
 
 class Simulation:
-    """One simulation's bookkeeping over a stream: the evaluator, the step records, the timings and costs, and
-    the summary — what a run writes, whether it runs alone or in lockstep with others. `loop` translates and
-    adapts; `step` records what happened."""
+    """One simulation over a stream: the per-segment order (`begin`, `commit`, `replay_next`) and the bookkeeping —
+    the evaluator, the step records, the timings and costs, and the summary — whether it runs alone, in lockstep
+    with others or under a translator (adaptsim/serve/). The caller translates between `begin` and `commit`."""
 
     def __init__(self, cfg: DictConfig, job: JobSummary, writer: RecordWriter, learner: Learner, documents,
                  skipped: dict):
@@ -171,6 +172,7 @@ class Simulation:
         self.cursor = (0, 0)  # (document, segment in it) of the next step
         self.started = -1  # the last document started (`Learner.start_document`)
         self.recorded: list[dict] = []  # an interrupted run's steps, replayed before anything new (`recall`)
+        self.open: Turn | None = None  # the turn begun and not yet committed
         if not self.segments:
             raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
         model = learner.model
@@ -236,12 +238,13 @@ class Simulation:
         """Whether the next step is one an interrupted run wrote (`replay_next`, not `begin`)."""
         return self.index < len(self.recorded)
 
-    @property
-    def finished(self) -> bool:
-        return self.index == len(self.segments)
-
     def _next(self) -> tuple[int, int, Segment]:
-        """The next step's segment, its document started (θ0 where `reset` says)."""
+        """The next step's segment, its document started (θ0 where `reset` says). One turn at a time: a caller that
+        begins another, or replays, before committing the one begun is a bug."""
+        if self.open is not None:
+            raise RuntimeError(f"{self.writer.dir}: step {self.index + 1} was begun and not committed")
+        if self.index == len(self.segments):
+            raise RuntimeError(f"{self.writer.dir}: the stream's {self.index} steps are done; nothing to begin")
         d, j = self.cursor
         if self.started < d:
             self.learner.start_document(d)
@@ -259,16 +262,20 @@ class Simulation:
         before = dict(self.learner.temporary)
         try:
             stack.enter_context(self.learner.adapted_for(seg.source))
+            self.open = Turn(d, j, seg, self.learner.moment_since(before), stack)
         except BaseException:
             stack.close()
             raise
-        return Turn(d, j, seg, self.learner.moment_since(before), stack)
+        stack.callback(setattr, self, "open", None)  # the turn is over once its moment is left, however
+        return self.open
 
     def commit(self, turn: Turn, translation: Translation, seconds: float, reference: str | None = None,
                effort: Effort | None = None) -> None:
         """The turn's segment ends: the moment is left, the method adapts on (source, reference) — the data's
         reference, or the one a translator validated — and the step is recorded (`step`): the hypothesis the turn's
         θ translated in `seconds`, and what correcting it cost (`effort`, if a translator works)."""
+        if turn is not self.open:
+            raise RuntimeError(f"{self.writer.dir}: step {self.index + 1}: committing a turn that is not the open one")
         turn.stack.close()
         seg = turn.seg if reference is None else replace(turn.seg, reference=reference)
         adapted = self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
@@ -414,6 +421,7 @@ class Simulation:
             cost["interactive"] = interactive_cost(self.efforts, self.interactive, metrics.interactive_costs,
                                                    metrics.max_corrections)
         return cost
+
 
 def interactive_cost(efforts: list[Effort], mode: str, costs: str, max_corrections: int) -> dict:
     """What the simulated translator's sessions cost the system: prefix searches and seconds per segment (with the

@@ -21,7 +21,7 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
                                     True, so the update rule measures the pair's perplexity again
     method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs, or
                                     an external TM's, to fine-tune on for a moment (tm's retrieval; default none)
-                                    with the rate and stopping rule `method.moment`; the session adapts, translates
+                                    with the rate and stopping rule `method.moment`; the learner adapts, translates
                                     and restores θ (adaptsim/learner.py `adapted_for`)
     method.revealed(source, reference) -> once per pair, after its update: the post-edit is revealed (tm keeps it)
     method.check_stream(segments) -> before the run: refuse (UserError) a stream the method must not be tested on

@@ -91,7 +91,7 @@ def needed(way, effects: list[float | None], n: int, close: float, floor: int) -
                                        for s, r in zip(sigmas, rooms)), floor)
     if any(p.sign * e <= 0 for p, e in zip(way, effects)):
         return None
-    return _smallest(lambda m: math.prod(t_power(e, s, m) for p, e, s in zip(way, effects, sigmas)) >= POWER,
+    return _smallest(lambda m: math.prod(t_power(e, s, m) for e, s in zip(effects, sigmas)) >= POWER,
                      floor)
 
 

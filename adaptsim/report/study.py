@@ -38,6 +38,7 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -289,9 +290,10 @@ def text(sessions: list[SessionRecord], methods: list[str], metrics: list[str], 
 def attainable_alpha(methods: int, blocks: int) -> float:
     """The largest p below ALPHA that the design's test can give for two of `methods` methods over `blocks` blocks (0:
     none): each block places the two in one of k(k−1) ways, all equally likely, and the observed placement and its
-    mirror give the same |difference|, so p is a multiple of 2/(k(k−1))^blocks."""
-    step = 2 / (methods * (methods - 1)) ** blocks
-    return step * math.ceil(ALPHA / step - 1)
+    mirror give the same |difference|, so p is a multiple of 2/(k(k−1))^blocks (computed exactly; as a float it
+    rounds to ALPHA itself once the multiples are finer than a float can tell)."""
+    step = Fraction(2, (methods * (methods - 1)) ** blocks)
+    return float(step * (math.ceil(Fraction(str(ALPHA)) / step) - 1))  # exact: "below" holds at any size
 
 
 def detectable(methods: int, translators: int, blocks: int) -> float | None:
