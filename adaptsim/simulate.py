@@ -8,6 +8,7 @@ simulation keeps what it records. Data flows one way: data → model → method/
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import statistics
@@ -69,8 +70,7 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
     a document's end that cannot be written) is closed as failed and the others go on. `timing`: more fields for
     each summary's timing."""
     for run in runs:
-        with speaking_for(run.job.dir):
-            run.recall()
+        run.recall()
     active = list(runs)
     decode = runs[0].cfg.decode
     for _ in runs[0].segments:
@@ -78,8 +78,7 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
             turns = {}
             for run in active:
                 if not run.replays_next:
-                    with speaking_for(run.job.dir):
-                        turns[run] = moments.enter_context(run.begin())
+                    turns[run] = moments.enter_context(run.begin())
             hyps, efforts, seconds = {}, {}, 0.0
             if turns:
                 source = next(iter(turns.values())).seg.source
@@ -87,27 +86,25 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
                 hyps = dict(zip(turns, base.translate_together([r.learner.model for r in turns], source, **decode)))
                 seconds = (time.perf_counter() - t) / len(turns)
                 for run, turn in turns.items():
-                    with speaking_for(run.job.dir):
-                        efforts[run] = run.interact(turn.seg, hyps[run])
+                    efforts[run] = run.interact(turn.seg, hyps[run])
             for run in list(active):
-                with speaking_for(run.job.dir):
-                    try:
-                        if run in turns:
-                            run.commit(turns[run], hyps[run], seconds, effort=efforts[run])
-                        else:
-                            run.replay_next()
-                    except UserError as e:
+                try:
+                    if run in turns:
+                        run.commit(turns[run], hyps[run], seconds, effort=efforts[run])
+                    else:
+                        run.replay_next()
+                except UserError as e:
+                    with speaking_for(run.job.dir):
                         if isinstance(e, ReplayRefused):  # the run's records as they were, nothing more written
                             run.job.give_back(resume.recorded(run.job.dir))
                         run.job.close("failed", str(e))
                         if len(runs) > 1:  # alone, its command reports the error
                             log.error("%s: %s", run.job.dir, e)
-                        active.remove(run)
-                        if not active:
-                            return
+                    active.remove(run)
+                    if not active:
+                        return
     for run in active:
-        with speaking_for(run.job.dir):
-            run.finish(**timing)
+        run.finish(**timing)
 
 
 @dataclass(eq=False)
@@ -125,6 +122,16 @@ class Turn:
 
     def __exit__(self, *exc) -> None:
         self.stack.close()  # idempotent: a committed turn has left its moment already
+
+
+def own_log(method):
+    """A `Simulation` method whose log lines are its run's (adaptsim/outputs.py `speaking_for`: in a lockstep sweep,
+    that job's log only)."""
+    @functools.wraps(method)
+    def speaking(self, *args, **kwargs):
+        with speaking_for(self.job.dir):
+            return method(self, *args, **kwargs)
+    return speaking
 
 
 @dataclass
@@ -215,6 +222,7 @@ class Simulation:
     def where(self, seg) -> str:
         return f"document {seg.doc_id}, segment {seg.seg_id} (step {self.index + 1})"
 
+    @own_log
     def recall(self) -> None:
         """The steps an interrupted run in this directory wrote (`resume: true`; none otherwise), checked to fit the
         data, to be replayed before anything new; their number goes into the summary as
@@ -251,6 +259,7 @@ class Simulation:
             self.started = d
         return d, j, self.documents[d].segments[j]
 
+    @own_log
     def begin(self) -> Turn:
         """The next segment begins: its document starts if it is new, θ as the stream has left it is probed where
         `metrics.probe` says (adaptsim/metrics/forgetting.py), and the method's moment of adaptation for the source
@@ -269,6 +278,7 @@ class Simulation:
         stack.callback(setattr, self, "open", None)  # the turn is over once its moment is left, however
         return self.open
 
+    @own_log
     def commit(self, turn: Turn, translation: Translation, seconds: float, reference: str | None = None,
                effort: Effort | None = None) -> None:
         """The turn's segment ends: the moment is left, the method adapts on (source, reference) — the data's
@@ -283,6 +293,7 @@ class Simulation:
         self.step(seg, translation, seconds, *adapted, effort=effort, moment=turn.moment)
         self._advance(turn.d, turn.j)
 
+    @own_log
     def replay_next(self) -> None:
         """The next step an interrupted run wrote, done again: the update on its pair, which must be the recorded
         one bit for bit (anything else means other settings, threads or software than the interrupted run's), and
@@ -327,6 +338,7 @@ class Simulation:
         self.timing.probe_s += time.perf_counter() - start
         return point
 
+    @own_log
     def interact(self, seg, translation: Translation) -> Effort | None:
         """The simulated translator's corrections of this hypothesis (`metrics.interactive`; None when off), with
         the model as it translated it."""
@@ -389,6 +401,7 @@ class Simulation:
         if self.cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
             self.per_doc[-1]["offsets_bytes"] = self.writer.offsets(learner.theta0, str(doc.doc_id))
 
+    @own_log
     def finish(self, **more_timing) -> dict:
         """Curves and corpus scores written; the summary filled in and returned."""
         self.bar.close()
