@@ -163,7 +163,8 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> l
         out = path / str(OmegaConf.select(job, "hydra.sweep.subdir"))
         previous = read_json(out / "summary.json")
         resume_check(out, previous, job, command, computed)
-        finished += [out] if previous.get("status") == "finished" else []
+        if previous.get("status") == "finished":
+            finished.append(out)
     return finished if len(finished) == len(composed) else []
 
 

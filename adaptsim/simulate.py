@@ -109,10 +109,8 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
 
 @dataclass(eq=False)
 class Turn:
-    """A segment a run has begun and not yet committed: where it is in the run's stream, and the method's moment of
-    adaptation entered for it (tm's; `moment`: its record, `Learner.moment_since`), left on exit."""
-    d: int  # the document's index in the run's stream
-    j: int  # the segment's index in the document
+    """A segment a run has begun and not yet committed (the one at its cursor), and the method's moment of adaptation
+    entered for it (tm's; `moment`: its record, `Learner.moment_since`), left on exit."""
     seg: Segment
     moment: dict | None
     stack: ExitStack
@@ -121,7 +119,11 @@ class Turn:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.stack.close()  # idempotent: a committed turn has left its moment already
+        self.close()
+
+    def close(self) -> None:
+        """Leave the moment (idempotent: a committed turn has left it already)."""
+        self.stack.close()
 
 
 def own_log(method):
@@ -177,7 +179,6 @@ class Simulation:
         self.documents = list(documents)
         self.segments = [s for d in documents for s in d.segments]
         self.cursor = (0, 0)  # (document, segment in it) of the next step
-        self.started = -1  # the last document started (`Learner.start_document`)
         self.recorded: list[dict] = []  # an interrupted run's steps, replayed before anything new (`recall`)
         self.open: Turn | None = None  # the turn begun and not yet committed
         if not self.segments:
@@ -246,32 +247,36 @@ class Simulation:
         """Whether the next step is one an interrupted run wrote (`replay_next`, not `begin`)."""
         return self.index < len(self.recorded)
 
-    def _next(self) -> tuple[int, int, Segment]:
-        """The next step's segment, its document started (θ0 where `reset` says). One turn at a time: a caller that
-        begins another, or replays, before committing the one begun is a bug."""
+    def _next(self) -> Segment:
+        """The next step's segment, its document started at its first segment (θ0 where `reset` says). One turn at a
+        time: a caller that begins another, or replays, before committing the one begun is a bug."""
         if self.open is not None:
             raise RuntimeError(f"{self.writer.dir}: step {self.index + 1} was begun and not committed")
         if self.index == len(self.segments):
             raise RuntimeError(f"{self.writer.dir}: the stream's {self.index} steps are done; nothing to begin")
         d, j = self.cursor
-        if self.started < d:
+        if j == 0:
             self.learner.start_document(d)
-            self.started = d
-        return d, j, self.documents[d].segments[j]
+        return self.documents[d].segments[j]
+
+    def _adapt(self, seg: Segment) -> tuple[UpdateResult, bool]:
+        """The method's update on the revealed pair (`Learner.adapt`)."""
+        return self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
+                                  (seg.source, seg.reference))
 
     @own_log
     def begin(self) -> Turn:
         """The next segment begins: its document starts if it is new, θ as the stream has left it is probed where
         `metrics.probe` says (adaptsim/metrics/forgetting.py), and the method's moment of adaptation for the source
         is entered (tm's), before the source is translated. The turn leaves the moment on exit or at `commit`."""
-        d, j, seg = self._next()
+        seg = self._next()
         if self.probe is not None and self.probe.due(self.index):
             self.probed = self._probe()
         stack = ExitStack()
         before = dict(self.learner.temporary)
         try:
             stack.enter_context(self.learner.adapted_for(seg.source))
-            self.open = Turn(d, j, seg, self.learner.moment_since(before), stack)
+            self.open = Turn(seg, self.learner.moment_since(before), stack)
         except BaseException:
             stack.close()
             raise
@@ -286,12 +291,10 @@ class Simulation:
         θ translated in `seconds`, and what correcting it cost (`effort`, if a translator works)."""
         if turn is not self.open:
             raise RuntimeError(f"{self.writer.dir}: step {self.index + 1}: committing a turn that is not the open one")
-        turn.stack.close()
+        turn.close()
         seg = turn.seg if reference is None else replace(turn.seg, reference=reference)
-        adapted = self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
-                                     (seg.source, seg.reference))
-        self.step(seg, translation, seconds, *adapted, effort=effort, moment=turn.moment)
-        self._advance(turn.d, turn.j)
+        self.step(seg, translation, seconds, *self._adapt(seg), effort=effort, moment=turn.moment)
+        self._advance()
 
     @own_log
     def replay_next(self) -> None:
@@ -299,10 +302,8 @@ class Simulation:
         one bit for bit (anything else means other settings, threads or software than the interrupted run's), and
         the step recorded as it was, nothing written."""
         record = self.recorded[self.index]
-        d, j, seg = self._next()
-        seg = self.revealed(seg, record)
-        result, diverged = self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
-                                              (seg.source, seg.reference))
+        seg = self.revealed(self._next(), record)
+        result, diverged = self._adapt(seg)
         same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
             seg.doc_id, seg.seg_id, seg.source, seg.reference)
         replayed = (result.updates, result.ppl_before, result.ppl_after, diverged)
@@ -319,13 +320,14 @@ class Simulation:
         self.probed = record.get("probe")  # the interrupted run's probe before this step
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
                   record["translate_s"], result, diverged, write=False, effort=effort)
-        self._advance(d, j)
+        self._advance()
 
     def revealed(self, seg: Segment, record: dict) -> Segment:
         """The segment of a replayed step as it was revealed: the data's (a translator's run: the recorded text)."""
         return seg
 
-    def _advance(self, d: int, j: int) -> None:
+    def _advance(self) -> None:
+        d, j = self.cursor
         if j + 1 < len(self.documents[d]):
             self.cursor = (d, j + 1)
         else:

@@ -29,7 +29,7 @@ from adaptsim.data.types import Document, fingerprint
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
-from adaptsim.outputs import written_steps
+from adaptsim.outputs import write_bytes_atomic, written_steps
 from adaptsim.simulate import Simulation
 
 HUMAN_FILE = "human.jsonl"  # per step: the completions the page asked for and those accepted
@@ -115,7 +115,7 @@ class HumanSimulation(Simulation):
         for i, record in enumerate(records):
             record.update(final.segment(i, record["hypothesis"], record["pieces"], Effort.of_record(record["effort"])))
             lines.append(json.dumps(record, ensure_ascii=False) + "\n")
-        replace_file(self.writer.dir / "steps.jsonl", "".join(lines))
+        write_bytes_atomic(self.writer.dir / "steps.jsonl", "".join(lines).encode("utf-8"))
         write_references(self.writer.dir / "references.tsv", self.validated)
         documents: dict[str, list] = {}
         for s in self.validated:
@@ -129,16 +129,7 @@ def write_references(path: Path, segments: list) -> None:
     the texts' whitespace, tabs included, is collapsed to single spaces)."""
     rows = [["doc_id", "seg_id", "source", "reference"]]
     rows += [[" ".join(str(v).split()) for v in (s.doc_id, s.seg_id, s.source, s.reference)] for s in segments]
-    replace_file(path, "".join("\t".join(row) + "\n" for row in rows))
-
-
-def replace_file(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_bytes_atomic(path, "".join("\t".join(row) + "\n" for row in rows).encode("utf-8"))
 
 
 def append_line(path: Path, record: dict) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import threading
 import time
@@ -44,7 +43,7 @@ from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.model import Translation
 from adaptsim.model import fingerprint as model_fingerprint
-from adaptsim.outputs import JobSummary, RecordWriter, job_fields
+from adaptsim.outputs import JobSummary, RecordWriter, job_fields, write_bytes_atomic
 from adaptsim.serve import study
 from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, effort_of
 from adaptsim.learner import Learner, load
@@ -337,7 +336,7 @@ class ServeSession:
             self.pending = None
             at = pending.run
             try:
-                pending.turn.stack.close()
+                pending.turn.close()
                 # first the session's record (a kill from here on leaves a session that refuses to resume), then runs
                 study.mark_ended(self.dir, self.position, sum(len(d) for d in self.documents))
                 for run in self.runs.values():
@@ -384,7 +383,7 @@ class ServeSession:
             return
         try:
             if self.pending is not None:
-                self.pending.turn.stack.close()
+                self.pending.turn.close()
                 self.pending = None
             for run in getattr(self, "runs", {}).values():
                 if run.writer is not None:
@@ -407,7 +406,4 @@ def _keep_lines(path: Path, n: int) -> None:
     if not path.is_file():
         return
     lines = path.read_bytes().splitlines(keepends=True)
-    kept = [ln for ln in lines[:n] if ln.endswith(b"\n")]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(b"".join(kept))
-    os.replace(tmp, path)
+    write_bytes_atomic(path, b"".join(ln for ln in lines[:n] if ln.endswith(b"\n")))
