@@ -167,11 +167,15 @@ class Learner:
         finally:
             saved.restore()
 
+    def logprobs(self, batch: dict[str, torch.Tensor]) -> list[float]:
+        """The pair's per-token log-probabilities under θ now (`Updater.logprobs`)."""
+        return self.updater.logprobs(batch)
+
     def adapt(self, batch: dict[str, torch.Tensor], where: str,
-              revealed: tuple[str, str] | None = None) -> tuple[UpdateResult, bool]:
+              revealed: tuple[str, str, str, int] | None = None) -> tuple[UpdateResult, bool]:
         """The update on one pair, and whether it diverged (then, under on_divergence=rollback, the document
         starts again from θ0; under stop, the run stops with one line naming `where`); `revealed`: the pair's
-        (source, reference) text, given to the method after its update (tm's memory)."""
+        (source, reference) text, document and step, given to the method after its update (tm's and icl's memory)."""
         try:
             result = self.updater(batch)
             self.at_theta0 = False

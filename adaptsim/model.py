@@ -7,7 +7,7 @@ in eval mode with gradients enabled.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -142,6 +142,8 @@ def _token_id(tokenizer, token: str, key: str) -> int:
 
 
 class Seq2SeqModel:
+    reads_context = False  # an encoder-decoder reads the source alone: no earlier pairs in its input (icl)
+
     def __init__(self, net, tokenizer, device: str = "cpu", languages: Languages = NO_LANGUAGES):
         self.net = net.to(device).eval()
         self.tokenizer = tokenizer
@@ -241,8 +243,9 @@ class Seq2SeqModel:
         one per log-probability that steps.jsonl records."""
         return self.tokenizer.convert_ids_to_tokens(self._target_ids(reference))
 
-    def pair(self, source: str, reference: str) -> dict[str, torch.Tensor]:
+    def pair(self, source: str, reference: str, context: Sequence[tuple[str, str]] = ()) -> dict[str, torch.Tensor]:
         """A batch of one (source, reference) pair for `loss` (languages applied as in `translate`)."""
+        _no_context(context)
         if not self.languages.tokens and not self.languages.source_prefix:
             batch = dict(self.tokenizer(source, text_target=reference, return_tensors="pt"))
         else:
@@ -259,17 +262,20 @@ class Seq2SeqModel:
     # -- inference and loss ------------------------------------------------------------------------
     def translate(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
                   length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
-                  dtype: str = _DECODE["dtype"]) -> Translation:
+                  dtype: str = _DECODE["dtype"], context: Sequence[tuple[str, str]] = ()) -> Translation:
         """Beam search (adaptsim/decode: `search` lean, or transformers' generate) for the best hypothesis."""
-        return self.translate_together([self], source, beam_size, max_length, length_penalty, search, dtype)[0]
+        return self.translate_together([self], source, beam_size, max_length, length_penalty, search, dtype,
+                                       context)[0]
 
     def translate_together(self, models: list["Seq2SeqModel"], source: str, beam_size: int = _DECODE["beam_size"],
                            max_length: int = _DECODE["max_length"], length_penalty: float = _DECODE["length_penalty"],
-                           search: str = _DECODE["search"], dtype: str = _DECODE["dtype"]) -> list[Translation]:
+                           search: str = _DECODE["search"], dtype: str = _DECODE["dtype"],
+                           context: Sequence[tuple[str, str]] = ()) -> list[Translation]:
         """`translate` for several clones of this model at once (lockstep runs, adaptsim/lockstep.py): one lean
         beam search over all of them, each model's hypothesis the one it gives alone. `dtype` bfloat16: the
         network's products under bf16 autocast; the beam's scores stay float32 (docs/performance.md: what it
         changes)."""
+        _no_context(context)
         inputs, forced = self._encoder_inputs(source)
         max_length = self._new_tokens(max_length, forced)
         with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
@@ -415,6 +421,12 @@ class Completions:
     @property
     def calls(self) -> int:
         return 0 if self.prefixes is None else self.prefixes.calls
+
+
+def _no_context(context: Sequence[tuple[str, str]]) -> None:
+    if context:
+        raise UserError("earlier pairs in the input (method=icl) need a model that reads context: a decoder-only "
+                        "model (model=demo-lm, or a causal LM's config); this one is an encoder-decoder")
 
 
 def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -34,6 +34,9 @@ from adaptsim.update import UpdateResult
 
 log = logging.getLogger("adaptsim")
 RSS_EVERY = 100  # segments between two readings of the resident memory (summary.json timing.rss_mb)
+# a decoder-only model's prompt in a step's record: its tokens, the earlier steps it quoted (icl), and the reference's
+# log-probabilities under θ_{i−1} with those in the prompt (beside `logprobs`, without: CXMI of the context)
+PROMPT_FIELDS = ("prompt_tokens", "context", "logprobs_context")
 
 
 class ReplayRefused(UserError):
@@ -79,18 +82,21 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
             for run in active:
                 if not run.replays_next:
                     turns[run] = moments.enter_context(run.begin())
-            hyps, efforts, seconds = {}, {}, 0.0
-            if turns:
-                source = next(iter(turns.values())).seg.source
+            hyps, efforts, seconds = {}, {}, {}
+            together: dict[tuple, list[Simulation]] = {}  # the runs whose prompts are the same (icl's context)
+            for run, turn in turns.items():
+                together.setdefault(tuple(turn.pairs), []).append(run)
+            for pairs, group in together.items():
                 t = time.perf_counter()
-                hyps = dict(zip(turns, base.translate_together([r.learner.model for r in turns], source, **decode)))
-                seconds = (time.perf_counter() - t) / len(turns)
-                for run, turn in turns.items():
-                    efforts[run] = run.interact(turn.seg, hyps[run])
+                hyps |= dict(zip(group, base.translate_together([r.learner.model for r in group],
+                                                                turns[group[0]].seg.source, context=pairs, **decode)))
+                seconds |= dict.fromkeys(group, (time.perf_counter() - t) / len(group))
+            for run, turn in turns.items():
+                efforts[run] = run.interact(turn.seg, hyps[run])
             for run in list(active):
                 try:
                     if run in turns:
-                        run.commit(turns[run], hyps[run], seconds, effort=efforts[run])
+                        run.commit(turns[run], hyps[run], seconds[run], effort=efforts[run])
                     else:
                         run.replay_next()
                 except UserError as e:
@@ -109,11 +115,18 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
 
 @dataclass(eq=False)
 class Turn:
-    """A segment a run has begun and not yet committed (the one at its cursor), and the method's moment of adaptation
-    entered for it (tm's; `moment`: its record, `Learner.moment_since`), left on exit."""
+    """A segment a run has begun and not yet committed (the one at its cursor), the method's moment of adaptation
+    entered for it (tm's; `moment`: its record, `Learner.moment_since`), left on exit, and the earlier pairs its
+    prompt quotes (icl's `context`: (source, post-edit, step))."""
     seg: Segment
     moment: dict | None
     stack: ExitStack
+    context: list[tuple[str, str, int | None]] = field(default_factory=list)
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """The context as the model takes it: (source, post-edit) pairs, oldest first."""
+        return [(s, t) for s, t, _ in self.context]
 
     def __enter__(self) -> Turn:
         return self
@@ -204,6 +217,7 @@ class Simulation:
             # a vocabulary the simulated translator cannot spell with fails before the first segment
             model.piece_index()
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
+        self.prompts: list[tuple[int, int]] = []  # a decoder-only model's prompt per step: (tokens, context pairs)
         self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang)
         if self.probe is not None:
             self.probe.fit(model.count_tokens, model.max_tokens, cfg.dataset, cfg.model.source_lang,
@@ -260,15 +274,17 @@ class Simulation:
         return self.documents[d].segments[j]
 
     def _adapt(self, seg: Segment) -> tuple[UpdateResult, bool]:
-        """The method's update on the revealed pair (`Learner.adapt`)."""
+        """The method's update on the revealed pair (`Learner.adapt`), without context (icl: what the weights learn is
+        the pair itself)."""
         return self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
-                                  (seg.source, seg.reference))
+                                  (seg.source, seg.reference, seg.doc_id, self.index))
 
     @own_log
     def begin(self) -> Turn:
         """The next segment begins: its document starts if it is new, θ as the stream has left it is probed where
         `metrics.probe` says (adaptsim/metrics/forgetting.py), and the method's moment of adaptation for the source
-        is entered (tm's), before the source is translated. The turn leaves the moment on exit or at `commit`."""
+        is entered (tm's), before the source is translated, and the earlier pairs its prompt quotes are chosen (icl's
+        context). The turn leaves the moment on exit or at `commit`."""
         seg = self._next()
         if self.probe is not None and self.probe.due(self.index):
             self.probed = self._probe()
@@ -276,7 +292,8 @@ class Simulation:
         before = dict(self.learner.temporary)
         try:
             stack.enter_context(self.learner.adapted_for(seg.source))
-            self.open = Turn(seg, self.learner.moment_since(before), stack)
+            self.open = Turn(seg, self.learner.moment_since(before), stack,
+                             self.learner.method.context(seg.source, seg.doc_id))
         except BaseException:
             stack.close()
             raise
@@ -293,7 +310,15 @@ class Simulation:
             raise RuntimeError(f"{self.writer.dir}: step {self.index + 1}: committing a turn that is not the open one")
         turn.close()
         seg = turn.seg if reference is None else replace(turn.seg, reference=reference)
-        self.step(seg, translation, seconds, *self._adapt(seg), effort=effort, moment=turn.moment)
+        model = self.learner.model
+        prompt = None
+        if model.reads_context:  # the prompt's size, and the reference scored by θ_{i−1} with its context (CXMI)
+            prompt = {"prompt_tokens": model.prompt_tokens(seg.source, turn.pairs)}
+            if turn.context:
+                prompt |= {"context": [step for _, _, step in turn.context],
+                           "logprobs_context": self.learner.logprobs(model.pair(seg.source, seg.reference,
+                                                                                context=turn.pairs))}
+        self.step(seg, translation, seconds, *self._adapt(seg), effort=effort, moment=turn.moment, prompt=prompt)
         self._advance()
 
     @own_log
@@ -318,8 +343,9 @@ class Simulation:
         if "moment" in record:
             self.learner.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
         self.probed = record.get("probe")  # the interrupted run's probe before this step
+        prompt = {k: record[k] for k in PROMPT_FIELDS if k in record} or None
         self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
-                  record["translate_s"], result, diverged, write=False, effort=effort)
+                  record["translate_s"], result, diverged, write=False, effort=effort, prompt=prompt)
         self._advance()
 
     def revealed(self, seg: Segment, record: dict) -> Segment:
@@ -352,11 +378,14 @@ class Simulation:
                                     lambda: system.calls)
 
     def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
-             write: bool = True, effort: Effort | None = None, moment: dict | None = None) -> None:
+             write: bool = True, effort: Effort | None = None, moment: dict | None = None,
+             prompt: dict | None = None) -> None:
         """Record segment `seg`: its hypothesis (translated in `seconds`), what correcting it cost the simulated
-        translator (`effort`, if one works), the adaptation on its pair, and what the moment's adaptation before
+        translator (`effort`, if one works), the adaptation on its pair, what the moment's adaptation before
         translating it did (`moment`: tm's retrieval record of this step, `Learner.moment_since`; the step's
-        line keeps it, so a resumed run's summary counts the replayed steps' moments too)."""
+        line keeps it, so a resumed run's summary counts the replayed steps' moments too), and a decoder-only
+        model's prompt (`PROMPT_FIELDS`: its tokens, the earlier steps it quoted, the reference's log-probabilities
+        with them)."""
         i = self.index
         hyp, hyp_pieces = translation.text, translation.pieces
         self.timing.add(seconds, result)
@@ -366,6 +395,8 @@ class Simulation:
         self.cut += translation.cut
         if effort is not None:
             self.efforts.append(effort)
+        if prompt is not None:
+            self.prompts.append((prompt["prompt_tokens"], len(prompt.get("context", ()))))
         probed, self.probed = self.probed, None
         if probed is not None:
             self.probes.append(probed)
@@ -382,6 +413,8 @@ class Simulation:
                 line["cut"] = True
             if moment:
                 line |= {"moment": {k: v for k, v in moment.items() if k != "seconds"}, "moment_s": moment["seconds"]}
+            if prompt is not None:
+                line |= prompt
             if probed is not None:
                 line["probe"] = probed
             self.writer.step(line | {"translate_s": seconds, "update_s": result.seconds} | scores)
@@ -431,6 +464,11 @@ class Simulation:
                 "state_bytes_max": max(p["state_bytes"] for p in per_doc)}
         if self.learner.method.moment:  # tm's moments, zeros too
             cost["temporary"] = self.learner.temporary
+        if self.prompts:  # a decoder-only model's prompts: what reading the context costs
+            tokens, pairs = zip(*self.prompts)
+            cost["prompt"] = {"tokens_per_segment": statistics.mean(tokens), "tokens_max": max(tokens),
+                              "context_pairs_per_segment": statistics.mean(pairs),
+                              "translate_s_per_segment": statistics.mean(self.timing.translate_s)}
         if self.efforts:
             metrics = self.cfg.metrics
             cost["interactive"] = interactive_cost(self.efforts, self.interactive, metrics.interactive_costs,

@@ -104,6 +104,12 @@ class Updater:
         with torch.autocast(**self.autocast):
             return self.method.pair_nll(batch)
 
+    @torch.no_grad()
+    def logprobs(self, batch: dict[str, torch.Tensor]) -> list[float]:
+        """The pair's per-token log-probabilities under θ as it is, computed as the update's first forward computes
+        them (the method's `pair_nll`, the update's dtype), nothing adapted."""
+        return logprobs(self._nll(batch))
+
     def __call__(self, batch: dict[str, torch.Tensor], scale: float = 1.0, steps: bool | None = None,
                  until: tuple[float, int] | None = None) -> UpdateResult:
         """The rule on one pair; `scale` multiplies every learning rate for this pair (tm: by the match's score),

@@ -23,7 +23,10 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
                                     an external TM's, to fine-tune on for a moment (tm's retrieval; default none)
                                     with the rate and stopping rule `method.moment`; the learner adapts, translates
                                     and restores θ (adaptsim/learner.py `adapted_for`)
-    method.revealed(source, reference) -> once per pair, after its update: the post-edit is revealed (tm keeps it)
+    method.context(source, doc_id) -> before the segment is translated: earlier (source, post-edit, step) pairs to
+                                    put into the prompt of a model that reads context (icl's retrieval; default none)
+    method.revealed(source, reference, doc_id, step) -> once per pair, after its update: the post-edit is revealed
+                                    (tm and icl keep it)
     method.check_stream(segments) -> before the run: refuse (UserError) a stream the method must not be tested on
                                     (fixed: the held-out data its list was chosen on)
     method.state_bytes(offset_bytes) -> bytes to store one document's adapted state; `offset_bytes` is the size
@@ -80,7 +83,10 @@ class Method:
     def matches(self, source: str) -> list[tuple[str, str, float]]:
         return []
 
-    def revealed(self, source: str, reference: str) -> None:
+    def context(self, source: str, doc_id: str) -> list[tuple[str, str, int | None]]:
+        return []
+
+    def revealed(self, source: str, reference: str, doc_id: str | None = None, step: int | None = None) -> None:
         pass
 
     def check_stream(self, segments) -> None:

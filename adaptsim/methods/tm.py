@@ -205,7 +205,7 @@ class Tm(Method):
                         "saw those references before translating", where, len(leaks), KEY)
         self.external_info["overlap"] = overlap
 
-    def revealed(self, source, reference):
+    def revealed(self, source, reference, doc_id=None, step=None):
         self.sources.append(source)
         self.references.append(reference)
 

@@ -23,8 +23,31 @@ itself: exactly 0):
   difference H_θ0(Y|X) − H_θ(Y|X)). adaptsim's own figure; it differs from `CXMI.sent` where long and short
   segments gain differently.
 
-What the paper compares is a context-aware model with and without context; adaptsim's reading compares the
-adapted θ_{i−1} (the context: the post-edited history) with θ0, both on the post-edited reference.
+What the paper compares is a context-aware model with and without context; adaptsim's reading above compares the
+adapted θ_{i−1} (the context: the post-edited history) with θ0, both on the post-edited reference. A model that reads
+context in its input (a decoder-only model with method=icl) gives the paper's own reading as well, in the same run
+and on one θ (`context_values`):
+
+    P-CXMI_t = log q_θ{i−1}(y_t | y_<t, x, C_i) − log q_θ{i−1}(y_t | y_<t, x)
+
+where C_i are the earlier (source, post-edit) pairs the prompt quoted before segment i (steps.jsonl
+`logprobs_context`, with them; `logprobs`, without: the update's first forward). The same three figures follow.
+Against neulab/contextual-mt's contextual_mt/docmt_cxmi.py (the authors' code, `compute_cxmi`):
+
+- they score each sentence twice with one model, the context built at size 0 (l. 82–102) and at
+  `source_context_size`/`target_context_size` (l. 104–131) from the document's previous source lines and previous
+  *reference* lines (l. 72–80, 133–134; emptied at each new document, l. 65–66), joined by a <brk> token
+  (contextual_mt/utils.py `create_context`). `retrieval=document` with k pairs is that context at sizes k and k (a
+  post-edit is the reference), written as the prompt's examples instead of joined by <brk>; `fuzzy` and `both` are
+  contexts the paper does not use (nor its `--random-context`, l. 104–106);
+- their sentence score is fairseq's SequenceScorer `score`, the mean log-probability over the target tokens with
+  </s> (l. 148–154), the difference contextual − baseline per sentence (l. 156) averaged over sentences (l. 247):
+  `CXMI.sent` here, over the prompt's target tokens and its end token (adaptsim/prompt.py; the prompt's own tokens
+  are never scored);
+- a document's first sentence has an empty context at both sizes (`create_context` of no lines) and counts with a
+  difference of 0; so does a step here whose prompt quoted nothing (`context_values` gives it zeros);
+- P-CXMI per token is their `word_level=True` run: `positional_scores` instead of `score` (l. 152, 248–260), the
+  same difference.
 
 Words. A reference's pieces are grouped into words (a piece opening with ▁ starts one; a piece of punctuation
 alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces, and its
@@ -70,6 +93,31 @@ def token_values(base_rows: Sequence[dict], run_rows: Sequence[dict], where: str
                             "needs runs of one model")
         out.append(np.asarray(lr[skip:], dtype=float) - np.asarray(lb[skip:], dtype=float))
     return out
+
+
+def context_values(rows: Sequence[dict]) -> list[np.ndarray | None]:
+    """Per segment, the P-CXMI of the prompt's context for each reference token (one run, one θ: `logprobs_context`
+    − `logprobs`); zeros where the prompt quoted no pair (the paper's empty context), None where the step has no
+    log-probabilities. Raises UserError where the run did not read context (no `prompt_tokens`)."""
+    if not rows or not any("prompt_tokens" in r for r in rows):
+        raise UserError("the context's CXMI needs a model that reads context in its prompt (a decoder-only model: "
+                        "steps.jsonl has no prompt_tokens)")
+    out = []
+    for r in rows:
+        without = r.get("logprobs")
+        if without is None:
+            out.append(None)
+            continue
+        with_context = r.get("logprobs_context", without)
+        if len(with_context) != len(without):
+            raise UserError(f"step {r.get('index', '?')}: logprobs_context and logprobs score different tokens")
+        out.append(np.asarray(with_context, dtype=float) - np.asarray(without, dtype=float))
+    return out
+
+
+def reads_context(rows: Sequence[dict]) -> bool:
+    """Whether a run's steps quoted earlier pairs in a prompt (icl on a decoder-only model)."""
+    return any("logprobs_context" in r for r in rows)
 
 
 def statistics(metric: str, values: Sequence[np.ndarray | None]) -> np.ndarray:

@@ -7,6 +7,10 @@ whose log-probability fell; negative and positive flips per 100 reference conten
 hypothesis has and the run's lacks, and the reverse), with intervals; the mean P-CXMI of a word by its role in the
 stream; and by the distance (in segments) since the word's previous occurrence. --out draws CXMI against the stream
 position and against that distance.
+
+Runs whose prompts quoted earlier pairs (method=icl on a decoder-only model) get a second table: the CXMI of that
+context on one θ, with and without it in the prompt (the paper's own reading), tested against 0, and by word role;
+it needs no baseline run.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from adaptsim.report.blocks import blocks
 from adaptsim.report.figures import check_out, line_style
 from adaptsim.report.markdown import head
 from adaptsim.report.runs import finished_runs
+from adaptsim.report.significance import Steps
 from adaptsim.report.stats import Series, compare, ratio, units_of
 
 WINDOW = 50  # segments in the moving average of the position curve
@@ -47,12 +52,16 @@ def main(argv: list[str]) -> int:
     cfg = sig.settings(args)
     figures = []
     for block in blocks(found.runs):
-        block.need_baseline("CXMI")
-        if len(block.rows) < 2:
-            raise UserError(f"dataset {block.dataset!r}: only the baseline run; CXMI compares adapted runs with it")
-        analysis = analyse([run for _, run in block.rows], cfg)
-        print(render(block, [label for label, _ in block.rows], analysis))
-        figures.append((block, analysis))
+        context = [(label, Steps.of(run)) for label, run in block.rows if cxmi.reads_context(Steps.of(run).rows)]
+        if not context or block.baseline is not None:
+            block.need_baseline("CXMI")
+            if len(block.rows) < 2:
+                raise UserError(f"dataset {block.dataset!r}: only the baseline run; CXMI compares adapted runs with it")
+            analysis = analyse([run for _, run in block.rows], cfg)
+            print(render(block, [label for label, _ in block.rows], analysis))
+            figures.append((block, analysis))
+        if context:
+            print(render_context(block, [label for label, _ in context], analyse_context(context, cfg)))
     if args.out is not None:
         draw(figures, args.out)
         print(f"adaptsim cxmi: wrote {args.out}", file=sys.stderr)
@@ -75,6 +84,46 @@ def analyse(runs, cfg: sig.Settings) -> dict:
     return {"result": compare(series, index, n_units, cfg), "words": words, "values": values,
             "negative": [float((t < 0).mean()) if len(t) else None for t in tokens],
             "missing": max(cxmi.missing(v) for v in values), "doc_ids": base.doc_ids}
+
+
+def analyse_context(context: list[tuple[str, Steps]], cfg: sig.Settings) -> dict:
+    """The context's CXMI of each run whose prompts quoted earlier pairs (one θ, with and without them), tested
+    against 0: row 0 of the comparison is the runs' reading without context (zeros on the same tokens)."""
+    values = [cxmi.context_values(steps.rows) for _, steps in context]
+    zero = [None if v is None else np.zeros_like(v) for v in values[0]]
+    base = context[0][1]
+    index, n_units = units_of(base.doc_ids, cfg.unit)
+    sig.warn_few(n_units, cfg, "cxmi")
+    series = [Series(m, ratio(1.0), [cxmi.statistics(m, v) for v in [zero, *values]]) for m in cxmi.METRICS]
+    roles = Roles.of_run(base)
+    tokens = [np.concatenate([v for v in vs if v is not None] or [np.zeros(0)]) for vs in values]
+    return {"result": compare(series, index, n_units, cfg),
+            "words": [cxmi.words(roles, steps.rows, v) for (_, steps), v in zip(context, values)],
+            "negative": [float((t < 0).mean()) if len(t) else None for t in tokens]}
+
+
+def render_context(block, labels: list[str], a: dict) -> str:
+    result = a["result"]
+    out = [f"**{block.dataset} · {block.segments} segments · model {block.model} · CXMI of the prompt's context**",
+           "", "θ_{i−1} scoring the reference with the earlier pairs its prompt quoted and without them (Fernandes et "
+           "al.'s definition; adaptsim.metrics.cxmi `context_values`):", "",
+           *head("method", ["CXMI (nats/token)", "CXMI/seg (nats; paper's eq.)",
+                            "CXMI.sent (nats/token; paper's code)", "tokens < 0"])]
+    for i, label in enumerate(labels):
+        cells = [sig.cell(result, i + 1, m, 3) for m in cxmi.METRICS]
+        negative = a["negative"][i]
+        cells.append("–" if negative is None else f"{100 * negative:.1f}%")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out += ["", f"_{sig.footer(result).replace('the baseline', 'no context (0)')}; signature {result.signature}._",
+            "", "P-CXMI of the context for a reference word by its role in the stream (nats per word; words in "
+            "brackets):", "", *head("role", labels)]
+    for role in ROLES:
+        cells = []
+        for ws in a["words"]:
+            v = [w.value for w in ws if w.role == role]
+            cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
+        out.append(f"| {role} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
 def render(block, labels: list[str], a: dict) -> str:

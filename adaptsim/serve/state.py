@@ -237,7 +237,7 @@ class ServeSession:
             turn = stack.enter_context(run.sim.begin())
             source, decode = turn.seg.source, run.sim.cfg.decode
             t = time.perf_counter()
-            translation = run.learner.model.translate(source, **decode)
+            translation = run.learner.model.translate(source, context=turn.pairs, **decode)
             seconds = time.perf_counter() - t
             completions = run.learner.model.completions(source, **decode)
             stack.pop_all()

@@ -1,0 +1,130 @@
+"""`icl`: in-context adaptation (not in the paper): the translator's earlier post-edits go into the prompt of a
+decoder-only model, and nothing is updated — or, with `weights`, a parameter method adapts as well (in context and
+in weights).
+
+Before segment i is translated, `context` chooses up to k earlier (source, post-edit) pairs of the stream:
+
+- `document`: the document's last k pairs, oldest first (the document-level MT setting: Fernandes et al. 2021's
+  context is the previous sentences of the document, source and target);
+- `fuzzy`: the k earlier pairs whose sources are most similar to segment i's with a score ≥ `threshold`, by
+  rapidfuzz's `fuzz.ratio` as `tm` scores them (adaptive MT with LLMs: Moslem et al. 2023, ymoslem/Adaptive-MT-LLM,
+  retrieve fuzzy matches for the prompt; Agrawal et al. 2022 retrieve by BM25 and re-rank by n-gram recall — one
+  character-level fuzzy score here, the one CAT tools show), the best match last, next to the source;
+- `both`: the fuzzy matches that are not among the document's last k, then those k.
+
+Only pairs revealed before segment i are candidates (they enter the memory after their segment's update, `revealed`):
+no look-ahead. The memory is emptied where θ0 is restored (every document under reset=document), as `tm`'s is, so
+under reset=document fuzzy retrieval searches the document so far.
+
+`weights` names another method (configs/method/<name>.yaml, its settings overridden by `weights_settings`) that trains
+on every post-edit as it would alone; its update is on the pair without context (what the weights learn is the pair
+itself; the context is what the prompt adds when translating). `none` (the default): weights stay θ0.
+"""
+
+from __future__ import annotations
+
+from omegaconf import OmegaConf
+from rapidfuzz import fuzz, process
+
+from adaptsim import CONFIG_DIR
+from adaptsim.errors import UserError
+from adaptsim.methods.base import Method
+from adaptsim.methods.tm import Score
+from adaptsim.rules import Choice, Integer, Rule, Text, show
+
+RETRIEVALS = ("document", "fuzzy", "both")
+
+
+class Settings(Rule):
+    """A mapping of the inner method's settings (empty: its YAML's)."""
+
+    def ok(self, value) -> bool:
+        return value is None or OmegaConf.is_dict(value) or isinstance(value, dict)
+
+    def allowed(self) -> str:
+        return "must be a mapping of the weights method's settings, e.g. {rank: 4}"
+
+
+def weight_methods() -> list[str]:
+    return sorted(p.stem for p in (CONFIG_DIR / "method").glob("*.yaml") if p.stem != "icl")
+
+
+class InContext(Method):
+    settings = {"name": Text(), "k": Integer(1), "retrieval": Choice(RETRIEVALS),
+                "threshold": Score(at_least=0, at_most=100), "weights": Text(), "weights_settings": Settings()}
+
+    def __init__(self, model, *, name: str, k: int, retrieval: str, threshold: float, weights: str,
+                 weights_settings: dict | None):
+        from adaptsim import methods
+
+        if getattr(model.net.config, "is_encoder_decoder", False):
+            raise UserError(f"method={name}: needs a model that reads context in its input, a decoder-only model "
+                            f"(model=demo-lm, or a causal LM's config); {model.net.config.model_type} is an "
+                            "encoder-decoder")
+        if weights not in weight_methods():
+            raise UserError(f"method.weights={show(weights)}: choose one of {' | '.join(weight_methods())}")
+        inner = OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / f"{weights}.yaml"), weights_settings or {})
+        self.inner = methods.build(inner, model)
+        super().__init__(model, name=name, lr=self.inner.lr)
+        self.gradient_steps = self.inner.gradient_steps
+        self.moment = self.inner.moment
+        self.k, self.retrieval, self.threshold, self.weights = int(k), retrieval, float(threshold), weights
+        self.pairs: list[tuple[str, str, str | None, int | None]] = []  # (source, post-edit, document, step)
+
+    def context(self, source: str, doc_id: str) -> list[tuple[str, str, int | None]]:
+        """Up to k (document) and/or k (fuzzy) earlier pairs for `source`, in prompt order: (source, post-edit,
+        the step that revealed it)."""
+        recent = [p for p in self.pairs if p[2] == doc_id][-self.k:] if self.retrieval != "fuzzy" else []
+        similar = []
+        if self.retrieval != "document":
+            taken = {id(p) for p in recent}
+            found = process.extract(source, [p[0] for p in self.pairs], scorer=fuzz.ratio, limit=None,
+                                    score_cutoff=self.threshold)
+            # by score, on ties the later pair (the translator's most recent choice); used best last
+            ranked = sorted(found, key=lambda m: (-m[1], -m[2]))
+            similar = [self.pairs[i] for _, _, i in ranked if id(self.pairs[i]) not in taken][:self.k][::-1]
+        return [(s, t, step) for s, t, _, step in similar + recent]
+
+    def revealed(self, source, reference, doc_id=None, step=None):
+        self.pairs.append((source, reference, doc_id, step))
+        self.inner.revealed(source, reference, doc_id, step)
+
+    def start_document(self, theta0):
+        self.pairs.clear()
+        self.inner.start_document(theta0)
+
+    # the weights' method, as it is alone
+    def parameters(self):
+        return self.inner.parameters()
+
+    def start_pair(self, batch):
+        self.inner.start_pair(batch)
+
+    def pair_nll(self, batch):
+        return self.inner.pair_nll(batch)
+
+    def learning_rates(self):
+        return self.inner.learning_rates()
+
+    def before_step(self, grad_norms):
+        self.inner.before_step(grad_norms)
+
+    def after_step(self):
+        self.inner.after_step()
+
+    def after_pair(self, batch):
+        return self.inner.after_pair(batch)
+
+    def matches(self, source):
+        return self.inner.matches(source)
+
+    def check_stream(self, segments):
+        self.inner.check_stream(segments)
+
+    def state_bytes(self, offset_bytes):
+        """The weights' state, plus the memory's text (UTF-8) that the next prompts may quote."""
+        return self.inner.state_bytes(offset_bytes) + sum(len(s.encode()) + len(t.encode()) for s, t, *_ in self.pairs)
+
+    def info(self):
+        return {"k": self.k, "retrieval": self.retrieval, "threshold": self.threshold, "weights": self.weights,
+                "weights_info": self.inner.info()}

@@ -1,0 +1,108 @@
+"""method=icl's retrieval (which earlier post-edits a prompt quotes) and the CXMI of that context, on constructed
+streams and log-probabilities; the method on a real decoder-only model: tests/test_causal.py, tests/test_demo_lm.py."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from adaptsim import CONFIG_DIR
+from adaptsim.errors import UserError
+from adaptsim.methods import build
+from adaptsim.metrics import cxmi
+
+
+def fake_model(encoder_decoder: bool = False):
+    """What InContext looks at of a model (nothing is trained with weights=none)."""
+    return SimpleNamespace(net=SimpleNamespace(config=SimpleNamespace(is_encoder_decoder=encoder_decoder,
+                                                                      model_type="llama")),
+                           named_parameters=lambda: {})
+
+
+def icl(**settings):
+    cfg = OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / "icl.yaml"), settings)
+    return build(cfg, fake_model())
+
+
+STREAM = [("a", "Open the file.", "Öffne die Datei."), ("a", "Close the window.", "Schließe das Fenster."),
+          ("a", "Open the files.", "Öffne die Dateien."), ("b", "Print the page.", "Drucke die Seite."),
+          ("b", "Open the file now.", "Öffne die Datei jetzt."), ("b", "Print the pages.", "Drucke die Seiten.")]
+
+
+def walk(method, reset_at=()):
+    """The contexts the method gives along STREAM, each pair revealed after its segment (as the loop does)."""
+    contexts = []
+    for i, (doc, src, ref) in enumerate(STREAM):
+        if i in reset_at:
+            method.start_document({})
+        contexts.append(method.context(src, doc))
+        method.revealed(src, ref, doc, i)
+    return contexts
+
+
+@pytest.mark.parametrize("retrieval", ["document", "fuzzy", "both"])
+def test_no_pair_is_quoted_before_its_segment_was_post_edited(retrieval):
+    for i, context in enumerate(walk(icl(retrieval=retrieval, k=5))):
+        assert all(step < i for _, _, step in context)
+        assert all((s, t) == STREAM[step][1:] for s, t, step in context)  # each the post-edit revealed then
+
+
+def test_document_retrieval_quotes_the_documents_last_k_oldest_first():
+    contexts = walk(icl(retrieval="document", k=2))
+    assert [[step for *_, step in c] for c in contexts] == [[], [0], [0, 1], [], [3], [3, 4]]
+
+
+def test_fuzzy_retrieval_quotes_the_most_similar_sources_best_last():
+    contexts = walk(icl(retrieval="fuzzy", k=2))
+    # "Open the file now." is closest to "Open the file." (0), then "Open the files." (2)
+    assert [step for *_, step in contexts[4]] == [2, 0]
+    assert [step for *_, step in contexts[5]][-1] == 3  # "Print the pages." ← "Print the page."
+    high = walk(icl(retrieval="fuzzy", k=2, threshold=90.0))
+    assert [step for *_, step in high[5]] == [3]  # only matches ≥ 90
+
+
+def test_both_adds_the_fuzzy_matches_the_document_does_not_already_give():
+    contexts = walk(icl(retrieval="both", k=1))
+    assert [step for *_, step in contexts[4]] == [0, 3]  # the best fuzzy match, then the document's last pair
+    assert [step for *_, step in contexts[5]] == [3, 4]
+    assert [step for *_, step in contexts[1]] == [0]  # the best match is the document's last pair: quoted once
+    assert len(walk(icl(retrieval="both", k=2))[5]) == 4
+
+
+def test_restoring_theta0_empties_the_memory_as_tm_does():
+    contexts = walk(icl(retrieval="fuzzy", k=3), reset_at=(3,))
+    assert all(step >= 3 for c in contexts[3:] for *_, step in c)
+
+
+def test_an_encoder_decoder_or_an_unknown_weights_method_is_one_line():
+    cfg = OmegaConf.load(CONFIG_DIR / "method" / "icl.yaml")
+    with pytest.raises(UserError, match="decoder-only"):
+        build(cfg, fake_model(encoder_decoder=True))
+    with pytest.raises(UserError, match="method.weights='nonsense'"):
+        icl(weights="nonsense")
+    with pytest.raises(UserError, match="method.retrieval"):
+        icl(retrieval="bm25")
+
+
+def test_context_cxmi_is_the_papers_difference_on_one_model():
+    """CXMI.sent = mean over sentences of (mean log-prob with context − without), as docmt_cxmi.py computes it; a
+    step whose prompt quoted nothing counts 0 (the paper's first sentence of a document)."""
+    rows = [{"prompt_tokens": 10, "logprobs": [-1.0, -2.0]},  # no context
+            {"prompt_tokens": 30, "logprobs": [-1.0, -3.0, -0.5], "logprobs_context": [-0.5, -1.0, -0.5]},
+            {"prompt_tokens": 40, "logprobs": [-4.0], "logprobs_context": [-5.0]}]
+    values = cxmi.context_values(rows)
+    assert [v.tolist() for v in values] == [[0.0, 0.0], [0.5, 2.0, 0.0], [-1.0]]
+    per_sentence = [0.0, (2.5 / 3), -1.0]
+    sent = cxmi.statistics("CXMI.sent", values)
+    assert sent[:, 0].sum() / sent[:, 1].sum() == pytest.approx(np.mean(per_sentence))
+    seg = cxmi.statistics("CXMI/seg", values)
+    assert seg[:, 0].sum() / seg[:, 1].sum() == pytest.approx((0 + 2.5 - 1) / 3)
+    token = cxmi.statistics("CXMI", values)
+    assert token[:, 0].sum() / token[:, 1].sum() == pytest.approx(1.5 / 6)
+    assert cxmi.reads_context(rows) and not cxmi.reads_context(rows[:1])
+
+
+def test_context_cxmi_refuses_a_model_without_prompts():
+    with pytest.raises(UserError, match="reads context"):
+        cxmi.context_values([{"logprobs": [-1.0]}])
