@@ -5,10 +5,15 @@ overrides first (composing once per sweep value) so the user gets a short usage 
 Here: composition (`compose`), the checks before Hydra starts (overrides, the output directory, a resume), the
 launch (`launch`, `run_task`) and `--help`. The job bookkeeping every launcher shares (claims, a job's end, failed
 jobs, what runs around a job) is adaptsim/jobs.py.
+
+The command line is read by Hydra's own parser and run through Hydra's own API, as `hydra.main` runs it, on the
+config adaptsim composed and checked: a single run is Hydra's `run_job` on that config (composed once, not three
+times), a sweep Hydra's `multirun` (its sweeper and launcher), `--cfg`/`--info`/`--hydra-help` Hydra's.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import os
@@ -18,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-import hydra
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra._internal.utils import get_args_parser, run_and_report
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -31,34 +36,39 @@ from adaptsim.jobs import (SWEEP_CLAIM, basic_sweep_jobs, claim_job, claim_sweep
 from adaptsim.outputs import JobSummary, job_fields, write_bytes_atomic, write_json_atomic
 from adaptsim.resume import check as resume_check
 
-# Hydra's own flags that take a value as the next argument.
-_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
-                     "--config-dir", "-cd", "--experimental-rerun"}
-_INFO_VALUES = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
+# Hydra's flags that choose other configs than the command's: adaptsim's commands compose their own
+_OTHER_CONFIGS = ("config_path", "config_name", "config_dir", "experimental_rerun")
 
 
-def split_overrides(argv: list[str]) -> list[str]:
-    """The key=value arguments of a Hydra command line (flags and their values left out)."""
-    out, skip = [], False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-        elif arg.startswith("-"):
-            skip = arg in _FLAGS_WITH_VALUE or (arg in ("--info", "-i") and i + 1 < len(argv)
-                                                 and argv[i + 1] in _INFO_VALUES)
-        else:
-            out.append(arg)
-    return out
+def _usage(command: str) -> str:
+    return f"usage: adaptsim {command} [-m] [key=value …]   (--help lists config groups)"
+
+
+def arguments(command: str, argv: list[str]) -> argparse.Namespace:
+    """The command line as Hydra's own parser reads it (overrides, -m, --cfg, …); a bad one is the usage line and
+    exit code 2."""
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            print(_usage(command), file=sys.stderr)
+            self.exit(2, f"adaptsim {command}: error: {message}\n")
+
+    parser = Parser(add_help=False, parents=[get_args_parser()], prog=f"adaptsim {command}")
+    args = parser.parse_args(argv)
+    chosen = [name for name in _OTHER_CONFIGS if getattr(args, name, None)]
+    if chosen or args.shell_completion:
+        parser.error(f"--{(chosen or ['shell_completion'])[0].replace('_', '-')} is not supported: adaptsim's "
+                     "commands compose their own configs (override any key with key=value)")
+    return args
 
 
 @contextlib.contextmanager
 def _configs():
-    """Hydra initialised on adaptsim's configs for the block, and cleared after it (Hydra keeps one global
-    instance; leaving it set breaks the next initialisation)."""
+    """Hydra initialised on adaptsim's configs for the block (its instance yielded), and cleared after it (Hydra
+    keeps one global instance; leaving it set breaks the next initialisation)."""
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            yield
+            yield GlobalHydra.instance().hydra
     finally:
         GlobalHydra.instance().clear()
 
@@ -70,22 +80,25 @@ def compose(config_name: str, overrides: list[str] = (), hydra_node: bool = Fals
         return hydra_compose(config_name, overrides=list(overrides), return_hydra_config=hydra_node)
 
 
-def check_overrides(config_name: str, argv: list[str]) -> str | None:
-    """Return an error message if the overrides do not compose, else None."""
-    return compose_variants(config_name, argv)[0]
+def check_overrides(config_name: str, overrides: list[str]) -> str | None:
+    """Return an error message if the overrides of a single run do not compose, else None."""
+    return compose_variants(config_name, overrides, multirun=False)[0]
 
 
-def compose_variants(config_name: str, argv: list[str]) -> tuple[str | None, list]:
+def compose_variants(config_name: str, overrides: list[str], multirun: bool = True) -> tuple[str | None, list]:
     """(error message or None, the composed configs with Hydra's node: the first value of every sweep, then
-    each other sweep value once)."""
+    each other sweep value once). Without `multirun` a sweep is an error, as Hydra's run makes it."""
     try:
-        parsed = OverridesParser.create().parse_overrides(split_overrides(argv))
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
     except Exception as e:  # OverrideParseException: bad syntax
         return str(e).splitlines()[0], []
     base, sweeps = [], []
     for o in parsed:
         key = o.get_key_element()
         if o.is_sweep_override():
+            if not multirun:
+                return (f"{o.input_line}: a sweep needs -m (a list is {key}=[…]; a text with commas is quoted: "
+                        f"{key}='…')"), []
             values = list(o.sweep_string_iterator())
             base.append(f"{key}={values[0]}")
             sweeps.append((len(base) - 1, key, values[1:]))
@@ -197,29 +210,36 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     failed, as the jobs' summaries on disk say (`failed_jobs`). In a parallel launcher's worker process
     (joblib, submitit) the error is raised again after printing: that is how such a launcher learns of it.
     """
-    error, cfgs = compose_variants(config_name, argv)
-    if not error and any(a in ("--help", "-h") for a in argv):
+    args = arguments(command, argv)
+    error, cfgs = compose_variants(config_name, args.overrides, args.multirun)
+    if not error and args.help:
         print(help_text(command, cfgs[0]))
         return 0
     if error:
-        print(f"usage: adaptsim {command} [-m] [key=value …]   (--help lists config groups)", file=sys.stderr)
+        print(_usage(command), file=sys.stderr)
         print(f"adaptsim {command}: error: {error}", file=sys.stderr)
         sys.exit(2)
-    multirun = any(a in ("-m", "--multirun") for a in argv)
-    out_dir, claimed = None, None
-    if not any(a in ("--cfg", "-c", "--help", "-h", "--hydra-help", "--info", "-i") for a in argv):
-        out_dir, claimed, finished = claim_output_dir(cfgs, multirun, command, split_overrides(argv))
-        if claimed is not None and claimed.finished:
-            print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
-            return 0
-        if finished:  # a resumed sweep with nothing to run: Hydra is not started, no run's file is rewritten
-            for job_dir in finished:
-                print(f"adaptsim {command}: {job_dir}: finished already; nothing to resume", file=sys.stderr)
-            write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
-            _say_outputs(command, out_dir)
-            return 0
-        if out_dir is not None:
-            argv = [*argv, f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"]
+    if args.cfg or args.info or args.hydra_help:  # Hydra shows, nothing runs
+        with _configs() as hydra:
+            run_and_report(lambda: hydra.show_cfg(config_name, args.overrides, args.cfg, args.package, args.resolve)
+                           if args.cfg else hydra.show_info(args.info, config_name, args.overrides) if args.info
+                           else hydra.hydra_help(config_name, get_args_parser(), args))
+        return 0
+    multirun = args.multirun
+    overrides = list(args.overrides)
+    out_dir, claimed, finished = claim_output_dir(cfgs, multirun, command, overrides)
+    if claimed is not None and claimed.finished:
+        print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
+        return 0
+    if finished:  # a resumed sweep with nothing to run: Hydra is not started, no run's file is rewritten
+        for job_dir in finished:
+            print(f"adaptsim {command}: {job_dir}: finished already; nothing to resume", file=sys.stderr)
+        write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
+        _say_outputs(command, out_dir)
+        return 0
+    # the directory claimed, and the mode as `hydra.main` adds it
+    added = [f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"] if out_dir is not None else []
+    added += [f"hydra.mode={'MULTIRUN' if multirun else 'RUN'}"]
     # a resumed sweep that fails keeps the record of the sweep that was resumed: Hydra rewrites multirun.yaml
     # (the sweep's jobs, for `table`) before any job can fail
     record = out_dir / "multirun.yaml" if multirun and out_dir is not None else None
@@ -241,13 +261,13 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
             if os.getpid() != main_pid:
                 raise
 
-    app = hydra.main(config_path=str(CONFIG_DIR), config_name=config_name, version_base="1.3")(job)
-    saved = sys.argv
-    sys.argv = [f"adaptsim {command}", *argv]
     try:
-        app()
+        with _configs() as hydra:
+            if multirun:
+                run_and_report(lambda: hydra.multirun(config_name, job, overrides + added))
+            else:
+                run_and_report(lambda: _run(hydra, job, cfgs[0], out_dir, added))
     finally:
-        sys.argv = saved
         if multirun and out_dir is not None:  # the sweep's claim says it ended (a resume may take it over)
             write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
     failed = failed_jobs(out_dir, multirun, since)
@@ -257,6 +277,30 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         _say_outputs(command, out_dir)
     return 1 if failed or (refused and not multirun) else 0
 
+
+
+def _run(hydra, job: Callable, cfg, out_dir: Path | None, added: list[str]) -> None:
+    """A single run, as Hydra's own `run` does it (hydra/_internal/hydra.py `Hydra.run`), on the config composed and
+    checked already: what the launch adds (`added`: the claimed directory `out_dir`, the mode) set in it and
+    recorded among its overrides, as composing again with them would."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra.core.utils import run_job
+    from hydra.types import HydraContext, RunMode
+    from omegaconf import open_dict
+
+    with open_dict(cfg):
+        cfg.hydra.mode = RunMode.RUN
+        if out_dir is not None:
+            cfg.hydra.run.dir = str(out_dir)
+        for override in added:
+            cfg.hydra.overrides.hydra.append(override)
+    callbacks = Callbacks(cfg)
+    name = cfg.hydra.job.config_name
+    callbacks.on_run_start(config=cfg, config_name=name)
+    ret = run_job(hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks),
+                  task_function=job, config=cfg, job_dir_key="hydra.run.dir", job_subdir_key=None)
+    callbacks.on_run_end(config=cfg, config_name=name, job_return=ret)
+    ret.return_value  # noqa: B018 (raises the job's exception, as Hydra's `run` does)
 
 
 def _say_outputs(command: str, sweep_dir: Path) -> None:
