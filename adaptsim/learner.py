@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from adaptsim import allocator, methods
 from adaptsim.data import Dataset, check_lengths, load_documents
 from adaptsim.errors import UserError
-from adaptsim.model import Seq2SeqModel
+from adaptsim.model import Model, load_model
 from adaptsim.update import Diverged, Snapshot, Updater, UpdateResult
 from adaptsim.validate import validate
 
@@ -26,7 +26,7 @@ log = logging.getLogger("adaptsim")
 Doc = TypeVar("Doc")
 
 
-def load(cfg: DictConfig, limit: int | None = None) -> tuple[Seq2SeqModel, Dataset]:
+def load(cfg: DictConfig, limit: int | None = None) -> tuple[Model, Dataset]:
     """Settings checked, seed, threads, allocator (glibc's tuned where jemalloc is not in use), data (its first
     `limit` segments that fit the model, if given), then the model (bad data fails before a model is loaded)."""
     validate(cfg)
@@ -39,7 +39,7 @@ def load(cfg: DictConfig, limit: int | None = None) -> tuple[Seq2SeqModel, Datas
     if str(cfg.device).startswith("cuda"):
         deterministic_cuda()
     documents = load_documents(cfg.dataset)
-    model = Seq2SeqModel.from_config(cfg.model, cfg.device)
+    model = load_model(cfg.model, cfg.device)
     documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens, limit)
     return model, documents
 
@@ -91,7 +91,7 @@ class Learner:
     built (lora draws its adapters there; nothing later draws), so what a run draws does not depend on what was
     loaded or built before it in the same process (lockstep builds K methods after one model)."""
 
-    def __init__(self, model: Seq2SeqModel, method_cfg: DictConfig, update_cfg: DictConfig, reset: str, seed: int):
+    def __init__(self, model: Model, method_cfg: DictConfig, update_cfg: DictConfig, reset: str, seed: int):
         self.model = model
         torch.manual_seed(seed)
         self.method = methods.build(method_cfg, model)

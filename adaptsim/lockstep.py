@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from adaptsim import methods
 from adaptsim.errors import UserError
-from adaptsim.model import Seq2SeqModel
+from adaptsim.model import Model
 from adaptsim.learner import Learner, load
 from adaptsim.outputs import JobSummary, RecordWriter, compress_records, speaking_for
 from adaptsim.rules import flatten
@@ -41,7 +41,7 @@ from adaptsim.validate import validate
 SHARED = ("model", "dataset", "decode", "device", "threads", "malloc_tuning")  # settings lockstep runs must share
 
 
-def share(model: Seq2SeqModel, own: set[int] = frozenset()) -> Seq2SeqModel:
+def share(model: Model, own: set[int] = frozenset()) -> Model:
     """A clone of `model` with modules of its own, sharing its parameters and buffers except the parameters whose
     ids are in `own`, which the clone gets copies of (everywhere they occur: tied matrices stay tied)."""
     memo = {id(t): t for t in (*model.net.parameters(), *model.net.buffers()) if id(t) not in own}
@@ -49,10 +49,10 @@ def share(model: Seq2SeqModel, own: set[int] = frozenset()) -> Seq2SeqModel:
     for p in net.parameters():
         if id(p) not in memo:  # a copy of its own: trainable, whatever another run made of the original
             p.requires_grad_(True)
-    return Seq2SeqModel(net, model.tokenizer, model.device, model.languages)
+    return model.with_net(net)
 
 
-def learners(base: Seq2SeqModel, cfgs: list[DictConfig]) -> list[Learner]:
+def learners(base: Model, cfgs: list[DictConfig]) -> list[Learner]:
     """One learner per run config, each on a clone of `base` that owns exactly the tensors its method trains.
     Which tensors those are, each method says once built: on a private copy of the model (methods add hooks to
     modules and tensors they are built on), before any run freezes the tensors it shares. (Each learner seeds

@@ -1,7 +1,9 @@
 """The model layer: a seq2seq NMT model + its sentencepiece tokenizer, translating and scoring one pair.
 
-The model stays in eval() mode for its whole life: the paper adapts without dropout, so updates run
-in eval mode with gradients enabled.
+`Model` is what every model offers the rest of adaptsim; `Seq2SeqModel` (here) is an encoder-decoder,
+adaptsim/causal.py `CausalModel` a decoder-only language model asked to translate by a prompt. `load_model` loads
+`model.path` as the one its checkpoint is. The model stays in eval() mode for its whole life: the paper adapts
+without dropout, so updates run in eval mode with gradients enabled.
 """
 
 from __future__ import annotations
@@ -45,6 +47,63 @@ def _first_line(e: Exception) -> str:
 
 def _weights_file(local: Path) -> Path:
     return next((local / n for n in ("model.safetensors", "pytorch_model.bin") if (local / n).exists()), local)
+
+
+def _local(path) -> Path | None:
+    """The directory `model.path` names, or None for a hub name (owner/name, not a directory here)."""
+    local = Path(path).expanduser()
+    looks_local = local.exists() or str(path).startswith((".", "/", "~")) or str(path).count("/") != 1
+    return local if looks_local else None
+
+
+def load_parts(path: str, auto_class: str):
+    """(network, tokenizer) of `path`, a local directory or (online) a Hugging Face hub name, the network by
+    transformers' `auto_class` (AutoModelForSeq2SeqLM, AutoModelForCausalLM)."""
+    import transformers
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+    local = _local(path)
+    if local is not None and not (local / "config.json").is_file():
+        raise UserError(f"model.path={path}: no model there (expected a directory with config.json, "
+                        "a tokenizer and weights, e.g. from `adaptsim train` or a downloaded OPUS-MT model)")
+    source = str(local if local is not None else path)
+    tokenizer = _from_pretrained(AutoTokenizer, source, path, local, "tokenizer")
+    # float32 whatever the file stores (a model kept in fp16 to halve its size, scripts/device/fp16.py): the
+    # update's SGD steps and the recorded perplexities are float32 arithmetic (update.dtype only autocasts)
+    net = _from_pretrained(getattr(transformers, auto_class), source, path,
+                           _weights_file(local) if local is not None else None, "model", dtype=torch.float32)
+    log.info("loaded %s (%s, %d parameters)", path, net.config.model_type, sum(p.numel() for p in net.parameters()))
+    return net, tokenizer
+
+
+def decoder_only(path) -> bool:
+    """Whether `path` holds a decoder-only language model, by its configuration's `is_encoder_decoder` (which
+    transformers sets for every model type). False where there is no configuration to read or transformers does
+    not know its model type: loading it as a seq2seq model then says why, in one line."""
+    local = _local(path)
+    if local is not None and not (local / "config.json").is_file():
+        return False
+    from transformers import AutoConfig
+
+    try:  # (a hub name offline: the one line loading gives)
+        config = _from_pretrained(AutoConfig, str(local if local is not None else path), path, None, "configuration")
+    except (ValueError, KeyError):  # a model type transformers does not know: loading says so
+        return False
+    return not config.is_encoder_decoder
+
+
+def load_model(model_cfg, device: str = "cpu") -> Model:
+    """The model of a composed model config (`model.path`, its languages or prompt) as the class its checkpoint
+    needs: a decoder-only language model as `CausalModel`, any other as `Seq2SeqModel`. What `run`, `bench`,
+    `select-fixed`, `serve` and a resume's checks load; no setting says which, the checkpoint does."""
+    if decoder_only(model_cfg.path):
+        from adaptsim.causal import CausalModel
+
+        return CausalModel.from_config(model_cfg, device)
+    return Seq2SeqModel.from_config(model_cfg, device)
 
 
 # Files of a model directory that record how it was made (adaptsim train), not what it is: no part of its fingerprint
@@ -141,16 +200,21 @@ def _token_id(tokenizer, token: str, key: str) -> int:
     return int(ids[0])
 
 
-class Seq2SeqModel:
-    reads_context = False  # an encoder-decoder reads the source alone: no earlier pairs in its input (icl)
+class Model:
+    """What a seq2seq model and a decoder-only one share: the network (eval mode, on its device), its tokenizer and
+    `Architecture`; the trainable tensors; a pair's per-token loss from the logits the network computes; the output
+    layer's inputs and the loss from them (`bias`); the second output bias; the vocabulary index of the simulated
+    translator. A subclass says how a pair is laid out and fed (`pair`, `_forward_inputs`, `output_labels`), what
+    follows the output layer (`_logits`), and how it translates (`translate`, `translate_together`, `completions`)."""
 
-    def __init__(self, net, tokenizer, device: str = "cpu", languages: Languages = NO_LANGUAGES):
+    reads_context = False  # whether earlier (source, post-edit) pairs can go into its input (icl)
+    languages = NO_LANGUAGES  # a multilingual seq2seq checkpoint's language tokens (`Seq2SeqModel`)
+
+    def __init__(self, net, tokenizer, device: str = "cpu"):
         self.net = net.to(device).eval()
         self.tokenizer = tokenizer
         self.device = device
         self.arch: Architecture = describe(net)
-        self.languages = languages
-        self._set_language_ids()
         # `decode.max_length` is the one bound on a hypothesis: the checkpoint's own (512 in OPUS-MT's generation
         # config) would make every `generate` call warn that two bounds are set
         self.net.generation_config.max_length = None
@@ -159,6 +223,113 @@ class Seq2SeqModel:
                 param.requires_grad_(False)
         self._output_bias_hook = None
         self._pieces_index: PieceIndex | None = None  # the target vocabulary for prefix searches (`completions`)
+
+    def with_net(self, net) -> Model:
+        """This model (tokenizer, settings) around another network: a clone's (adaptsim/lockstep.py `share`)."""
+        raise NotImplementedError
+
+    # -- a pair's loss ----------------------------------------------------------------------------------
+    def _forward_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return _forward_inputs(batch)
+
+    def output_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """What each position the output layer computes must predict (-100: nothing), from a pair's labels: the
+        labels themselves where the decoder reads the target shifted (seq2seq)."""
+        return labels
+
+    def source_token_ids(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The ids of the pair's source side, what the model reads before the target (`fixed`'s embedding rows)."""
+        return batch["input_ids"]
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The logits from the output layer's inputs, as the network's forward computes them after that layer."""
+        return self.arch.output_layer(hidden)
+
+    def token_nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Each reference token's negative log-probability (nats; </s> included), teacher-forced: their mean is
+        the update rule's loss, the values themselves are what CXMI compares across runs (docs/design.md §4)."""
+        logits = self.net(**self._forward_inputs(batch)).logits
+        return token_nll(logits, self.output_labels(batch["labels"]))
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mean per-token cross-entropy of the reference (no label smoothing); exp() is the perplexity."""
+        return self.token_nll(batch).mean()
+
+    @torch.no_grad()
+    def output_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """What the output layer receives for the pair (the decoder's last states, as the architecture
+        prepares them): with everything below the output layer frozen, `nll_from_output_inputs` then gives
+        the pair's loss without running the network again."""
+        seen = []
+        hook = self.arch.output_layer.register_forward_hook(lambda _m, inputs, _out: seen.append(inputs[0]))
+        try:
+            self.net(**self._forward_inputs(batch))
+        finally:
+            hook.remove()
+        return seen[-1]
+
+    def nll_from_output_inputs(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """`token_nll` from `output_inputs`: the output layer (with its hooks, e.g. a second bias) and what the
+        architecture applies after it (`_logits`), in the same order of operations as transformers' forward, so the
+        values are identical."""
+        return token_nll(self._logits(hidden), self.output_labels(labels))
+
+    # -- parameters --------------------------------------------------------------------------------
+    def named_parameters(self) -> dict[str, nn.Parameter]:
+        return {n: p for n, p in self.net.named_parameters() if n not in self.arch.constants}
+
+    def signature(self) -> str:
+        """A short hash of the trainable tensors' names and shapes: what a list of tensors chosen for one
+        model (method=fixed) must match to be used on another."""
+        import hashlib
+
+        text = "\n".join(f"{n}:{tuple(p.shape)}" for n, p in self.named_parameters().items())
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def add_output_bias(self) -> nn.Parameter:
+        """A second, zero-initialised bias on the output logits (Michel & Neubig 2018), trained by `bias`/`lasso`."""
+        if self._output_bias_hook is not None:
+            raise RuntimeError("the output bias was added already")
+        vocab = self.arch.output_layer.weight.shape[0]
+        bias = nn.Parameter(torch.zeros(vocab, device=self.device))
+        self._output_bias_hook = self.arch.output_layer.register_forward_hook(lambda _m, _i, out: out + bias)
+        return bias
+
+    # -- the simulated translator ------------------------------------------------------------------
+    def _end_id(self) -> int:
+        """The token that ends a hypothesis (what a simulated translator's word may be followed by)."""
+        return self.tokenizer.eos_token_id
+
+    def _special_ids(self) -> set[int]:
+        """The ids that are no text of a hypothesis."""
+        return set(self.tokenizer.all_special_ids)
+
+    def _completion_text(self, generated: list[int]) -> str:
+        """The text of the ids a completion generated (special ids left out already)."""
+        return self.tokenizer.decode(generated, skip_special_tokens=True)
+
+    def piece_index(self) -> PieceIndex:
+        """The target vocabulary indexed for spelling a word begun (built once), or a one-line error where it does not
+        mark word starts the sentencepiece way."""
+        if self._pieces_index is None:
+            self._pieces_index = PieceIndex.sentencepiece(self.tokenizer, self.net.config.vocab_size, self._end_id())
+            if self._pieces_index is None:
+                raise UserError(f"metrics.interactive and serve need a sentencepiece target vocabulary (word starts "
+                                f"marked with ▁); the {self.net.config.model_type} model's has none")
+        return self._pieces_index
+
+
+class Seq2SeqModel(Model):
+    """An encoder-decoder: the source is the encoder's input (with the config's language token or prefix), the
+    reference the decoder's labels."""
+
+    def __init__(self, net, tokenizer, device: str = "cpu", languages: Languages = NO_LANGUAGES):
+        super().__init__(net, tokenizer, device)
+        self.languages = languages
+        self._set_language_ids()
+
+    def with_net(self, net) -> Seq2SeqModel:
+        return Seq2SeqModel(net, self.tokenizer, self.device, self.languages)
 
     def _set_language_ids(self) -> None:
         lang = self.languages
@@ -179,24 +350,7 @@ class Seq2SeqModel:
     @classmethod
     def load(cls, path: str, device: str = "cpu", languages: Languages = NO_LANGUAGES) -> "Seq2SeqModel":
         """Load from a local directory, or (online) a Hugging Face hub name such as Helsinki-NLP/opus-mt-en-de."""
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-
-        local = Path(path).expanduser()
-        looks_local = local.exists() or str(path).startswith((".", "/", "~")) or str(path).count("/") != 1
-        if looks_local and not (local / "config.json").is_file():
-            raise UserError(f"model.path={path}: no model there (expected a directory with config.json, "
-                            "a tokenizer and weights, e.g. from `adaptsim train` or a downloaded OPUS-MT model)")
-        source = str(local) if looks_local else str(path)
-        tokenizer = _from_pretrained(AutoTokenizer, source, path, local if looks_local else None, "tokenizer")
-        # float32 whatever the file stores (a model kept in fp16 to halve its size, scripts/device/fp16.py): the
-        # update's SGD steps and the recorded perplexities are float32 arithmetic (update.dtype only autocasts)
-        net = _from_pretrained(AutoModelForSeq2SeqLM, source, path, _weights_file(local) if looks_local else None,
-                               "model", dtype=torch.float32)
-        log.info("loaded %s (%s, %d parameters)", path, net.config.model_type, sum(p.numel() for p in net.parameters()))
-        return cls(net, tokenizer, device, languages)
+        return cls(*load_parts(path, "AutoModelForSeq2SeqLM"), device, languages)
 
     # -- tokens -------------------------------------------------------------------------------------
     @property
@@ -300,7 +454,7 @@ class Seq2SeqModel:
 
     def _special_ids(self) -> set[int]:
         """The ids that are no text of a hypothesis (a forced language token among them)."""
-        return set(self.tokenizer.all_special_ids) | {self.target_token_id}
+        return super()._special_ids() | {self.target_token_id}
 
     def _encoder_inputs(self, source: str) -> tuple[dict[str, torch.Tensor], int | None]:
         """The encoder's inputs for a source, and the target-language token the decoder must begin with (or None)."""
@@ -311,13 +465,14 @@ class Seq2SeqModel:
 
     def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
                     length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
-                    dtype: str = "float32") -> Completions:
+                    dtype: str = "float32", context: Sequence[tuple[str, str]] = ()) -> Completions:
         """What the system proposes for `source` while a simulated translator corrects its hypothesis
         (`metrics.interactive`, adaptsim/interactive.py): one prefix search kept over all the corrections, started at
         the first (so a hypothesis needing none costs nothing). Its hypotheses are as long as `translate`'s may be.
         It searches in float32 (decode.dtype=bfloat16 is refused with metrics.interactive: adaptsim/validate.py)."""
         if dtype != "float32":
             raise ValueError(f"dtype={dtype!r}: the prefix search runs in float32")
+        _no_context(context)
         def prefixes() -> tuple[list[int], PrefixSearch]:
             inputs, forced = self._encoder_inputs(source)
             head = [decode.start_token(self.net)] + ([forced] if forced is not None else [])
@@ -326,70 +481,13 @@ class Seq2SeqModel:
                                       max_length=longest, length_penalty=length_penalty, search=search)
         return Completions(self, prefixes)
 
-    def piece_index(self) -> PieceIndex:
-        """The target vocabulary indexed for spelling a word begun (built once), or a one-line error where it does not
-        mark word starts the sentencepiece way."""
-        if self._pieces_index is None:
-            self._pieces_index = PieceIndex.sentencepiece(self.tokenizer, self.net.config.vocab_size,
-                                                          self.tokenizer.eos_token_id)
-            if self._pieces_index is None:
-                raise UserError(f"metrics.interactive needs a sentencepiece target vocabulary (word starts marked "
-                                f"with ▁); the {self.net.config.model_type} model's has none")
-        return self._pieces_index
-
-    def token_nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Each reference token's negative log-probability (nats; </s> included), teacher-forced: their mean is
-        the update rule's loss, the values themselves are what CXMI compares across runs (docs/design.md §4)."""
-        logits = self.net(**_forward_inputs(batch)).logits
-        return token_nll(logits, batch["labels"])
-
-    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Mean per-token cross-entropy of the reference (no label smoothing); exp() is the perplexity."""
-        return self.token_nll(batch).mean()
-
-    @torch.no_grad()
-    def output_inputs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """What the output layer receives for the pair (the decoder's last states, as the architecture
-        prepares them): with everything below the output layer frozen, `nll_from_output_inputs` then gives
-        the pair's loss without running the network again."""
-        seen = []
-        hook = self.arch.output_layer.register_forward_hook(lambda _m, inputs, _out: seen.append(inputs[0]))
-        try:
-            self.net(**_forward_inputs(batch))
-        finally:
-            hook.remove()
-        return seen[-1]
-
-    def nll_from_output_inputs(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """`token_nll` from `output_inputs`: the output layer (with its hooks, e.g. a second bias), the fixed
-        `final_logits_bias` where the architecture adds one (Marian, mBART), in the same order of operations as
-        transformers' forward, so the values are identical."""
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The output layer, then the fixed `final_logits_bias` where the architecture adds one (Marian, mBART)."""
         logits = self.arch.output_layer(hidden)
         final = getattr(self.net, "final_logits_bias", None)
         if final is not None:
             logits = logits + final
-        return token_nll(logits, labels)
-
-    # -- parameters --------------------------------------------------------------------------------
-    def named_parameters(self) -> dict[str, nn.Parameter]:
-        return {n: p for n, p in self.net.named_parameters() if n not in self.arch.constants}
-
-    def signature(self) -> str:
-        """A short hash of the trainable tensors' names and shapes: what a list of tensors chosen for one
-        model (method=fixed) must match to be used on another."""
-        import hashlib
-
-        text = "\n".join(f"{n}:{tuple(p.shape)}" for n, p in self.named_parameters().items())
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def add_output_bias(self) -> nn.Parameter:
-        """A second, zero-initialised bias on the output logits (Michel & Neubig 2018), trained by `bias`/`lasso`."""
-        if self._output_bias_hook is not None:
-            raise RuntimeError("the output bias was added already")
-        vocab = self.arch.output_layer.weight.shape[0]
-        bias = nn.Parameter(torch.zeros(vocab, device=self.device))
-        self._output_bias_hook = self.arch.output_layer.register_forward_hook(lambda _m, _i, out: out + bias)
-        return bias
+        return logits
 
 
 class Completions:
@@ -399,7 +497,7 @@ class Completions:
     by the first generated pieces (adaptsim/decode/prefix.py `Spelling`); the user's text is kept verbatim and the
     continuation appended (nothing, where no pieces spell the word begun)."""
 
-    def __init__(self, model: Seq2SeqModel, start: Callable[[], tuple[list[int], PrefixSearch]]):
+    def __init__(self, model: Model, start: Callable[[], tuple[list[int], PrefixSearch]]):
         self.model, self.start = model, start
         self.head: list[int] | None = None
         self.prefixes: PrefixSearch | None = None
@@ -415,7 +513,7 @@ class Completions:
         forced = self.head + (self.model._target_body(whole) if whole else [])
         ids = self.prefixes(forced, Spelling(index, len(forced), WORD_START + begun))
         generated = [i for i in ids[len(forced):] if i not in self.special]
-        text = self.model.tokenizer.decode(generated, skip_special_tokens=True)
+        text = self.model._completion_text(generated)
         return validated + text[len(begun):] if text.startswith(begun) else validated
 
     @property

@@ -129,19 +129,19 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
     from adaptsim import methods
     from adaptsim.data import check_lengths, load_documents
     from adaptsim.data.types import fingerprint
-    from adaptsim.model import Seq2SeqModel
+    from adaptsim.model import load_model
     from adaptsim.model import fingerprint as model_fingerprint
 
     key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True),
                       OmegaConf.to_container(cfg.dataset, resolve=True), command, cfg.get("segments")],
                      sort_keys=True, default=str)
     if key not in computed:
-        model = Seq2SeqModel.from_config(cfg.model)
+        model = load_model(cfg.model)
         documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens,
                                      cfg.segments if command == "bench" else None)
         computed[key] = {"model_fingerprint": model_fingerprint(cfg.model.path),
                          "data_fingerprint": fingerprint(documents)}
     out = dict(computed[key])
     if resources:
-        out["method_info"] = methods.build(cfg.method, Seq2SeqModel.from_config(cfg.model)).info()
+        out["method_info"] = methods.build(cfg.method, load_model(cfg.model)).info()
     return recorded_fingerprints(out)

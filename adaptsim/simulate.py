@@ -9,6 +9,7 @@ simulation keeps what it records. Data flows one way: data → model → method/
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 import logging
 import os
 import statistics
@@ -92,7 +93,7 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
                                                                 turns[group[0]].seg.source, context=pairs, **decode)))
                 seconds |= dict.fromkeys(group, (time.perf_counter() - t) / len(group))
             for run, turn in turns.items():
-                efforts[run] = run.interact(turn.seg, hyps[run])
+                efforts[run] = run.interact(turn.seg, hyps[run], turn.pairs)
             for run in list(active):
                 try:
                     if run in turns:
@@ -367,12 +368,12 @@ class Simulation:
         return point
 
     @own_log
-    def interact(self, seg, translation: Translation) -> Effort | None:
+    def interact(self, seg, translation: Translation, context: Sequence[tuple[str, str]] = ()) -> Effort | None:
         """The simulated translator's corrections of this hypothesis (`metrics.interactive`; None when off), with
-        the model as it translated it."""
+        the model and the prompt's context as it translated it."""
         if self.interactive == "off":
             return None
-        system = self.learner.model.completions(seg.source, **self.cfg.decode)
+        system = self.learner.model.completions(seg.source, context=context, **self.cfg.decode)
         return interactive.simulate(self.interactive, self.cfg.metrics.interactive_costs, seg.reference,
                                     translation.text, system.propose, self.cfg.metrics.max_corrections,
                                     lambda: system.calls)

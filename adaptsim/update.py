@@ -19,7 +19,7 @@ import torch
 
 from adaptsim import config_defaults
 from adaptsim.methods.base import Method
-from adaptsim.model import Seq2SeqModel
+from adaptsim.model import Model
 
 
 _RULE = config_defaults("run.yaml:update")  # the update rule's defaults (their home: configs/run.yaml)
@@ -73,7 +73,7 @@ def clip_per_tensor_(grads: list[torch.Tensor], max_norm: float) -> list[torch.T
 
 
 class Updater:
-    def __init__(self, model: Seq2SeqModel, method: Method, clip_norm: float = _RULE["clip_norm"],
+    def __init__(self, model: Model, method: Method, clip_norm: float = _RULE["clip_norm"],
                  ppl_threshold: float = _RULE["ppl_threshold"], min_updates: int = _RULE["min_updates"],
                  max_updates: int = _RULE["max_updates"], on_divergence: str = _RULE["on_divergence"],
                  dtype: str = _RULE["dtype"]):

@@ -1,9 +1,14 @@
 """Per-architecture knowledge the adaptation methods need, one small function per architecture.
 
 Methods never reach into a model's attribute names: they ask the `Architecture` for the ordered
-encoder/decoder layers, which parameters are embeddings (and in which role), and the module whose
-output are the logits (where `bias`/`lasso` add their second bias). A new architecture is one more
-function like `marian`, registered in `ARCHITECTURES` under its `config.model_type`.
+encoder/decoder layers, which parameters are embeddings (and in which role), the module whose
+output are the logits (where `bias`/`lasso` add their second bias) and the linear maps `lora` adapts by
+default. A new architecture is one more function like `marian`, registered in `ARCHITECTURES` under its
+`config.model_type`.
+
+Decoder-only (causal) language models (GPT-2, Llama, Mistral, Qwen2/3, Gemma 1/2/3) have no encoder: their
+`encoder_layers` is empty, their blocks are the decoder layers, and the one input embedding reads both the
+source (in the prompt) and the target, so it has both roles (and "output" where lm_head is tied to it).
 
 What is *not* here: how a multilingual model is told the languages (NLLB/M2M100's and mBART-50's
 language tokens, T5's task prefix). That is a property of the checkpoint, not of the architecture (one
@@ -38,6 +43,13 @@ class Architecture:
     # multilingual checkpoints of this architecture translate into the language of the first target
     # token, which must be forced: model.languages.target_token is then required
     needs_target_token: bool = False
+    # shell patterns over module names: the attention and feed-forward linear maps, what `lora` adapts with
+    # `modules: auto` (not the output projection); a pattern may match nothing (T5 v1.0 has wi, v1.1 wi_0/wi_1)
+    adapted_maps: tuple[str, ...] = ("*.q_proj", "*.k_proj", "*.v_proj", "*.out_proj", "*.fc1", "*.fc2")
+
+    @property
+    def decoder_only(self) -> bool:
+        return not self.encoder_layers
 
 
 def _roles(model, source: nn.Module, target: nn.Module, output: nn.Module) -> dict[str, set[str]]:
@@ -99,7 +111,8 @@ def t5(model) -> Architecture:
     table (relative positions), so no constants and no max_positions."""
     return Architecture(list(model.encoder.block), list(model.decoder.block),
                         _roles(model, model.encoder.embed_tokens, model.decoder.embed_tokens, model.lm_head),
-                        model.lm_head, [], None)
+                        model.lm_head, [], None, adapted_maps=("*.q", "*.k", "*.v", "*.o", "*.wi", "*.wi_0",
+                                                                "*.wi_1", "*.wo"))
 
 
 def fsmt(model) -> Architecture:
@@ -117,7 +130,34 @@ def fsmt(model) -> Architecture:
                         int(model.config.max_position_embeddings))
 
 
-ARCHITECTURES = {"marian": marian, "m2m_100": m2m_100, "mbart": mbart, "t5": t5, "mt5": t5, "fsmt": fsmt}
+def gpt2(model) -> Architecture:
+    """GPT2LMHeadModel: blocks `transformer.h`; learned positions `wpe` (trained by `full`/`lasso` like any tensor,
+    as mBART's); `lm_head` tied to `wte`. Its linear maps are transformers' `Conv1D` (weight stored in × out, which
+    `lora` handles): `attn.c_attn` (q, k and v in one map: one adapter over all three, as peft adapts it),
+    `attn.c_proj`, `mlp.c_fc`, `mlp.c_proj`."""
+    inner = model.transformer
+    return Architecture([], list(inner.h), _roles(model, inner.wte, inner.wte, model.lm_head), model.lm_head, [],
+                        int(model.config.n_positions),
+                        adapted_maps=("*.attn.c_attn", "*.attn.c_proj", "*.mlp.c_fc", "*.mlp.c_proj"))
+
+
+def llama(model) -> Architecture:
+    """LlamaForCausalLM and the models laid out as it is: `model.embed_tokens`, blocks `model.layers`, `model.norm`,
+    `lm_head` (tied to the embeddings or not: roles say which). Mistral, Qwen2 (biases on q, k, v), Qwen3 (norms on
+    q and k), Gemma (embeddings scaled by √d inside the model, a buffer), Gemma 2 (logits soft-capped after lm_head:
+    adaptsim/causal.py applies the cap where it computes logits from lm_head's inputs, as the forward does) and
+    Gemma 3's text model. Rotary positions are buffers: no constants; `max_position_embeddings` is the longest
+    sequence, prompt and target together."""
+    inner = model.model
+    return Architecture([], list(inner.layers), _roles(model, inner.embed_tokens, inner.embed_tokens, model.lm_head),
+                        model.lm_head, [], int(model.config.max_position_embeddings),
+                        adapted_maps=("*.q_proj", "*.k_proj", "*.v_proj", "*.o_proj", "*.gate_proj", "*.up_proj",
+                                      "*.down_proj"))
+
+
+ARCHITECTURES = {"marian": marian, "m2m_100": m2m_100, "mbart": mbart, "t5": t5, "mt5": t5, "fsmt": fsmt,
+                 "gpt2": gpt2, "llama": llama, "mistral": llama, "qwen2": llama, "qwen3": llama, "gemma": llama,
+                 "gemma2": llama, "gemma3_text": llama}
 
 
 def describe(model) -> Architecture:

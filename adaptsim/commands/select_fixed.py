@@ -42,7 +42,7 @@ from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.methods.budget import fill_budget, resolve_budget
 from adaptsim.methods.fixed import list_path, pair_key
-from adaptsim.model import Seq2SeqModel
+from adaptsim.model import Model, load_model
 from adaptsim.outputs import SIMULATIONS, JobSummary
 from adaptsim.progress import progress
 from adaptsim.learner import Learner, load
@@ -64,7 +64,7 @@ def task(cfg: DictConfig, job: JobSummary) -> None:
           f"over {report['documents']} documents -> {report['output']}", flush=True)
 
 
-def blocks(model: Seq2SeqModel) -> dict[str, list[str]]:
+def blocks(model: Model) -> dict[str, list[str]]:
     """Candidate blocks: name -> the non-embedding tensors in it (see the module docstring)."""
     named = model.named_parameters()
     name_of = {id(p): n for n, p in named.items()}
@@ -108,8 +108,8 @@ class HeldOut:
             self.done = dict(_record(record, n, line) for n, line in enumerate(whole.splitlines(), 1))
             log.info("select-fixed: %d simulations taken back from %s", len(self.done), record)
 
-    def _model(self) -> Seq2SeqModel:
-        return Seq2SeqModel.from_config(self.cfg.model, self.cfg.device)
+    def _model(self) -> Model:
+        return load_model(self.cfg.model, self.cfg.device)
 
     def loss(self, params: list[str]) -> float:
         """Token-weighted mean cross-entropy of every held-out reference before its own update."""
@@ -125,7 +125,7 @@ class HeldOut:
                 f.write(json.dumps({"key": key, "tensors": len(params), "loss": loss}) + "\n")
         return loss
 
-    def _simulate(self, model: Seq2SeqModel, params: list[str]) -> float:
+    def _simulate(self, model: Model, params: list[str]) -> float:
         learner = Learner(model, OmegaConf.merge(self.cfg.method, {"params": params}), self.cfg["update"],
                           self.cfg.reset, self.cfg.seed)
         nll = tokens = 0.0
@@ -191,7 +191,7 @@ def select(cfg: DictConfig, record: Path | None = None) -> dict:
     return report
 
 
-def model_identity(cfg: DictConfig, model: Seq2SeqModel) -> dict:
+def model_identity(cfg: DictConfig, model: Model) -> dict:
     return {"name": str(cfg.model.name), "parameters": sum(p.numel() for p in model.named_parameters().values()),
             "signature": model.signature()}
 

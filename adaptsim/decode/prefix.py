@@ -12,6 +12,9 @@ it calls `generate` with the prefix as `decoder_input_ids`, re-encoding each tim
 decoder sequence, prefix included: a hypothesis is never longer than the first translation may be, and a prefix that
 fills it is returned as it is.
 
+A decoder-only model (adaptsim/causal.py) has no source to encode: its forced ids are the prompt followed by the
+validated target, and `generate` continues them (`_generate` is its to override).
+
 `Spelling` is the constraint, a logits processor usable by both: the first generated pieces must spell `text`
 (sentencepiece pieces, whose "▁" marks a word's start): a piece is allowed while it is a prefix of what is left to
 spell, or what is left is a prefix of the piece; a beam that cannot go on spelling is dropped (-inf). "▁" alone means
@@ -119,6 +122,7 @@ class PrefixSearch:
         self.beam_size, self.max_length, self.length_penalty = beam_size, max_length, length_penalty
         self.lean = search == "lean" and lean_applies(net)
         self.calls = 0
+        self.ends = end_tokens(net)  # the tokens that end a hypothesis
         if self.lean:
             self._fed: list[int] = []  # the tokens whose keys and values `self._step`'s cache holds
             self._step = marian.MarianStep([net], input_ids, attention_mask, beam_size)
@@ -132,20 +136,24 @@ class PrefixSearch:
             return list(forced)
         self.calls += 1
         if not self.lean:
-            from transformers import LogitsProcessorList
-
-            out = self.net.generate(input_ids=self.input_ids, attention_mask=self.attention_mask,
-                                    decoder_input_ids=torch.tensor([forced], device=self.input_ids.device),
-                                    num_beams=self.beam_size, max_new_tokens=self.max_length - prompt,
-                                    length_penalty=self.length_penalty, do_sample=False, early_stopping=True,
-                                    logits_processor=LogitsProcessorList([constraint] if constraint else []))
-            return self._through_end(out[0].tolist(), prompt)
+            return self._through_end(self._generate(forced, constraint), prompt)
         search, processors = lean_search(self.net, self.beam_size, self.max_length, self.length_penalty, None,
                                          self.input_ids.device)
         step = self._prefilled(forced[:-1])
         start = torch.tensor([forced], dtype=torch.long, device=self.input_ids.device)
         ids = beam_search(step, start, search, processors + ([constraint] if constraint else [])).tolist()[0]
         return self._through_end(ids, prompt)
+
+    def _generate(self, forced: list[int], constraint) -> list[int]:
+        """`generate` from the source with the forced decoder prefix (the search where the lean one does not apply)."""
+        from transformers import LogitsProcessorList
+
+        out = self.net.generate(input_ids=self.input_ids, attention_mask=self.attention_mask,
+                                decoder_input_ids=torch.tensor([forced], device=self.input_ids.device),
+                                num_beams=self.beam_size, max_new_tokens=self.max_length - len(forced),
+                                length_penalty=self.length_penalty, do_sample=False, early_stopping=True,
+                                logits_processor=LogitsProcessorList([constraint] if constraint else []))
+        return out[0].tolist()
 
     def _prefilled(self, tokens: list[int]) -> marian.MarianStep:
         """A decoder step whose cache holds `tokens`, from the kept one: cut back to what it shares with them, then
@@ -162,6 +170,5 @@ class PrefixSearch:
 
     def _through_end(self, ids: list[int], prompt: int) -> list[int]:
         """The hypothesis up to its first end-of-sentence token after the prompt (what follows is padding)."""
-        eos = end_tokens(self.net)
-        end = next((j for j in range(prompt, len(ids)) if ids[j] in eos), len(ids) - 1)
+        end = next((j for j in range(prompt, len(ids)) if ids[j] in self.ends), len(ids) - 1)
         return ids[:end + 1]

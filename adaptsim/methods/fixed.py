@@ -16,6 +16,8 @@ tied to the target embeddings and the output projection (OPUS-MT), the paper is 
 intent: `embedding_rows: source` (default) trains only the rows of the pair's source tokens (their
 gradient then also carries the target/output roles of those tokens); `pair` also trains the rows of its
 reference tokens. With a separate source matrix both are the same, as no other row gets a gradient.
+A decoder-only model reads its source in the prompt through the one input embedding matrix: its source rows are
+those of the prompt's tokens (instruction, context and source; `Model.source_token_ids`).
 """
 
 from __future__ import annotations
@@ -128,7 +130,7 @@ class Fixed(Method):
         heldout_overlap(self.heldout, segments, f"method.list={self.list}")
 
     def start_pair(self, batch):
-        ids = batch["input_ids"]
+        ids = self.model.source_token_ids(batch)  # a decoder-only model's: its prompt's
         if self.rows_of == "pair":
             labels = batch["labels"]
             ids = torch.cat([ids.flatten(), labels[labels >= 0]])

@@ -22,12 +22,15 @@ mode (no dropout, as the paper adapts), and merging would change θ0.
 
 Choices the sources leave open for this setting (all settings, configs/method/lora.yaml):
 
-- `modules`: shell patterns over the names of the network's nn.Linear modules; each must match at least one.
-  Default: every linear map of the attention blocks (self- and cross-attention q, k, v, output) and the
-  feed-forward blocks of encoder and decoder. Hu et al. adapt only W_q and W_v of a large language model;
-  immediate adaptation asks for new target words, so the decoder's feed-forward and cross-attention maps are
-  included too (Dettmers et al. 2023, QLoRA, report that adapting all linear layers matters more than the
-  rank). The output projection (tied to the embeddings in OPUS-MT) is not adapted by default: `bias` covers it.
+- `modules`: shell patterns over the names of the network's linear maps (nn.Linear, and transformers' Conv1D, GPT-2's
+  linear map with its weight stored in × out); each must match at least one. Default `auto`: the architecture's
+  attention and feed-forward maps (adaptsim/arch `Architecture.adapted_maps`: q, k, v, output of self- and
+  cross-attention and the feed-forward maps of every layer, by each architecture's names: Marian's q_proj … fc2,
+  T5's q … wo, GPT-2's c_attn … c_proj, Llama's q_proj … down_proj). Hu et al. adapt only W_q and W_v of a large
+  language model; immediate adaptation asks for new target words, so the decoder's feed-forward and
+  cross-attention maps are included too (Dettmers et al. 2023, QLoRA, report that adapting all linear layers
+  matters more than the rank). The output projection (tied to the embeddings in OPUS-MT) is not adapted by
+  default: `bias` covers it.
 - `rank` r = 8 and `alpha` α = 16 (scale α/r = 2): common defaults of LoRA implementations; not tuned.
 - the learning rate γ: see configs/method/lora.yaml for the value and how it was chosen.
 """
@@ -42,32 +45,61 @@ from torch import nn
 
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
-from adaptsim.rules import Integer, Number, Strings
+from adaptsim.rules import Integer, Number, Rule, Strings
 
 PREFIX = "lora."  # adapter names: lora.<module>.A / .B (not parameters of the network)
+AUTO = "auto"  # `modules`: the architecture's attention and feed-forward maps
+
+
+class Modules(Rule):
+    """`auto`, or a non-empty list of shell patterns."""
+
+    def ok(self, value) -> bool:
+        return value == AUTO or Strings().ok(value)
+
+    def allowed(self) -> str:
+        return f"must be {AUTO} or a non-empty list of module name patterns, e.g. ['*.q_proj', '*.v_proj']"
+
+
+def linear_maps(net) -> dict[str, tuple[nn.Module, int, int]]:
+    """The network's linear maps by name: (module, in features, out features). GPT-2's Conv1D computes x·W + b with W
+    stored in × out, nn.Linear x·Wᵀ + b; an adapter only needs the two sizes."""
+    from transformers.pytorch_utils import Conv1D
+
+    maps = {}
+    for name, module in net.named_modules():
+        if isinstance(module, nn.Linear):
+            maps[name] = (module, module.in_features, module.out_features)
+        elif isinstance(module, Conv1D):
+            maps[name] = (module, module.weight.shape[0], module.weight.shape[1])
+    return maps
 
 
 class LoRA(Method):
-    settings = {**Method.settings, "modules": Strings(), "rank": Integer(1),
+    settings = {**Method.settings, "modules": Modules(), "rank": Integer(1),
                 "alpha": Number(above=0, why="the adapters' scale is alpha / rank")}
 
-    def __init__(self, model, *, modules: list[str], rank: int, alpha: float, **common):
+    def __init__(self, model, *, modules: list[str] | str, rank: int, alpha: float, **common):
         super().__init__(model, **common)
-        patterns = [str(p) for p in modules]
-        linear = {n: m for n, m in model.net.named_modules() if isinstance(m, nn.Linear)}
+        auto = modules == AUTO
+        patterns = list(model.arch.adapted_maps) if auto else [str(p) for p in modules]
+        linear = linear_maps(model.net)
         unmatched = [p for p in patterns if not any(fnmatchcase(n, p) for n in linear)]
-        if unmatched:
+        if unmatched and not auto:
             raise UserError(f"method.modules={modules}: {unmatched} match(es) no linear module of the model "
                             f"(names look like {next(iter(linear), '?')!r})")
         self.rank, self.alpha, self.scale = rank, float(alpha), float(alpha) / rank
         self.modules = [n for n in linear if any(fnmatchcase(n, p) for p in patterns)]
+        if not self.modules:
+            raise UserError(f"method.modules={modules}: the {model.net.config.model_type} model has none of the "
+                            f"maps {patterns}; name its linear modules (names look like {next(iter(linear), '?')!r})")
         self._params: dict[str, nn.Parameter] = {}
         for name in self.modules:
-            layer = linear[name]
-            a = torch.empty(rank, layer.in_features, device=model.device, dtype=layer.weight.dtype)
+            layer, in_features, out_features = linear[name]
+            a = torch.empty(rank, in_features, device=model.device, dtype=layer.weight.dtype)
             nn.init.kaiming_uniform_(a, a=math.sqrt(5))
             a = nn.Parameter(a)
-            b = nn.Parameter(torch.zeros(layer.out_features, rank, device=model.device, dtype=layer.weight.dtype))
+            b = nn.Parameter(torch.zeros(out_features, rank, device=model.device, dtype=layer.weight.dtype))
             self._params[f"{PREFIX}{name}.A"], self._params[f"{PREFIX}{name}.B"] = a, b
             layer.register_forward_hook(self._hook(a, b))
 

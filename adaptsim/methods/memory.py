@@ -35,7 +35,9 @@ Choices the sources leave open or that differ from kNN-MT (settings in configs/m
   output distribution is computed from, exposed uniformly for every architecture (adaptsim/arch), and the one
   later kNN-MT variants commonly use. The keys are the states of the model as it is (θ0: the model never
   changes under `memory`), computed with teacher forcing on the reference, as in kNN-MT's datastore.
-- every target position is stored, including the final </s> (a reference's end is a post-edit too).
+- every target position is stored, including the final </s> (a reference's end is a post-edit too). A
+  decoder-only model's state at a position predicts the next token (`Model.output_labels` pairs them), and only
+  the positions that predict the target are stored, not the prompt's.
 - exact search: all distances, torch.topk. A document (tens to hundreds of segments, a few thousand keys)
   costs a few thousand dot products per decoding step; under `reset: never` on a stream of 10^5+ target tokens,
   or with a datastore built from a corpus (kNN-MT's millions of keys), an approximate index (faiss, as
@@ -150,6 +152,7 @@ class Memory(Method):
             states = self._pair[1]  # from the pair_nll that measured ppl_before: the model is unchanged since
         else:
             states = self.model.output_inputs(batch)
+        labels = self.model.output_labels(labels)  # what each state predicts (a decoder-only model's: shifted)
         keep = labels != -100
         self.add(states[keep], labels[keep])
         self._pair = None

@@ -3,7 +3,7 @@
 Each segment goes through the steps of a simulation's (`Simulation.begin` and `commit`, the one definition of the
 per-segment order): the run begins the segment the page shows (its document started, θ0 where `reset` says; the
 method's moment of adaptation entered, tm's) and its source is translated by θ_{i−1}; while the translator edits,
-`complete` runs the prefix-constrained search the simulated translator uses (`Seq2SeqModel.completions`,
+`complete` runs the prefix-constrained search the simulated translator uses (`Model.completions`,
 adaptsim/decode/prefix.py) on that same θ; on validation the run commits the validated text (the moment left, the
 method adapted on (source, validated text), the step recorded: adaptsim/serve/human.py), on disk before the next
 segment is translated.
@@ -239,7 +239,7 @@ class ServeSession:
             t = time.perf_counter()
             translation = run.learner.model.translate(source, context=turn.pairs, **decode)
             seconds = time.perf_counter() - t
-            completions = run.learner.model.completions(source, **decode)
+            completions = run.learner.model.completions(source, context=turn.pairs, **decode)
             stack.pop_all()
         self.pending = Pending(run, turn, translation, seconds, completions)
 

@@ -1,0 +1,259 @@
+"""Decoder-only (causal) language models as translators: GPT-2, Llama, Mistral, Qwen2/3, Gemma 1/2/3 (adaptsim/arch).
+
+A `CausalModel` offers what a `Seq2SeqModel` offers (adaptsim/model.py `Model`), on the prompt of the model config
+(adaptsim/prompt.py `Prompt`, the one definition of the ids before the target and of the target's ids). `context` is
+a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt quotes before the source (icl).
+
+- A pair is one sequence: the prompt's ids, then the reference's with the end token. Its labels are -100 on every
+  prompt position and the ids themselves on the target's (transformers' layout for causal LMs: the logits at
+  position t predict the label at t + 1), so the loss, the update rule's perplexity and the recorded per-token
+  log-probabilities are over the target tokens and the end token only. The forward computes logits only at the
+  positions that predict them (`logits_to_keep`: the prompt's last position on): an LLM's vocabulary times a prompt
+  with context would otherwise be most of an update's memory. `output_labels` aligns the labels with them.
+- Translating is transformers' `generate` continuing the prompt: beam search with `decode.beam_size` beams (greedy
+  at 1), `decode.length_penalty`, at most `decode.max_length` new tokens, `early_stopping` as for seq2seq models
+  (the search ends once it has as many finished hypotheses as beams), never sampling (an instruct checkpoint's
+  sampling settings are dropped; its other generation settings are kept, as for seq2seq checkpoints). There is no
+  lean search for these models (adaptsim/decode/marian.py is Marian's decoder step): `decode.search` is always
+  generate. The hypothesis is the text generated before the first end token, whitespace around it stripped (the
+  target prefix's space, a chat reply's newline). `cut`: no end token within the new tokens.
+- The end tokens: the prompt's (`Prompt.end_id`: a chat template's end of turn, plain the end of sequence) and the
+  checkpoint's eos. With a plain prompt also every token whose text holds a newline: a base LM ends a line with a
+  newline rather than with its end of sequence, and what follows is its next example ("en: …"); the text is cut at
+  the first newline. Generation stops there rather than running on to `decode.max_length` for text that is cut
+  anyway (the best hypothesis up to a line's end, in a fraction of the time). Where that token carried text before
+  its newline (".\n"), the hypothesis' pieces are its text's own (`pieces`), else the generated ones.
+- Lengths: the position table bounds prompt and target together. A segment fits (`count_tokens`, `max_tokens`) when
+  each side, the prompt around it included, takes at most half the table, so the pair fits whole; generation stops at
+  the table's end; a prompt with context that leaves no room is refused with one line.
+- `model.languages` is for seq2seq checkpoints: a decoder-only model is told the languages by its prompt, and a
+  config that sets language tokens for one is refused.
+- The simulated translator (`metrics.interactive`, `serve`) works as for seq2seq models where the vocabulary marks
+  word starts with ▁ (sentencepiece: Llama 2, Gemma, the demo): its prefix search is `generate` on the prompt
+  followed by the validated words; byte-level BPE vocabularies (GPT-2, Qwen2, Llama 3) are refused in one line
+  before the first segment (`Model.piece_index`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import torch
+
+from adaptsim import config_defaults
+from adaptsim.decode.prefix import PrefixSearch
+from adaptsim.errors import UserError
+from adaptsim.model import Completions, Model, Translation, languages_from_config, load_parts
+from adaptsim.prompt import Pair, Prompt, default_prompt
+
+_DECODE = config_defaults("run.yaml:decode")  # decoding's defaults (their home: configs/run.yaml)
+_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "typical_p")  # dropped: translation never samples
+
+
+@functools.lru_cache(maxsize=8)
+def newline_ids(tokenizer) -> frozenset[int]:
+    """The ids whose text holds a newline (computed once per tokenizer: one decode of the whole vocabulary)."""
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    return frozenset(i for i, text in enumerate(texts) if "\n" in text)
+
+
+class CausalModel(Model):
+    reads_context = True
+
+    def __init__(self, net, tokenizer, device: str = "cpu", prompt: Prompt | None = None):
+        super().__init__(net, tokenizer, device)
+        self.prompt = prompt if prompt is not None else default_prompt()
+        self.chat = self.prompt.uses_chat(tokenizer)
+        self.end = self.prompt.end_id(tokenizer)
+        config = self.net.generation_config
+        config.do_sample = False
+        for key in _SAMPLING:
+            setattr(config, key, None)
+        eos = config.eos_token_id
+        self._newlines = frozenset() if self.chat else newline_ids(tokenizer)
+        self._ends = sorted({self.end, *(eos if isinstance(eos, list) else [] if eos is None else [eos]),
+                             *self._newlines})
+        self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end
+        self._positions = int(self.arch.max_positions or tokenizer.model_max_length)
+
+    @classmethod
+    def from_config(cls, model_cfg, device: str = "cpu") -> CausalModel:
+        """Load `model.path` with the config's `model.prompt`."""
+        languages = languages_from_config(model_cfg)
+        if languages.tokens or languages.source_prefix:
+            raise UserError(f"model.languages is set, but {model_cfg.path} is a decoder-only model: it is told the "
+                            "languages by its prompt (model.prompt); leave model.languages at its defaults")
+        prompt = Prompt.from_config(model_cfg.prompt) if model_cfg.get("prompt") is not None else None
+        return cls.load(model_cfg.path, device, prompt)
+
+    @classmethod
+    def load(cls, path: str, device: str = "cpu", prompt: Prompt | None = None) -> CausalModel:
+        """Load from a local directory, or (online) a hub name; without a `prompt`, the default model config's."""
+        return cls(*load_parts(path, "AutoModelForCausalLM"), device, prompt)
+
+    def with_net(self, net) -> CausalModel:
+        return CausalModel(net, self.tokenizer, self.device, self.prompt)
+
+    # -- tokens -------------------------------------------------------------------------------------
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens a side of a pair may take with the prompt around it (`count_tokens`): half the position
+        table, so that source and reference fit together."""
+        return self._positions // 2
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens of the prompt around `text` (as the source, no context)."""
+        return len(self.prompt.ids(self.tokenizer, text))
+
+    def prompt_tokens(self, source: str, context: Sequence[Pair] = ()) -> int:
+        """The length of the prompt that translating `source` with `context` reads."""
+        return len(self.prompt.ids(self.tokenizer, source, context))
+
+    def _target_body(self, text: str) -> list[int]:
+        """A target text's ids as they follow the prompt (`target_prefix` + text), no end token."""
+        return self.tokenizer(self.prompt.target_prefix + text, add_special_tokens=False, verbose=False).input_ids
+
+    def pieces(self, text: str) -> list[str]:
+        """The pieces of a target-side text as they follow the prompt (for the subword-level metrics)."""
+        return self.tokenizer.convert_ids_to_tokens(self._target_body(text))
+
+    def label_pieces(self, reference: str) -> list[str]:
+        """The pieces of a reference as the labels hold them (the end token included): one per log-probability that
+        steps.jsonl records."""
+        return self.tokenizer.convert_ids_to_tokens(self.prompt.target_ids(self.tokenizer, reference, self.end))
+
+    def pair(self, source: str, reference: str, context: Sequence[Pair] = ()) -> dict[str, torch.Tensor]:
+        """A batch of one pair: the prompt's ids (with `context`) and the reference's with the end token; labels
+        -100 on the prompt."""
+        prompt = self.prompt.ids(self.tokenizer, source, context)
+        target = self.prompt.target_ids(self.tokenizer, reference, self.end)
+        if len(prompt) + len(target) > self._positions:
+            raise UserError(f"the prompt and the reference take {len(prompt) + len(target)} tokens, more than the "
+                            f"model's {self._positions} positions; quote fewer context pairs (method.k)")
+        ids = torch.tensor([prompt + target], device=self.device)
+        labels = torch.tensor([[-100] * len(prompt) + target], device=self.device)
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+    # -- the loss: logits at the positions that predict the target ------------------------------------
+    def _forward_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"], "use_cache": False,
+                "logits_to_keep": _target_length(batch["labels"]) + 1}
+
+    def output_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """The labels of the positions the forward computes logits for (`_forward_inputs`): from the prompt's last
+        position, which predicts the target's first token, to the end token's, which predicts nothing."""
+        target = labels[:, labels.shape[1] - _target_length(labels):]
+        return torch.nn.functional.pad(target, (0, 1), value=-100)
+
+    def source_token_ids(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The prompt's ids (instruction, context, source): what the model reads before the target."""
+        return batch["input_ids"][batch["labels"] == -100]
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The output layer, then Gemma 2's soft-capping where the config sets it, in its forward's order."""
+        logits = self.arch.output_layer(hidden)
+        cap = getattr(self.net.config, "final_logit_softcapping", None)
+        if cap is not None:
+            logits = logits / cap
+            logits = torch.tanh(logits)
+            logits = logits * cap
+        return logits
+
+    # -- translating ---------------------------------------------------------------------------------
+    def translate(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
+                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
+                  dtype: str = _DECODE["dtype"], context: Sequence[Pair] = ()) -> Translation:
+        """The best hypothesis for `source` after the prompt (with `context`): transformers' generate."""
+        return self.translate_together([self], source, beam_size, max_length, length_penalty, search, dtype,
+                                       context)[0]
+
+    def translate_together(self, models: list[CausalModel], source: str, beam_size: int = _DECODE["beam_size"],
+                           max_length: int = _DECODE["max_length"], length_penalty: float = _DECODE["length_penalty"],
+                           search: str = _DECODE["search"], dtype: str = _DECODE["dtype"],
+                           context: Sequence[Pair] = ()) -> list[Translation]:
+        """`translate` for several clones of this model (lockstep runs): one prompt, one search per clone (no lean
+        search to share; `search` is not used). `dtype` bfloat16: the network's products under bf16 autocast."""
+        prompt = self.prompt.ids(self.tokenizer, source, context)
+        new = self._new_tokens(max_length, len(prompt))
+        with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+            outs = [self._generate(m.net, prompt, beam_size, new, length_penalty) for m in models]
+        return [self._hypothesis(out[len(prompt):]) for out in outs]
+
+    def _new_tokens(self, max_length: int, prompt: int) -> int:
+        """`decode.max_length` within the position table, after a prompt of `prompt` tokens."""
+        room = self._positions - prompt
+        if room < 1:
+            raise UserError(f"the prompt takes {prompt} tokens, the model has {self._positions} positions: no room "
+                            "is left to translate; quote fewer context pairs (method.k)")
+        return min(max_length, room)
+
+    @torch.inference_mode()
+    def _generate(self, net, ids: list[int], beam_size: int, max_new_tokens: int, length_penalty: float,
+                  processors: Sequence = ()) -> list[int]:
+        """`net.generate` continuing `ids`: the whole sequence, `ids` first."""
+        from transformers import LogitsProcessorList
+
+        inputs = torch.tensor([ids], device=self.device)
+        return net.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), num_beams=beam_size,
+                            max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
+                            early_stopping=True, eos_token_id=self._ends, pad_token_id=self._pad,
+                            logits_processor=LogitsProcessorList(processors))[0].tolist()
+
+    def _hypothesis(self, generated: list[int]) -> Translation:
+        """The translation in what was generated after the prompt (see the module docstring)."""
+        end = next((j for j, t in enumerate(generated) if t in self._ends), None)
+        special = self._special_ids()
+        body = [t for t in (generated if end is None else generated[:end]) if t not in special]
+        text = self.tokenizer.decode(body, skip_special_tokens=True).strip()
+        pieces = self.tokenizer.convert_ids_to_tokens(body)
+        if end is not None and generated[end] in self._newlines:  # the line's end: its text before the newline
+            line = self.tokenizer.decode(body + [generated[end]], skip_special_tokens=True).split("\n")[0].strip()
+            if line != text:
+                text, pieces = line, self.pieces(line)
+        return Translation(text, pieces, end is None)
+
+    # -- the simulated translator --------------------------------------------------------------------
+    def _end_id(self) -> int:
+        return self.end
+
+    def _special_ids(self) -> set[int]:
+        return set(self.tokenizer.all_special_ids) | {self.end}
+
+    def _completion_text(self, generated: list[int]) -> str:
+        """The text of a completion: up to the first newline with a plain prompt (a line's end ends it)."""
+        text = self.tokenizer.decode(generated, skip_special_tokens=True)
+        return text if self.chat else text.split("\n")[0]
+
+    def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
+                    length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
+                    dtype: str = "float32", context: Sequence[Pair] = ()) -> Completions:
+        """What the system proposes for `source` (with `context`) while a simulated translator corrects its
+        hypothesis, as `Seq2SeqModel.completions`: the validated words follow the prompt, generate continues them."""
+        if dtype != "float32":
+            raise ValueError(f"dtype={dtype!r}: the prefix search runs in float32")
+
+        def prefixes() -> tuple[list[int], PrefixSearch]:
+            head = self.prompt.ids(self.tokenizer, source, context)
+            longest = len(head) + self._new_tokens(max_length, len(head))  # translate_together's bound
+            return head, PromptSearch(self, beam_size=beam_size, max_length=longest, length_penalty=length_penalty)
+        return Completions(self, prefixes)
+
+
+class PromptSearch(PrefixSearch):
+    """`PrefixSearch` for a decoder-only model: the forced ids (the prompt, then the validated target) are the whole
+    input, and `generate` continues them with the model's end tokens."""
+
+    def __init__(self, model: CausalModel, *, beam_size: int, max_length: int, length_penalty: float):
+        super().__init__(model.net, None, None, beam_size=beam_size, max_length=max_length,
+                         length_penalty=length_penalty, search="generate")
+        self.model, self.ends = model, set(model._ends)
+
+    def _generate(self, forced: list[int], constraint) -> list[int]:
+        return self.model._generate(self.net, forced, self.beam_size, self.max_length - len(forced),
+                                    self.length_penalty, [constraint] if constraint else [])
+
+
+def _target_length(labels: torch.Tensor) -> int:
+    """How many labels a pair has (the target's tokens and the end token: they close the sequence)."""
+    return int((labels[0] != -100).sum())

@@ -1,0 +1,365 @@
+"""Decoder-only language models (adaptsim/causal.py) on tiny models of the GPT-2, Llama, Qwen2 and Gemma families
+built offline (tests/tiny_causal.py: two prompted plain, two through a chat template): what each adapter reports,
+that the labels mask exactly the prompt, that context pairs go into the prompt in order, that translating is what
+transformers' generate gives, the methods through the whole `run` command (what each trains, θ0 at every document
+start), the simulated translator and `serve`, and that a seq2seq model refuses context in one line."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from adaptsim import CONFIG_DIR, methods
+from adaptsim.causal import CausalModel
+from adaptsim.errors import UserError
+from adaptsim.lockstep import share
+from adaptsim.model import Seq2SeqModel, load_model
+from adaptsim.prompt import Prompt, model_config
+from tiny_causal import KINDS, build, build_net
+
+SOURCE, REFERENCE = "The man sees the dog.", "Der Mann sieht den Hund."
+CONTEXT = [("The woman likes the cat.", "Die Frau mag die Katze."),
+           ("My friend buys a book.", "Mein Freund kauft ein Buch.")]
+
+
+@pytest.fixture(scope="session")
+def causal_dirs(tmp_path_factory, tiny_corpus):
+    """kind -> directory of its tiny model, built on first use."""
+    built = {}
+
+    def get(kind):
+        if kind not in built:
+            built[kind] = build(kind, tiny_corpus, tmp_path_factory.mktemp(kind) / "model")
+        return built[kind]
+    return get
+
+
+def load(causal_dirs, kind) -> CausalModel:
+    return CausalModel.load(str(causal_dirs(kind)))
+
+
+def method_cfg(name: str, **overrides):
+    return OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / f"{name}.yaml"), overrides)
+
+
+# -- the architectures --------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", [*KINDS, "gemma2", "mistral", "qwen3", "gemma3_text"])
+def test_adapter_reports_blocks_embeddings_and_output_layer(causal_dirs, kind):
+    if kind in KINDS:
+        model = load(causal_dirs, kind)
+    else:  # the other registered layouts, random, on Llama's tokenizer
+        llama = load(causal_dirs, "llama")
+        model = CausalModel(random_net(kind, len(llama.tokenizer)), llama.tokenizer)
+    arch, net = model.arch, model.net
+    assert arch.decoder_only and arch.encoder_layers == [] and len(arch.decoder_layers) == 2
+    assert arch.output_layer is net.get_output_embeddings() and arch.constants == []
+    named = model.named_parameters()
+    source = next(n for n, roles in arch.embeddings.items() if "source" in roles)
+    assert named[source] is net.get_input_embeddings().weight and "target" in arch.embeddings[source]
+    tied = net.get_output_embeddings().weight is net.get_input_embeddings().weight
+    assert (arch.embeddings[source] == {"source", "target", "output"}) == tied
+    assert len(arch.embeddings) == 1 + (not tied) and tied == (kind not in ("llama", "mistral", "qwen3"))
+    blocks = {id(p) for layer in arch.decoder_layers for p in layer.parameters()}
+    assert not blocks & {id(named[n]) for n in arch.embeddings}
+    assert model.max_tokens == 64  # half the position table: each side of a pair, prompt included
+
+
+def random_net(kind, vocab):
+    import transformers
+
+    config_cls, net_cls = {"gemma2": ("Gemma2Config", "Gemma2ForCausalLM"),
+                           "mistral": ("MistralConfig", "MistralForCausalLM"),
+                           "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
+                           "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM")}[kind]
+    torch.manual_seed(1)
+    config = getattr(transformers, config_cls)(vocab_size=vocab, hidden_size=32, intermediate_size=64,
+                                               num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                                               head_dim=16, max_position_embeddings=128)
+    return getattr(transformers, net_cls)(config)
+
+
+def test_lora_auto_adapts_the_attention_and_feed_forward_maps_gpt2s_conv1d_included(causal_dirs):
+    from transformers.pytorch_utils import Conv1D
+
+    for kind, per_block in (("gpt2", 4), ("llama", 7)):
+        model = load(causal_dirs, kind)
+        batch = model.pair(SOURCE, REFERENCE)
+        with torch.no_grad():
+            before = model.token_nll(batch)
+        lora = methods.build(method_cfg("lora"), model)
+        assert len(lora.modules) == 2 * per_block
+        assert all(isinstance(model.net.get_submodule(n), (Conv1D, torch.nn.Linear)) for n in lora.modules)
+        assert model.arch.output_layer not in [model.net.get_submodule(n) for n in lora.modules]
+        with torch.no_grad():
+            assert torch.equal(model.token_nll(batch), before)  # B = 0: the model starts as θ0
+
+
+# -- a pair: the prompt, then the target; the loss on the target only -------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+def test_labels_mask_exactly_the_prompt_and_the_loss_is_over_the_target(causal_dirs, kind):
+    model = load(causal_dirs, kind)
+    tok, prompt = model.tokenizer, model.prompt
+    prompt_ids = prompt.ids(tok, SOURCE)
+    target = prompt.target_ids(tok, REFERENCE, model.end)
+    batch = model.pair(SOURCE, REFERENCE)
+    ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+    assert ids == prompt_ids + target and target[-1] == model.end
+    assert labels == [-100] * len(prompt_ids) + target
+    assert tok.decode(target[:-1]).strip() == REFERENCE
+    assert model.tokenizer.convert_ids_to_tokens(target) == model.label_pieces(REFERENCE)
+    with torch.no_grad():
+        nll = model.token_nll(batch)
+        logp = torch.log_softmax(model.net(input_ids=batch["input_ids"]).logits[0], -1)  # every position's
+        by_hand = torch.stack([-logp[len(prompt_ids) + j - 1, t] for j, t in enumerate(target)])
+        assert len(nll) == len(target) == len(model.label_pieces(REFERENCE))
+        torch.testing.assert_close(nll, by_hand, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(model.loss(batch), model.net(**batch).loss, rtol=1e-5, atol=1e-6)  # transformers'
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "gemma2"])
+def test_the_token_nll_from_cached_output_inputs_is_the_models(causal_dirs, kind):
+    """`bias` trains from the output layer's inputs computed once per pair: that must be the forward's loss exactly
+    (Gemma 2 soft-caps the logits after the output layer)."""
+    if kind == "gemma2":
+        llama = load(causal_dirs, "llama")
+        model = CausalModel(random_net(kind, len(llama.tokenizer)), llama.tokenizer)
+        assert model.net.config.final_logit_softcapping
+    else:
+        model = load(causal_dirs, kind)
+    model.add_output_bias().data.normal_()
+    batch = model.pair(SOURCE, REFERENCE, CONTEXT)
+    with torch.no_grad():
+        nll = model.token_nll(batch)
+        assert torch.equal(model.nll_from_output_inputs(model.output_inputs(batch), batch["labels"]), nll)
+        assert len(nll) == len(model.label_pieces(REFERENCE))
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen2"])  # a plain prompt and a chat template
+def test_context_pairs_appear_in_the_prompt_in_order_and_change_its_ids(causal_dirs, kind):
+    model = load(causal_dirs, kind)
+    tok = model.tokenizer
+    alone, quoted = model.pair(SOURCE, REFERENCE), model.pair(SOURCE, REFERENCE, CONTEXT)
+    text = tok.decode(quoted["input_ids"][0][quoted["labels"][0] == -100])
+    at = [text.index(s) for s in (CONTEXT[0][0], CONTEXT[0][1], CONTEXT[1][0], CONTEXT[1][1], SOURCE)]
+    assert at == sorted(at), text
+    assert "en: The woman likes the cat.\nde: Die Frau mag die Katze.\nen: My friend" in text
+    assert model.prompt_tokens(SOURCE, CONTEXT) > model.prompt_tokens(SOURCE) == int((alone["labels"] == -100).sum())
+    target = alone["labels"][0][alone["labels"][0] != -100]
+    assert torch.equal(quoted["labels"][0][quoted["labels"][0] != -100], target)  # the same target, only later
+    with torch.no_grad():
+        assert not torch.equal(model.token_nll(quoted), model.token_nll(alone))
+    assert model.chat == (kind == "qwen2") and ("<|im_start|>" in text) == model.chat
+
+
+# -- translating ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("beams", [1, 4])
+def test_translate_returns_what_generate_returns(causal_dirs, tiny_corpus, kind, beams):
+    model = load(causal_dirs, kind)
+    tok, net = model.tokenizer, model.net
+    newlines = set() if model.chat else {i for i in range(len(tok)) if "\n" in tok.decode([i])}
+    ends = sorted({model.end, net.config.eos_token_id} | newlines)
+    for source, _ in tiny_corpus[:4]:
+        for context in ((), CONTEXT[:1]):
+            ids = torch.tensor([model.prompt.ids(tok, source, context)])
+            out = net.generate(input_ids=ids, attention_mask=torch.ones_like(ids), num_beams=beams, max_new_tokens=20,
+                               do_sample=False, early_stopping=True, eos_token_id=ends,
+                               pad_token_id=model.end)[0, ids.shape[1]:].tolist()
+            end = next((j for j, t in enumerate(out) if t in ends), len(out))
+            hyp = model.translate(source, beam_size=beams, max_length=20, context=context)
+            assert hyp.text == tok.decode(out[:end], skip_special_tokens=True).strip()
+            assert hyp.pieces == tok.convert_ids_to_tokens(out[:end]) and hyp.cut == (end == len(out))
+            if beams == 1 and not model.chat:  # greedy: stopping at a newline only saves the tokens after it
+                long = net.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=40,
+                                    do_sample=False, eos_token_id=model.end, pad_token_id=model.end)
+                assert tok.decode(long[0, ids.shape[1]:], skip_special_tokens=True).split("\n")[0].strip() == hyp.text
+
+
+def test_a_plain_prompts_hypothesis_ends_at_the_first_newline(causal_dirs):
+    model = load(causal_dirs, "gpt2")
+    newline = model.tokenizer.convert_tokens_to_ids("Ċ")
+    body = model._target_body("Der Mann sieht den Hund.")
+    assert newline in model._ends and model.end in model._ends
+    hyp = model._hypothesis(body + [newline] + model._target_body("en: The cat."))
+    assert hyp == ("Der Mann sieht den Hund.", model.tokenizer.convert_ids_to_tokens(body), False)
+    assert model._hypothesis(body).cut and model._hypothesis(body + [model.end]).text == "Der Mann sieht den Hund."
+    assert load(causal_dirs, "qwen2")._hypothesis(body + [newline]).cut  # in a chat reply a newline ends nothing
+
+
+def test_the_end_token_is_the_chat_templates_end_of_turn_or_the_end_of_sequence(causal_dirs):
+    ends = {kind: load(causal_dirs, kind) for kind in KINDS}
+    assert {k: m.tokenizer.convert_ids_to_tokens(m.end) for k, m in ends.items()} == {
+        "gpt2": "<|endoftext|>", "llama": "</s>", "qwen2": "<|im_end|>", "gemma": "<end_of_turn>"}
+
+
+def test_a_prompt_that_leaves_no_room_is_refused_in_one_line(causal_dirs):
+    model = load(causal_dirs, "llama")
+    with pytest.raises(UserError, match=r"no room is left to translate; quote fewer context pairs \(method.k\)"):
+        model.translate(SOURCE, context=CONTEXT * 20)
+    with pytest.raises(UserError, match=r"more than the model's 128 positions"):
+        model.pair(SOURCE, REFERENCE, CONTEXT * 20)
+
+
+def test_lockstep_clones_translate_and_score_as_the_model(causal_dirs):
+    model = load(causal_dirs, "qwen2")
+    clone = share(model, {id(p) for p in model.net.parameters()})
+    assert isinstance(clone, CausalModel) and clone.prompt == model.prompt and clone.net is not model.net
+    batch = model.pair(SOURCE, REFERENCE)
+    with torch.no_grad():
+        assert torch.equal(clone.token_nll(batch), model.token_nll(batch))
+    assert model.translate_together([model, clone], SOURCE, beam_size=2, max_length=20) == \
+        [model.translate(SOURCE, beam_size=2, max_length=20)] * 2
+
+
+# -- loading ----------------------------------------------------------------------------------------------
+def test_load_model_chooses_the_class_from_the_checkpoint(causal_dirs, tiny_model_dir):
+    cfg = model_config("demo")
+    cfg.path = str(causal_dirs("gemma"))
+    assert isinstance(load_model(cfg), CausalModel)
+    cfg.path = str(tiny_model_dir)
+    assert isinstance(load_model(cfg), Seq2SeqModel)
+    cfg.path, cfg.languages.target_token = str(causal_dirs("gemma")), "de_DE"
+    with pytest.raises(UserError, match="is a decoder-only model: it is told the languages by its prompt"):
+        load_model(cfg)
+
+
+def test_a_seq2seq_model_refuses_context_in_one_line(tiny_model_dir):
+    model = Seq2SeqModel.load(str(tiny_model_dir))
+    line = r"need a model that reads context: a decoder-only model \(model="
+    for call in (lambda: model.translate(SOURCE, beam_size=2, context=CONTEXT),
+                 lambda: model.translate_together([model], SOURCE, context=CONTEXT),
+                 lambda: model.pair(SOURCE, REFERENCE, CONTEXT),
+                 lambda: model.completions(SOURCE, context=CONTEXT)):
+        with pytest.raises(UserError, match=line) as e:
+            call()
+        assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-0.5b-instruct", "llama-3.2-1b-instruct", "gemma-2-2b-it"])
+def test_the_llm_configs_name_a_hub_model_and_a_chat_prompt(name):
+    cfg = model_config(name)
+    prompt = Prompt.from_config(cfg.prompt)
+    assert cfg.path.count("/") == 1 and cfg.name == name and cfg.source_lang == "en"
+    assert prompt.chat == "auto" and prompt.target_prefix == "" and "{source}" in prompt.query
+    assert prompt.source_lang == "English" and prompt.target_lang == "German"
+    assert ("date_string" in dict(prompt.chat_vars)) == name.startswith("llama")
+
+
+# -- the simulated translator ----------------------------------------------------------------------------------
+def test_completions_keep_what_the_translator_validated(causal_dirs):
+    model = load(causal_dirs, "gemma")  # sentencepiece, chat template
+    system = model.completions(SOURCE, beam_size=2, max_length=20, context=CONTEXT[:1])
+    for validated in ("Der ", "Der Mann ", "Der Mann si"):
+        proposal = system.propose(validated)
+        assert proposal.startswith(validated) and "\n" not in proposal and "<end_of_turn>" not in proposal
+    assert system.calls == 3
+
+
+# -- whole runs -------------------------------------------------------------------------------------------
+def expected_trainable(model: CausalModel, method: str) -> int:
+    named = model.named_parameters()
+    total = sum(p.numel() for p in named.values())
+    vocab = model.arch.output_layer.weight.shape[0]
+    source = next(n for n, roles in model.arch.embeddings.items() if "source" in roles)
+    if method == "lora":  # rank · (in + out) per adapted map: counted on a model of its own (lora hooks it)
+        lora = methods.build(method_cfg("lora"), load_model_like(model))
+        return sum(8 * sum(model.net.get_submodule(n).weight.shape) for n in lora.modules)
+    return {"none": 0, "memory": 0, "full": total, "l2": total, "tm": total, "bias": vocab, "lasso": total + vocab,
+            "top": sum(p.numel() for p in model.arch.decoder_layers[-1].parameters()),
+            "fixed": named[FIXED].numel() + named[source].numel() if method == "fixed" else None}[method]
+
+
+def load_model_like(model: CausalModel) -> CausalModel:
+    return CausalModel(build_net(model.net.config.model_type, model.tokenizer), model.tokenizer)
+
+
+FIXED = "model.layers.1.mlp.down_proj.weight"
+EXTRA = {"fixed": [f"method.params=[{FIXED}]"], "memory": ["method.temperature=1.0", "method.lam=0.5"],
+         "lasso": ["method.budget_fraction=0.2", "method.embedding_budget_fraction=0.05"]}
+
+
+def check_run(model: CausalModel, out, summary, method: str) -> None:
+    """Finished, trained what the method trains, and began every document at θ0: a document's first step measured
+    its pair under the base model."""
+    assert summary["status"] == "finished" and summary["segments"] == 6, method
+    assert summary["trainable_parameters"] == expected_trainable(model, method), method
+    changed = [d["changed_parameters"] for d in summary["per_document"]]
+    assert all((c == 0) if method in ("none", "memory") else (0 < c <= summary["trainable_parameters"])
+               for c in changed), (method, changed)
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    assert all(len(s["logprobs"]) == len(s["ref_pieces"]) == len(model.label_pieces(s["reference"])) for s in steps)
+    firsts = [s for i, s in enumerate(steps) if i == 0 or steps[i - 1]["doc_id"] != s["doc_id"]]
+    assert len(firsts) == 2
+    with torch.no_grad():
+        for step in firsts:
+            theta0 = math.exp(float(model.loss(model.pair(step["source"], step["reference"]))))
+            assert math.isclose(step["ppl_before"], theta0, rel_tol=1e-5), (method, step["doc_id"])
+
+
+def test_every_method_runs_on_a_decoder_only_model(run_adaptsim, causal_dirs, tiny_tsv):
+    model = load(causal_dirs, "llama")  # untied: the output projection is a tensor of its own
+    for method in ("none", "full", "bias", "top", "fixed", "lasso", "lora", "l2", "tm", "memory"):
+        out, summary = run_adaptsim(method, f"model.path={causal_dirs('llama')}", "dataset=tsv",
+                                    f"dataset.path={tiny_tsv}", f"method={method}", *EXTRA.get(method, []))
+        check_run(model, out, summary, method)
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "llama"])
+def test_full_lora_and_bias_run_on_every_family(run_adaptsim, causal_dirs, tiny_tsv, kind):
+    model = load(causal_dirs, kind)
+    for method in ("full", "lora", "bias"):
+        out, summary = run_adaptsim(f"{kind}-{method}", f"model.path={causal_dirs(kind)}", "dataset=tsv",
+                                    f"dataset.path={tiny_tsv}", f"method={method}")
+        check_run(model, out, summary, method)
+        assert summary["model_parameters"] == sum(p.numel() for p in model.net.parameters())
+
+
+def test_the_simulated_translator_works_on_a_sentencepiece_vocabulary_and_refuses_byte_level_in_one_line(
+        run_adaptsim, causal_dirs, tiny_tsv, tmp_path, capsys):
+    from adaptsim.cli import main
+
+    data = ["dataset=tsv", f"dataset.path={tiny_tsv}", "method=bias", "metrics.interactive=word"]
+    _, summary = run_adaptsim("interactive", f"model.path={causal_dirs('llama')}", *data)
+    assert summary["status"] == "finished" and summary["cost"]["interactive"]
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={tmp_path / 'refused'}", "progress=false", f"model.path={causal_dirs('gpt2')}",
+              *data])
+    assert exit_.value.code != 0
+    assert "metrics.interactive and serve need a sentencepiece target vocabulary (word starts marked with ▁); the " \
+        "gpt2 model's has none" in capsys.readouterr().err
+
+
+def test_serve_translates_completes_and_adapts_on_a_decoder_only_model(causal_dirs, tiny_tsv, tmp_path):
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+
+    from adaptsim.commands.serve import configs
+    from adaptsim.serve.app import create_app
+    from adaptsim.serve.state import ServeSession
+
+    def session(kind, name):
+        argv = [f"serve.dir={tmp_path / name}", f"model.path={causal_dirs(kind)}", "dataset=tsv",
+                f"dataset.path={tiny_tsv}", "method=bias", "decode.beam_size=2", "decode.max_length=20"]
+        return ServeSession(configs(argv), argv)
+
+    served = session("gemma", "gemma")  # sentencepiece, chat template
+    client = TestClient(create_app(served, "token", ["testserver"], 4096), headers={"X-Adaptsim-Token": "token"})
+    state = client.get("/api/state").json()
+    assert state["hypothesis"] and "<end_of_turn>" not in state["hypothesis"]
+    done = client.post("/api/complete", json={"position": 0, "prefix": "Der Mann"}).json()
+    assert done["completion"].startswith("Der Mann")
+    while not (state := client.get("/api/state").json())["finished"]:
+        response = client.post("/api/validate", json={"position": state["position"], "text": state["hypothesis"],
+                                                       "effort": {"keystrokes": 0, "mouse_actions": 1,
+                                                                  "word_strokes": 0, "seconds": 1.0,
+                                                                  "accepted_completions": 0,
+                                                                  "completion_requests": 0}})
+        assert response.status_code == 200, response.text
+    served.close()
+    assert json.loads((tmp_path / "gemma" / "bias" / "summary.json").read_text())["status"] == "finished"
+    with pytest.raises(UserError, match="need a sentencepiece target vocabulary"):  # byte-level: no completions
+        session("gpt2", "gpt2")
