@@ -170,6 +170,21 @@ def tiny_model_dir_untied(tmp_path_factory, tiny_corpus, _tiny_tokenizer_dir) ->
     return _build(tmp_path_factory.mktemp("tiny_untied") / "model", tiny_corpus, False, _tiny_tokenizer_dir)
 
 
+@pytest.fixture(scope="session")
+def causal_dirs(tmp_path_factory, tiny_corpus):
+    """kind -> the directory of its tiny decoder-only model (tests/tiny_causal.py: gpt2, llama, qwen2, gemma), built on
+    first use."""
+    from tiny_causal import build
+
+    built = {}
+
+    def get(kind):
+        if kind not in built:
+            built[kind] = build(kind, tiny_corpus, tmp_path_factory.mktemp(kind) / "model")
+        return built[kind]
+    return get
+
+
 def script_module(relative: str):
     """A script of the repository (`scripts/…`, not a package) imported as a module, for testing its functions."""
     from adaptsim import PROJECT_ROOT

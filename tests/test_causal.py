@@ -19,23 +19,11 @@ from adaptsim.errors import UserError
 from adaptsim.lockstep import share
 from adaptsim.model import Seq2SeqModel, load_model
 from adaptsim.prompt import Prompt, model_config
-from tiny_causal import KINDS, build, build_net
+from tiny_causal import KINDS, build_net
 
 SOURCE, REFERENCE = "The man sees the dog.", "Der Mann sieht den Hund."
 CONTEXT = [("The woman likes the cat.", "Die Frau mag die Katze."),
            ("My friend buys a book.", "Mein Freund kauft ein Buch.")]
-
-
-@pytest.fixture(scope="session")
-def causal_dirs(tmp_path_factory, tiny_corpus):
-    """kind -> directory of its tiny model, built on first use."""
-    built = {}
-
-    def get(kind):
-        if kind not in built:
-            built[kind] = build(kind, tiny_corpus, tmp_path_factory.mktemp(kind) / "model")
-        return built[kind]
-    return get
 
 
 def load(causal_dirs, kind) -> CausalModel:

@@ -1,10 +1,12 @@
 """method=icl's retrieval (which earlier post-edits a prompt quotes) and the CXMI of that context, on constructed
 streams and log-probabilities; the method on a real decoder-only model: tests/test_causal.py, tests/test_demo_lm.py."""
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
@@ -106,3 +108,67 @@ def test_context_cxmi_is_the_papers_difference_on_one_model():
 def test_context_cxmi_refuses_a_model_without_prompts():
     with pytest.raises(UserError, match="reads context"):
         cxmi.context_values([{"logprobs": [-1.0]}])
+
+
+# -- icl on a tiny decoder-only model, end to end (tests/tiny_causal.py) ------------------------------------
+def steps_of(out):
+    return [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen2"])  # a plain prompt and a chat template
+def test_icl_quotes_the_documents_earlier_post_edits_and_records_what_the_context_gave(
+        run_adaptsim, causal_dirs, tiny_tsv, kind):
+    from adaptsim.causal import CausalModel
+
+    out, summary = run_adaptsim(f"icl-{kind}", f"model.path={causal_dirs(kind)}", "dataset=tsv",
+                                f"dataset.path={tiny_tsv}", "method=icl", "method.k=2")
+    steps = steps_of(out)
+    assert summary["status"] == "finished" and summary["trainable_parameters"] == 0
+    assert all(d["changed_parameters"] == 0 for d in summary["per_document"])
+    model = CausalModel.load(str(causal_dirs(kind)))
+    for i, step in enumerate(steps):
+        earlier = [j for j in range(i) if steps[j]["doc_id"] == step["doc_id"]][-2:]
+        assert step.get("context", []) == earlier  # the document's last k, each revealed before this segment
+        pairs = [(steps[j]["source"], steps[j]["reference"]) for j in earlier]
+        assert step["prompt_tokens"] == model.prompt_tokens(step["source"], pairs)
+        if earlier:  # the reference scored with the context by θ_{i−1} = θ0, on the same tokens as without
+            with torch.no_grad():
+                nll = model.token_nll(model.pair(step["source"], step["reference"], context=pairs))
+            assert step["logprobs_context"] == pytest.approx([-v for v in nll.tolist()], abs=1e-4)
+            assert len(step["logprobs_context"]) == len(step["logprobs"])
+            assert step["prompt_tokens"] > model.prompt_tokens(step["source"])
+    cost = summary["cost"]["prompt"]
+    assert cost["context_pairs_per_segment"] == pytest.approx(sum(len(s.get("context", [])) for s in steps) / 6)
+    assert summary["method_info"]["retrieval"] == "document" and summary["method_info"]["weights"] == "none"
+
+
+def test_icl_with_weights_adapts_in_context_and_in_weights(run_adaptsim, causal_dirs, tiny_tsv, capsys):
+    from adaptsim.cli import main
+
+    out, summary = run_adaptsim("icl-lora", f"model.path={causal_dirs('llama')}", "dataset=tsv",
+                                f"dataset.path={tiny_tsv}", "method=icl", "method.weights=lora",
+                                "method.weights_settings={rank: 2}", "method.retrieval=both")
+    alone, alone_summary = run_adaptsim("lora", f"model.path={causal_dirs('llama')}", "dataset=tsv",
+                                        f"dataset.path={tiny_tsv}", "method=lora", "method.rank=2")
+    # the weights learn each pair as lora alone does (the update is on the pair without context): the same updates
+    # and perplexities, step for step, while the hypotheses come from prompts with context
+    measured = ("updates", "ppl_before", "ppl_after", "logprobs")
+    assert [[s[k] for k in measured] for s in steps_of(out)] == [[s[k] for k in measured] for s in steps_of(alone)]
+    assert summary["trainable_parameters"] == alone_summary["trainable_parameters"] > 0
+    assert summary["method_info"]["weights_info"] == alone_summary["method_info"]
+    assert all(s["updates"] for s in steps_of(out)) and any("context" in s for s in steps_of(out))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:  # the context's CXMI needs no baseline run
+        main(["cxmi", str(out)])
+    report = capsys.readouterr().out
+    assert exit_.value.code == 0 and "CXMI of the prompt's context" in report and "| icl |" in report
+
+
+def test_icl_on_an_encoder_decoder_is_one_line(tmp_path, tiny_model_dir, tiny_tsv, capsys):
+    from adaptsim.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={tmp_path / 'x'}", f"model.path={tiny_model_dir}", "dataset=tsv",
+              f"dataset.path={tiny_tsv}", "method=icl", "progress=false"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and "decoder-only model" in err and "Traceback" not in err
