@@ -54,6 +54,12 @@ def arguments(command: str, argv: list[str]) -> argparse.Namespace:
 
     parser = Parser(add_help=False, parents=[get_args_parser()], prog=f"adaptsim {command}")
     args = parser.parse_args(argv)
+    if sum([args.run, bool(args.cfg), args.multirun, args.info is not None]) > 1:  # as hydra.main refuses them
+        parser.error("only one of --run, --multirun, --cfg and --info")
+    if args.resolve and not args.cfg:
+        parser.error("--resolve goes with --cfg")
+    if any(o.lstrip("+~").startswith("hydra.mode=") for o in args.overrides):
+        parser.error("hydra.mode: a sweep is -m, a single run its absence")
     chosen = [name for name in _OTHER_CONFIGS if getattr(args, name, None)]
     if chosen or args.shell_completion:
         parser.error(f"--{(chosen or ['shell_completion'])[0].replace('_', '-')} is not supported: adaptsim's "

@@ -47,11 +47,12 @@ def _show(value) -> str:
 
 def recorded_fingerprints(summary: dict) -> dict:
     """The fingerprints a run's summary.json records: its model's files, its data, and every resource of its method
-    with one (`method_info.<name>.fingerprint`, e.g. tm's external TM)."""
+    with one (`method_info.<name>.fingerprint`, e.g. tm's external TM; `method_info.weights_info.external.fingerprint`
+    under icl)."""
     out = {k: summary[k] for k in ("model_fingerprint", "data_fingerprint") if summary.get(k)}
-    for name, value in (summary.get("method_info") or {}).items():
-        if isinstance(value, dict) and value.get("fingerprint"):
-            out[f"method_info.{name}.fingerprint"] = value["fingerprint"]
+    for key, value in flatten(summary.get("method_info") or {}, "method_info").items():
+        if key.endswith(".fingerprint") and value:  # at any depth: icl's weights method's (`weights_info`) too
+            out[key] = value
     return out
 
 

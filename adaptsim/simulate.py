@@ -26,7 +26,7 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
 from adaptsim.metrics.forgetting import Probe
-from adaptsim.model import Seq2SeqModel, Translation
+from adaptsim.model import Model, Translation
 from adaptsim.model import fingerprint as model_fingerprint
 from adaptsim.outputs import JobSummary, RecordWriter, compress_records, speaking_for
 from adaptsim.progress import progress
@@ -60,7 +60,7 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
     return job.data
 
 
-def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
+def loop(base: Model, runs: list[Simulation], **timing) -> None:
     """The simulated post-editing loop (docs/design.md §1) for K runs on one stream, K ≥ 1: at every segment each
     run begins it (`Simulation.begin`), the source is translated with every run's θ_{i−1} in one joint search over
     the runs' models (clones of `base`; adaptsim/lockstep.py), a simulated translator corrects each hypothesis where
@@ -70,9 +70,9 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
     With `resume: true` the steps an interrupted run wrote are not translated again: their updates are replayed
     (`Simulation.replay_next`: the same computation, checked against the recorded perplexities), which restores the
     adapted model exactly, whatever the method's state; the run joins the search at its first unwritten segment. A
-    run whose step fails with a one-line error (a divergence under on_divergence=stop, a replay that does not match,
-    a document's end that cannot be written) is closed as failed and the others go on. `timing`: more fields for
-    each summary's timing."""
+    run whose step fails with a one-line error (its search or its translator, a divergence under on_divergence=stop,
+    a replay that does not match, a document's end that cannot be written) is closed as failed and the others go on.
+    `timing`: more fields for each summary's timing."""
     for run in runs:
         run.recall()
     active = list(runs)
@@ -84,18 +84,29 @@ def loop(base: Seq2SeqModel, runs: list[Simulation], **timing) -> None:
                 if not run.replays_next:
                     turns[run] = moments.enter_context(run.begin())
             hyps, efforts, seconds = {}, {}, {}
+            failed: dict[Simulation, UserError] = {}  # a run's search or translator failed: it alone stops
             together: dict[tuple, list[Simulation]] = {}  # the runs whose prompts are the same (icl's context)
             for run, turn in turns.items():
                 together.setdefault(tuple(turn.pairs), []).append(run)
             for pairs, group in together.items():
                 t = time.perf_counter()
-                hyps |= dict(zip(group, base.translate_together([r.learner.model for r in group],
-                                                                turns[group[0]].seg.source, context=pairs, **decode)))
+                try:
+                    hyps |= dict(zip(group, base.translate_together([r.learner.model for r in group],
+                                                                    turns[group[0]].seg.source, context=pairs,
+                                                                    **decode)))
+                except UserError as e:
+                    failed |= dict.fromkeys(group, e)
                 seconds |= dict.fromkeys(group, (time.perf_counter() - t) / len(group))
             for run, turn in turns.items():
-                efforts[run] = run.interact(turn.seg, hyps[run], turn.pairs)
+                try:
+                    efforts[run] = None if run in failed else run.interact(turn.seg, hyps[run], turn.pairs)
+                except UserError as e:
+                    failed[run] = e
             for run in list(active):
                 try:
+                    if run in failed:
+                        turns[run].close()
+                        raise failed[run]
                     if run in turns:
                         run.commit(turns[run], hyps[run], seconds[run], effort=efforts[run])
                     else:
@@ -293,8 +304,7 @@ class Simulation:
         before = dict(self.learner.temporary)
         try:
             stack.enter_context(self.learner.adapted_for(seg.source))
-            self.open = Turn(seg, self.learner.moment_since(before), stack,
-                             self.learner.method.context(seg.source, seg.doc_id))
+            self.open = Turn(seg, self.learner.moment_since(before), stack, self._context(seg))
         except BaseException:
             stack.close()
             raise
@@ -328,7 +338,7 @@ class Simulation:
         one bit for bit (anything else means other settings, threads or software than the interrupted run's), and
         the step recorded as it was, nothing written."""
         record = self.recorded[self.index]
-        seg = self.revealed(self._next(), record)
+        seg = self.revealed_segment(self._next(), record)
         result, diverged = self._adapt(seg)
         same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
             seg.doc_id, seg.seg_id, seg.source, seg.reference)
@@ -349,9 +359,19 @@ class Simulation:
                   record["translate_s"], result, diverged, write=False, effort=effort, prompt=prompt)
         self._advance()
 
-    def revealed(self, seg: Segment, record: dict) -> Segment:
+    def revealed_segment(self, seg: Segment, record: dict) -> Segment:
         """The segment of a replayed step as it was revealed: the data's (a translator's run: the recorded text)."""
         return seg
+
+    def _context(self, seg: Segment) -> list[tuple[str, str, int | None]]:
+        """The earlier pairs the method quotes before `seg` (icl), as many as fit: a prompt may take at most what a
+        source may (`Model.max_tokens`, half a decoder-only model's position table: the rest is the target's), so the
+        first pairs of the prompt's order (the oldest, or the weakest matches) are left out until it fits; the step
+        records the ones quoted."""
+        context, model = self.learner.method.context(seg.source, seg.doc_id), self.learner.model
+        while context and model.prompt_tokens(seg.source, [(s, t) for s, t, _ in context]) > model.max_tokens:
+            context = context[1:]
+        return context
 
     def _advance(self) -> None:
         d, j = self.cursor
@@ -465,7 +485,7 @@ class Simulation:
                 "state_bytes_max": max(p["state_bytes"] for p in per_doc)}
         if self.learner.method.moment:  # tm's moments, zeros too
             cost["temporary"] = self.learner.temporary
-        if self.prompts:  # a decoder-only model's prompts: what reading the context costs
+        if self.prompts:  # a decoder-only model's prompts (icl's cost is their length) and its translations' seconds
             tokens, pairs = zip(*self.prompts)
             cost["prompt"] = {"tokens_per_segment": statistics.mean(tokens), "tokens_max": max(tokens),
                               "context_pairs_per_segment": statistics.mean(pairs),

@@ -107,7 +107,11 @@ class Updater:
     @torch.no_grad()
     def logprobs(self, batch: dict[str, torch.Tensor]) -> list[float]:
         """The pair's per-token log-probabilities under θ as it is, computed as the update's first forward computes
-        them (the method's `pair_nll`, the update's dtype), nothing adapted."""
+        them (the method's `start_pair`, then its `pair_nll`, in the update's dtype), nothing adapted. (`bias` scores
+        the output layer's inputs that `start_pair` keeps: without it, the last pair's.)"""
+        with torch.autocast(**self.autocast):
+            if self.optimizer is not None and self.method.gradient_steps:
+                self.method.start_pair(batch)
         return logprobs(self._nll(batch))
 
     def __call__(self, batch: dict[str, torch.Tensor], scale: float = 1.0, steps: bool | None = None,

@@ -9,7 +9,6 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
 from adaptsim.methods import build
 from adaptsim.metrics import cxmi
@@ -17,14 +16,19 @@ from adaptsim.metrics import cxmi
 
 def fake_model(encoder_decoder: bool = False):
     """What InContext looks at of a model (nothing is trained with weights=none)."""
-    return SimpleNamespace(net=SimpleNamespace(config=SimpleNamespace(is_encoder_decoder=encoder_decoder,
-                                                                      model_type="llama")),
-                           named_parameters=lambda: {})
+    return SimpleNamespace(net=SimpleNamespace(config=SimpleNamespace(model_type="marian" if encoder_decoder
+                                                                      else "llama")),
+                           reads_context=not encoder_decoder, named_parameters=lambda: {})
+
+
+def icl_config(*overrides):
+    from adaptsim.hydra_app import compose
+
+    return compose("run", ["method=icl", *overrides]).method
 
 
 def icl(**settings):
-    cfg = OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / "icl.yaml"), settings)
-    return build(cfg, fake_model())
+    return build(OmegaConf.merge(icl_config(), settings), fake_model())
 
 
 STREAM = [("a", "Open the file.", "Öffne die Datei."), ("a", "Close the window.", "Schließe das Fenster."),
@@ -77,12 +81,12 @@ def test_restoring_theta0_empties_the_memory_as_tm_does():
     assert all(step >= 3 for c in contexts[3:] for *_, step in c)
 
 
-def test_an_encoder_decoder_or_an_unknown_weights_method_is_one_line():
-    cfg = OmegaConf.load(CONFIG_DIR / "method" / "icl.yaml")
+def test_an_encoder_decoder_or_a_weights_setting_that_is_no_method_is_one_line():
     with pytest.raises(UserError, match="decoder-only"):
-        build(cfg, fake_model(encoder_decoder=True))
-    with pytest.raises(UserError, match="method.weights='nonsense'"):
-        icl(weights="nonsense")
+        build(icl_config(), fake_model(encoder_decoder=True))
+    with pytest.raises(UserError, match="method.weights='lora': must be a method's config: choose it with "
+                                        "method@method.weights=NAME"):
+        icl(weights="lora")
     with pytest.raises(UserError, match="method.retrieval"):
         icl(retrieval="bm25")
 
@@ -128,10 +132,14 @@ def test_icl_quotes_the_documents_earlier_post_edits_and_records_what_the_contex
     model = CausalModel.load(str(causal_dirs(kind)))
     for i, step in enumerate(steps):
         earlier = [j for j in range(i) if steps[j]["doc_id"] == step["doc_id"]][-2:]
-        assert step.get("context", []) == earlier  # the document's last k, each revealed before this segment
-        pairs = [(steps[j]["source"], steps[j]["reference"]) for j in earlier]
-        assert step["prompt_tokens"] == model.prompt_tokens(step["source"], pairs)
-        if earlier:  # the reference scored with the context by θ_{i−1} = θ0, on the same tokens as without
+        quoted = step.get("context", [])  # the document's last k, each revealed before this segment, as many as fit
+        assert quoted == earlier[len(earlier) - len(quoted):]
+        if len(quoted) < len(earlier):
+            more = [(steps[j]["source"], steps[j]["reference"]) for j in earlier[len(earlier) - len(quoted) - 1:]]
+            assert model.prompt_tokens(step["source"], more) > model.max_tokens
+        pairs = [(steps[j]["source"], steps[j]["reference"]) for j in quoted]
+        assert step["prompt_tokens"] == model.prompt_tokens(step["source"], pairs) <= model.max_tokens
+        if quoted:  # the reference scored with the context by θ_{i−1} = θ0, on the same tokens as without
             with torch.no_grad():
                 nll = model.token_nll(model.pair(step["source"], step["reference"], context=pairs))
             assert step["logprobs_context"] == pytest.approx([-v for v in nll.tolist()], abs=1e-4)
@@ -146,8 +154,8 @@ def test_icl_with_weights_adapts_in_context_and_in_weights(run_adaptsim, causal_
     from adaptsim.cli import main
 
     out, summary = run_adaptsim("icl-lora", f"model.path={causal_dirs('llama')}", "dataset=tsv",
-                                f"dataset.path={tiny_tsv}", "method=icl", "method.weights=lora",
-                                "method.weights_settings={rank: 2}", "method.retrieval=both")
+                                f"dataset.path={tiny_tsv}", "method=icl", "method@method.weights=lora",
+                                "method.weights.rank=2", "method.retrieval=both")
     alone, alone_summary = run_adaptsim("lora", f"model.path={causal_dirs('llama')}", "dataset=tsv",
                                         f"dataset.path={tiny_tsv}", "method=lora", "method.rank=2")
     # the weights learn each pair as lora alone does (the update is on the pair without context): the same updates
@@ -172,3 +180,66 @@ def test_icl_on_an_encoder_decoder_is_one_line(tmp_path, tiny_model_dir, tiny_ts
               f"dataset.path={tiny_tsv}", "method=icl", "progress=false"])
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and "decoder-only model" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("weights", ["bias", "lasso", "lora"])
+def test_the_context_logprobs_are_the_models_whatever_the_weights_method_keeps_between_pairs(causal_dirs, weights):
+    """`bias` scores the output layer's inputs its `start_pair` kept: the reference with context must be scored on its
+    own, not on the pair adapted before it."""
+    from adaptsim.causal import CausalModel
+    from adaptsim.hydra_app import compose
+    from adaptsim.learner import Learner
+
+    cfg = compose("run", ["method=icl", f"method@method.weights={weights}"])
+    model = CausalModel.load(str(causal_dirs("llama")))
+    learner = Learner(model, cfg.method, cfg["update"], "document", 1)
+    learner.start_document(0)
+    learner.adapt(model.pair("The man sees the dog.", "Der Mann sieht den Hund."), "step 1")
+    context = [("The man sees the dog.", "Der Mann sieht den Hund.")]
+    batch = model.pair("My friend buys a book today.", "Mein Freund kauft heute ein Buch.", context=context)
+    with torch.no_grad():
+        direct = [-v for v in model.token_nll(batch).tolist()]
+    assert learner.logprobs(batch) == pytest.approx(direct, abs=1e-4)
+
+
+def test_icl_in_lockstep_writes_what_each_run_writes_alone_and_quotes_what_fits(tmp_path, causal_dirs, tiny_tsv):
+    """k = 1 and 3, fuzzy and document (up to 6 pairs) over the whole stream: the longer prompts are cut to what the
+    model's positions allow (the first pairs left out), in lockstep as alone, and no run fails for another's."""
+    from adaptsim.causal import CausalModel
+    from adaptsim.cli import main
+
+    sweep = [f"model.path={causal_dirs('llama')}", "dataset=tsv", f"dataset.path={tiny_tsv}", "method=icl",
+             "method.retrieval=both", "method.k=1,3", "reset=never", "progress=false", "decode.max_length=20"]
+    for name, launcher in (("alone", "basic"), ("lockstep", "lockstep")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", "-m", f"hydra.sweep.dir={tmp_path / name}", f"hydra/launcher={launcher}", *sweep])
+        assert exit_.value.code == 0
+    model = CausalModel.load(str(causal_dirs("llama")))
+    for run, k in (("0_icl", 1), ("1_icl", 3)):
+        alone, together = (steps_of(tmp_path / name / run) for name in ("alone", "lockstep"))
+        assert [{k: v for k, v in s.items() if not k.endswith("_s")} for s in alone] == \
+            [{k: v for k, v in s.items() if not k.endswith("_s")} for s in together]
+        assert all(s["prompt_tokens"] <= model.max_tokens for s in alone)
+        method, cut = icl(retrieval="both", k=k), 0
+        for i, s in enumerate(alone):  # what the method chose, and the end of it that was quoted
+            chosen = [step for *_, step in method.context(s["source"], s["doc_id"])]
+            assert chosen[len(chosen) - len(s.get("context", [])):] == s.get("context", [])
+            cut += len(chosen) > len(s.get("context", []))
+            method.revealed(s["source"], s["reference"], s["doc_id"], i)
+        assert (cut > 0) == (k == 3)  # k=3 of both would quote up to 6 pairs: more than 64 positions hold
+
+
+def test_every_method_can_be_the_weights_method_or_says_why_in_one_line(causal_dirs):
+    """Composed as a Hydra default, the inner method's interpolations (fixed's list: ${model.name}, tm's languages)
+    resolve against the run's config."""
+    from adaptsim import CONFIG_DIR
+    from adaptsim.causal import CausalModel
+
+    for name in sorted(p.stem for p in (CONFIG_DIR / "method").glob("*.yaml") if p.stem != "icl"):
+        cfg = icl_config(f"method@method.weights={name}", f"model.path={causal_dirs('llama')}")
+        try:
+            method = build(cfg, CausalModel.load(str(causal_dirs("llama"))))
+        except UserError as e:  # fixed: no tensor list chosen for this model
+            assert name == "fixed" and str(e).startswith("method.weights.") or "fixed_lists" in str(e), (name, e)
+            continue
+        assert method.inner.name == name and method.info()["weights"] == name

@@ -13,6 +13,10 @@ from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 
 
+INSTANTIATION = ("_target_", "_recursive_")  # Hydra's keys of a method config, not the class's (icl's inner method:
+# `_recursive_: false`, so that it is built with the model, by `build`)
+
+
 def method_class(cfg) -> type[Method]:
     """The class `cfg._target_` names, or a UserError naming the setting."""
     try:
@@ -27,7 +31,7 @@ def check_method(cfg) -> type[Method]:
     it needs and the config lacks, is one line naming the key, not a TypeError from deep inside Hydra."""
     cls = method_class(cfg)
     try:
-        inspect.signature(cls).bind(None, **{k: None for k in cfg if k != "_target_"})
+        inspect.signature(cls).bind(None, **{k: None for k in cfg if k not in INSTANTIATION})
     except TypeError as e:
         raise UserError(f"method={cfg.get('name')}: {e} (settings come from configs/method/*.yaml)") from None
     for key, rule in cls.settings.items():

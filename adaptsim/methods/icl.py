@@ -16,9 +16,10 @@ Only pairs revealed before segment i are candidates (they enter the memory after
 no look-ahead. The memory is emptied where θ0 is restored (every document under reset=document), as `tm`'s is, so
 under reset=document fuzzy retrieval searches the document so far.
 
-`weights` names another method (configs/method/<name>.yaml, its settings overridden by `weights_settings`) that trains
-on every post-edit as it would alone; its update is on the pair without context (what the weights learn is the pair
-itself; the context is what the prompt adds when translating). `none` (the default): weights stay θ0.
+`weights` is another method's config (configs/method/<name>.yaml, composed into this one as a Hydra default:
+`method@method.weights=lora`, its settings `method.weights.rank=4`), which trains on every post-edit as it would
+alone; its update is on the pair without context (what the weights learn is the pair itself; the context is what the
+prompt adds when translating). `none` (the default): the weights stay θ0.
 """
 
 from __future__ import annotations
@@ -26,49 +27,47 @@ from __future__ import annotations
 from omegaconf import OmegaConf
 from rapidfuzz import fuzz, process
 
-from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 from adaptsim.methods.tm import Score
-from adaptsim.rules import Choice, Integer, Rule, Text, show
+from adaptsim.rules import Choice, Integer, Rule, Text
 
 RETRIEVALS = ("document", "fuzzy", "both")
 
 
-class Settings(Rule):
-    """A mapping of the inner method's settings (empty: its YAML's)."""
+class MethodConfig(Rule):
+    """Another method's config: a mapping with its `_target_`."""
 
     def ok(self, value) -> bool:
-        return value is None or OmegaConf.is_dict(value) or isinstance(value, dict)
+        return (OmegaConf.is_dict(value) or isinstance(value, dict)) and "_target_" in value
 
     def allowed(self) -> str:
-        return "must be a mapping of the weights method's settings, e.g. {rank: 4}"
-
-
-def weight_methods() -> list[str]:
-    return sorted(p.stem for p in (CONFIG_DIR / "method").glob("*.yaml") if p.stem != "icl")
+        return "must be a method's config: choose it with method@method.weights=NAME (configs/method/NAME.yaml)"
 
 
 class InContext(Method):
     settings = {"name": Text(), "k": Integer(1), "retrieval": Choice(RETRIEVALS),
-                "threshold": Score(at_least=0, at_most=100), "weights": Text(), "weights_settings": Settings()}
+                "threshold": Score(at_least=0, at_most=100), "weights": MethodConfig()}
 
-    def __init__(self, model, *, name: str, k: int, retrieval: str, threshold: float, weights: str,
-                 weights_settings: dict | None):
+    def __init__(self, model, *, name: str, k: int, retrieval: str, threshold: float, weights):
         from adaptsim import methods
 
-        if getattr(model.net.config, "is_encoder_decoder", False):
+        if not model.reads_context:
             raise UserError(f"method={name}: needs a model that reads context in its input, a decoder-only model "
                             f"(model=demo-lm, or a causal LM's config); {model.net.config.model_type} is an "
                             "encoder-decoder")
-        if weights not in weight_methods():
-            raise UserError(f"method.weights={show(weights)}: choose one of {' | '.join(weight_methods())}")
-        inner = OmegaConf.merge(OmegaConf.load(CONFIG_DIR / "method" / f"{weights}.yaml"), weights_settings or {})
-        self.inner = methods.build(inner, model)
+        weights = OmegaConf.create(weights)  # resolved against the run's config already (instantiate's _convert_)
+        if weights.get("_target_") == self.__class__.__module__ + "." + self.__class__.__name__:
+            raise UserError("method.weights: icl inside icl; choose a method that adapts weights")
+        try:
+            self.inner = methods.build(weights, model)
+        except UserError as e:
+            raise UserError(str(e).replace("method.", "method.weights.", 1)) from None
         super().__init__(model, name=name, lr=self.inner.lr)
         self.gradient_steps = self.inner.gradient_steps
         self.moment = self.inner.moment
-        self.k, self.retrieval, self.threshold, self.weights = int(k), retrieval, float(threshold), weights
+        self.k, self.retrieval, self.threshold = int(k), retrieval, float(threshold)
+        self.weights = self.inner.name
         self.pairs: list[tuple[str, str, str | None, int | None]] = []  # (source, post-edit, document, step)
 
     def context(self, source: str, doc_id: str) -> list[tuple[str, str, int | None]]:
@@ -122,7 +121,7 @@ class InContext(Method):
         self.inner.check_stream(segments)
 
     def state_bytes(self, offset_bytes):
-        """The weights' state, plus the memory's text (UTF-8) that the next prompts may quote."""
+        """The weights' state, plus the memory's text (UTF-8: every pair kept since θ0 was last restored)."""
         return self.inner.state_bytes(offset_bytes) + sum(len(s.encode()) + len(t.encode()) for s, t, *_ in self.pairs)
 
     def info(self):

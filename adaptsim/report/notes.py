@@ -7,7 +7,9 @@ from __future__ import annotations
 
 def note(run, label: str) -> str | None:
     """The note on `run` (shown as `label`), or None."""
-    overlap = (((run.summary.get("method_info") or {}).get("external") or {}).get("overlap") or {})
+    info = run.summary.get("method_info") or {}
+    external = info.get("external") or (info.get("weights_info") or {}).get("external")  # tm's, or under icl
+    overlap = (external or {}).get("overlap") or {}
     if overlap.get("on_overlap") == "warn" and overlap.get("pairs"):
         return (f"{label}: its external TM held {overlap['pairs']} of the test stream's (source, reference) "
                 "pairs, kept (method.external.on_overlap=warn): look-ahead, its references were seen before "

@@ -15,8 +15,9 @@ relative difference), both computed from the same resamples of the per-segment s
 --cost adds what each method costs (summary.json `cost`): the median milliseconds per adaptation step (an SGD
 step, or memory's store of a pair) and the median bytes to store one document's adapted state (the changed
 offsets θ − θ0; lora's adapters; memory's keys and values), each document's measured at its end; and, where a run
-of the block has them, tm's moments of adaptation (their updates and seconds in all) and the simulated translator's
-prefix searches (`metrics.interactive`: searches and seconds per segment).
+of the block has them, tm's moments of adaptation (their updates and seconds in all), the simulated translator's
+prefix searches (`metrics.interactive`: searches and seconds per segment) and a decoder-only model's prompts (tokens
+and quoted context pairs per segment, and the seconds a translation took: icl's cost is its longer prompts).
 """
 
 from __future__ import annotations
@@ -41,11 +42,14 @@ RELATIVE_METRICS = ["BLEU", "SBLEU", "TER", "R0+1", "R0", "R1", *EFFORT]  # Tabl
 FORMATS = ("md", "csv", "latex")
 CXMI_PLACES = 3  # digits of the CXMI columns (nats) unless --decimals says otherwise
 # --cost: column, summary.json `cost` key (dotted: nested), digits (None: a size); the first two always, the others
-# where a run of the block has them (tm's moments of adaptation; the simulated translator's searches)
+# where a run of the block has them (tm's moments of adaptation; the simulated translator's searches; prompts)
 COST = [("ms/step", "step_ms_median", 1), ("state", "state_bytes_median", None),
         ("tm updates", "temporary.updates", 0), ("tm s", "temporary.seconds", 1),
         ("IMT calls/seg", "interactive.decoder_calls_per_segment", 1),
-        ("IMT s/seg", "interactive.seconds_per_segment", 2)]
+        ("IMT s/seg", "interactive.seconds_per_segment", 2),
+        ("prompt tok/seg", "prompt.tokens_per_segment", 0),
+        ("context pairs/seg", "prompt.context_pairs_per_segment", 1),
+        ("translate s/seg", "prompt.translate_s_per_segment", 3)]
 ALWAYS_COST = 2
 
 

@@ -78,9 +78,10 @@ class HumanSimulation(Simulation):
         every replayed step would rebuild it: a resume's cost would grow with the square of its steps)."""
         super().recall()
         if self.recorded:
-            self.evaluator = self.evaluator_over([self.revealed(s, r) for s, r in zip(self.segments, self.recorded)])
+            self.evaluator = self.evaluator_over([self.revealed_segment(s, r)
+                                                  for s, r in zip(self.segments, self.recorded)])
 
-    def revealed(self, seg, record: dict):
+    def revealed_segment(self, seg, record: dict):
         """A replayed step's segment with the text the translator validated as its reference."""
         return replace(seg, reference=record["reference"])
 
