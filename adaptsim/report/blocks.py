@@ -174,8 +174,9 @@ def _setting(config: dict, dotted: str):
 
 
 def labels(runs: list[Run]) -> list[str]:
-    """Method names ("baseline" for none); runs of one method get the config values that differ, and every run the
-    decoding where the runs were decoded differently (a beam-1 run beside a beam-5 baseline says so)."""
+    """Method names ("baseline" for none); runs of one method get the config values that differ (icl's weights method
+    by its name), and every run the decoding where the runs were decoded differently (a beam-1 run beside a beam-5
+    baseline says so)."""
     out = []
     decoded = any(_decoding(r) != _decoding(runs[0]) for r in runs)
     for run in runs:
@@ -184,6 +185,10 @@ def labels(runs: list[Run]) -> list[str]:
         keys = sorted({k for r in same for k in {*r.config, *run.config}
                        if not k.startswith(_NOT_RESULTS) and repr(r.config.get(k)) != repr(run.config.get(k))
                        and (r.method == run.method or k.startswith("decode."))})
+        if "method.weights.name" in keys:  # icl's weights method: its name, and its settings where runs of it differ
+            kin = [r for r in same if r.config.get("method.weights.name") == run.config.get("method.weights.name")]
+            keys = [k for k in keys if not k.startswith("method.weights.") or k == "method.weights.name"
+                    or any(repr(r.config.get(k)) != repr(run.config.get(k)) for r in kin)]
         out.append(f"{name} ({', '.join(f'{k}={run.config.get(k)}' for k in keys)})" if keys else name)
     for i, label in enumerate(out):
         if out.count(label) > 1:
