@@ -524,7 +524,8 @@ class Completions:
 def _no_context(context: Sequence[tuple[str, str]]) -> None:
     if context:
         raise UserError("earlier pairs in the input (method=icl) need a model that reads context: a decoder-only "
-                        "model (model=demo-lm, or a causal LM's config); this one is an encoder-decoder")
+                        "model (a causal LM's config, e.g. model=qwen2.5-0.5b-instruct); this one is an "
+                        "encoder-decoder")
 
 
 def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

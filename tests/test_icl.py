@@ -1,5 +1,5 @@
 """method=icl's retrieval (which earlier post-edits a prompt quotes) and the CXMI of that context, on constructed
-streams and log-probabilities; the method on a real decoder-only model: tests/test_causal.py, tests/test_demo_lm.py."""
+streams and log-probabilities, and end to end on tiny decoder-only models (tests/tiny_causal.py)."""
 
 import json
 from types import SimpleNamespace

@@ -54,8 +54,8 @@ class InContext(Method):
 
         if not model.reads_context:
             raise UserError(f"method={name}: needs a model that reads context in its input, a decoder-only model "
-                            f"(model=demo-lm, or a causal LM's config); {model.net.config.model_type} is an "
-                            "encoder-decoder")
+                            "(a causal LM's config, e.g. model=qwen2.5-0.5b-instruct); "
+                            f"{model.net.config.model_type} is an encoder-decoder")
         weights = OmegaConf.create(weights)  # resolved against the run's config already (instantiate's _convert_)
         if weights.get("_target_") == self.__class__.__module__ + "." + self.__class__.__name__:
             raise UserError("method.weights: icl inside icl; choose a method that adapts weights")
