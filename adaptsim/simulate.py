@@ -9,11 +9,11 @@ simulation keeps what it records. Data flows one way: data → model → method/
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 import logging
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
