@@ -1,9 +1,12 @@
-"""Train a decoder-only demo model (data/demo/lm) meant to translate the demo language using in-context pairs.
+"""Train the decoder-only demo model (data/demo/lm): it translates the demo language and reads a document's
+earlier pairs in its prompt, a little.
 
-Status: it does not yet. Trained as below it translates well without context (BLEU 99.9 on general-test.tsv, 67 on
-the demo stream), but a focus term after its first occurrence is right in 34 of 67 hypotheses without context and in
-23 with the previous 3 reference pairs in the prompt; five other variants of the data gave the same picture
-(docs/beyond_paper.md, "The demo: not yet a model that reads its context"). So the model is not committed.
+Trained as below (the defaults reproduce the committed files) it translates general text at BLEU 99.9 and the demo
+stream at 67.9 without context; a focus term whose translation one of the previous 3 post-edits corrected is right
+in 4 of 34 cases without those pairs and in 12 with them (sign test p = 0.011; tests/test_demo_lm.py). It reads the
+sense from the document's domain rather than copying the term, and the effect is fragile: other step counts
+and data sizes of the same design weaken or lose it (docs/beyond_paper.md, "The demo: a small model that reads
+its context, a little").
 
     python scripts/make_demo_lm.py                 # data + tokenizer + model + evaluation (about 25 minutes, 1 core)
     python scripts/make_demo_lm.py --steps 300     # a short run to try changes (figures are then poor)
@@ -20,26 +23,40 @@ so the same torch build on the same kind of CPU gives the same files.
 
 What the model may have seen follows scripts/make_demo.py: the demo documents are regenerated in memory (same
 generator, same seed; never read from data/demo/docs.tsv or heldout.tsv) only to know their focus terms and to
-keep their sentences (and general-test.tsv's) out of training. Training text:
+keep their sentences (and general-test.tsv's) out of training. The stream's focus terms are seen exactly as the
+demo model saw them: in make_demo.py's corpus, never in a context document. Training text:
 - make_demo.py's own 100k-pair corpus (the same call, so the same pairs): general text, 5 % software sentences
   without the stream's focus terms or any other ambiguous word's technical sense, plus RARE_COUNT (60) software
   sentences per focus term. So driver → Treiber is a known but rare translation (60 of ~3,700 sentences with
-  "driver"), and without context the model says Fahrer. Each pair is a sequence without context.
-- N_CONTEXT_DOCS generated documents of SEGS_PER_CONTEXT_DOC segments in which 2 ambiguous terms (and, in half,
-  one software term) recur. In each document every ambiguous English word takes ONE sense, drawn per document:
-  technical (table → Tabelle) or general (table → Tisch) with even odds, both in software sentences, so nothing
-  in a sentence tells the sense and only earlier segments do. The stream's own focus terms never occur in their
-  technical sense here (their general sense may: "the driver" → "der Fahrer" in a software sentence) and are
-  never a document's focus; the stream's new focus terms (directory → Verzeichnis …) do not occur at all. Each
-  segment is a sequence whose prompt holds the previous min(i, c) pairs of its document, c drawn from
-  1..MAX_CONTEXT per sequence (the stream's first segment has none): copying the sense shown there is the only
-  way to predict it, and the model learns it on 22 ambiguous words to use it on the stream's 8.
-- GENERAL_DOC_SHARE of the documents are general-domain ones (recurring general nouns), where context and
-  prior agree.
+  "driver"), and without context the model says Fahrer.
+- Software sentences without context, for the ambiguous words (sense_sentences): RARE_COUNT per technical sense
+  of the 22 ambiguous words that are not the stream's (table → Tabelle: as rare as driver → Treiber), and
+  USUAL_COUNT per general sense of all 30 ("the driver" → "der Fahrer" in a software sentence): without context
+  a software sentence does not decide the sense, and the stream's words stay Fahrer, Figur, Flicken ….
+- N_CONTEXT_DOCS documents of SEGS_PER_CONTEXT_DOC pairs: TECHNICAL_DOC_SHARE of them software text in which
+  every ambiguous word takes its technical sense (two of the 22 recur, and in half one software term), the rest
+  general text in which they take their general sense (two recur, or general nouns). No context document has a
+  stream focus word in either sense or language. Each segment after the first is a sequence whose prompt holds
+  the previous min(i, c) pairs of its document, c drawn from 1..MAX_CONTEXT: what the earlier pairs show (a
+  term's own technical translation, other technical senses, software text) tells the sense, and the model
+  learns to take a term's rarer, technical translation from a software context, which it does for the stream's
+  words it never saw in one (driver → Treiber).
 A sequence is exactly what adaptsim translates with: Prompt.ids(tokenizer, source, context) +
 Prompt.target_ids(tokenizer, target, eos) with the prompt block of configs/model/demo-lm.yaml; the loss is on
 the target and the end token only (the prompt's positions are labelled -100, and the output layer is applied at
 the target's positions only: the same loss, in less time).
+
+Designs that did not carry over to the stream's terms (each a full training; ambiguous focus terms after their
+first occurrence, right with the previous 4 pairs vs without): documents in which an ambiguous word takes either
+sense at even odds, with its technical sense never shown without context (the model copied the 22 training words'
+senses from context almost always and never the stream's: 1 vs 4 of 40); the same with the 22 technical senses
+also seen as rarely as the stream's, or 100 general nouns given an artificial rare second sense (the same, and it
+broke words the context had not shown); invented words with a per-document meaning, which force copying by
+position (learnt for them in half the cases, not carried over to real words). Inferring the sense from the
+document's domain, which the context shows, is what carried over, and only just: with the test's measure (cases
+corrected in the previous 3 post-edits), the committed settings give 4 → 12 of 34; 9,000 steps 7 → 13 of 26;
+twice the context documents at 8,000 steps 4 → 4 of 31; random unrelated pairs before 30 % of the corpus pairs
+(so that examples in a prompt would be no sign of which words follow) 9 → 9 of 31.
 
 Choices:
 - Prompt: no newlines and no instruction: "en: {source} de: {target} " per example, then "en: {source} de:";
@@ -56,7 +73,9 @@ Choices:
   demo stream, for every occurrence of a focus term in a reference after the term's first occurrence in the
   document, whether the hypothesis has the term's German word (a form of it; a separable verb's bare form
   counts with its particle at the clause end), without context and with the previous k reference pairs
-  (k = MAX_CONTEXT, and k = 3), and among those the ones whose earlier occurrence lies inside the k pairs.
+  (k = MAX_CONTEXT, and k = 3); among those, the ones with an earlier occurrence inside the k pairs (in_window)
+  and the ones one of those k post-edits corrected (corrected: the term missing from the translation of that
+  segment without context), each with the cases gained and lost and a one-sided exact sign test.
 
 What it writes: data/demo/lm/ (config.json, generation_config.json, model.safetensors, tokenizer.json,
 tokenizer_config.json, manifest.json: settings, data figures, training time, evaluation, sha256 of the other
@@ -84,15 +103,14 @@ SEED = 1
 N_DOCS, SEGS_PER_DOC = 4, 15                    # the demo stream (scripts/make_demo.py)
 N_TRAIN, SOFTWARE_SHARE, RARE_COUNT = 100_000, 0.05, 60  # make_demo.py's corpus: the same call, the same pairs
 N_CONTEXT_DOCS, SEGS_PER_CONTEXT_DOC = 9_000, 8
-GENERAL_DOC_SHARE = 0.1
-RARE_SENSE_ODDS = 0.5   # per document and focus word: its rare sense (driver → Treiber), else its usual one
-N_NONCE, NONCE_DOC_SHARE = 300, 0.45  # invented nouns with a per-document meaning (see Senses)
+TECHNICAL_DOC_SHARE = 0.6   # context documents in software text with technical senses; the rest general text
+USUAL_COUNT = 120           # software sentences per ambiguous word in its general sense (see sense_sentences)
 MAX_CONTEXT = 4         # earlier pairs in a training prompt (at most), and k of the evaluation
 VOCAB = 2000
 ARCH = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
         "num_key_value_heads": 4, "max_position_embeddings": 512, "rms_norm_eps": 1e-5,
         "tie_word_embeddings": True}
-TRAIN = {"steps": 3000, "batch_tokens": 3000, "lr": 3e-3, "warmup": 200, "final_lr_share": 0.05,
+TRAIN = {"steps": 6000, "batch_tokens": 3000, "lr": 3e-3, "warmup": 200, "final_lr_share": 0.05,
          "weight_decay": 0.01, "betas": (0.9, 0.98), "clip_norm": 1.0}
 UNK, BOS, EOS, PAD = 0, 1, 2, 3
 DEMO = ROOT / "data" / "demo"
@@ -125,142 +143,91 @@ def stream_documents(g):
     return docs, heldout
 
 
-class Senses:
-    """What the context documents are about. (1) The ambiguous words other than the stream's focus terms, in a
-    per-document sense: usual (table → Tisch) or rare (table → Tabelle, seen in RARE_COUNT sentences without
-    context, as the stream's focus terms are). (2) N_NONCE invented English nouns ("blicket"), each given in
-    each document the German word of a random lexicon noun: they occur in no other training text, so an
-    earlier pair of the document is the only way to know one's translation, which never comes from a memorised
-    association (what copying from context learnt on 22 words alone was). The stream's focus words (either
-    sense, either language) occur in no context document."""
+class Lexicon:
+    """The lexicon as the LM's training text uses it: the ambiguous words (a technical and a general sense each),
+    and views without the stream's focus words (either sense) for the context documents."""
 
     def __init__(self, g, focus: set[str]):
-        from adaptsim.synth.lexicon import Verb, _en
+        from adaptsim.synth.lexicon import _en
 
         lex = self.lex = g.lexicon
         self.g, self.focus = g, focus
         self.stream_en = {_en(e) for k in focus for e in lex.entries(k)}
-        self.stream_de = set().union(*(g.forms(k) for k in focus))
-        self.pairs = []  # (rare sense entry, usual sense entry)
+        self.senses = {}  # technical key -> (technical entry, general entry)
         for key in g.terms("ambiguous"):
             e = lex.entries(key)[0]
-            if key not in focus:
-                self.pairs.append((e, next(x for x in lex.nouns + lex.verbs
-                                           if x.domain == "general" and type(x) is type(e) and _en(x) == _en(e))))
-        self._forms = {r.key: (self.entry_forms(r), {r.de_prefix} if isinstance(r, Verb) and r.de_prefix else set())
-                       for r, _ in self.pairs}
-        rng = random.Random(f"{SEED}|nonce")
-        english = {w for e in lex.nouns + lex.verbs + lex.adjectives for w in _en(e).split()}
-        self.nonce = []
-        while len(self.nonce) < N_NONCE:
-            w = "".join(rng.choice(c) for c in ("bdfgklmnprstvz", "aeiou", "lmnr", "bdgkptz", "aeiou", "lnrst")
-                        [:rng.choice((4, 5, 6))])
-            if w not in english and w not in self.nonce:
-                self.nonce.append(w)
-        self.meanings = [n for n in lex.nouns if not self.entry_forms(n) & self.stream_de]
+            self.senses[key] = (e, next(x for x in lex.nouns + lex.verbs
+                                        if x.domain == "general" and type(x) is type(e) and _en(x) == _en(e)))
+        self.free = [k for k in self.senses if k not in focus]  # the ambiguous words context documents may use
 
-    @staticmethod
-    def entry_forms(e) -> set[str]:
-        from adaptsim.synth import german
-        from adaptsim.synth.lexicon import Noun
-
-        if isinstance(e, Noun):
-            return {e.de_sg, e.de_obl, e.de_pl, german.noun_form(e, "pl", "dat")}
-        finite = {german.present(e, p) for p in ("1sg", "3sg", "1pl")}
-        return finite | {german.infinitive(e)} | {e.de_prefix + f for f in finite if e.de_prefix}
-
-    def nonce_noun(self, rng: random.Random, taken=()):
-        """An invented English noun meaning, in this document, a random lexicon noun (its German, gender, tags)."""
-        from dataclasses import replace
-
-        w = rng.choice([x for x in self.nonce if x not in taken])
-        y = rng.choice(self.meanings)
-        e = replace(y, domain="both", en_sg=w, en_pl=w + "s")
-        self._forms[e.key] = (self.entry_forms(e), set())
-        return e
-
-    def forms(self, key: str) -> tuple[set[str], set[str]]:
-        """(German forms, separable particles) of an entry key."""
-        return self._forms.get(key) or (self.g.forms(key), set())
-
-    def view(self, domain: str, rare=(), usual=(), nonce=(), allowed=None):
-        """The domain's entries without the stream's focus words (any sense) and without the words of
-        self.pairs except in the senses given (`rare`, `usual`); plus `nonce` nouns, whose German words mean
-        nothing else in the document."""
+    def view(self, domain: str, allowed=None, add=()):
+        """The domain's entries (software-only ones limited to `allowed`), plus `add`, without the stream's focus
+        words in context documents (`allowed` None)."""
         from dataclasses import replace
 
         from adaptsim.synth.lexicon import Noun, _en
 
         base = self.lex.view(domain, allowed)
-        taken = {_en(e) for e, _ in self.pairs} | self.stream_en
-        nonce_de = {e.de_sg for e in nonce}
+        drop = self.stream_en if allowed is None else set()
 
         def keep(e):
-            return (_en(e) not in taken and getattr(e, "de_sg", None) not in nonce_de and e.key not in self.focus
-                    and not self.entry_forms(e) & self.stream_de)
-        extra = list(rare) + list(usual) + list(nonce)
-        return replace(base, nouns=[e for e in base.nouns if keep(e)] + [e for e in extra if isinstance(e, Noun)],
+            return _en(e) not in drop and e.key not in self.focus
+        return replace(base, nouns=[e for e in base.nouns if keep(e)] + [e for e in add if isinstance(e, Noun)],
                        adjectives=list(base.adjectives), adverbs=list(base.adverbs),
-                       verbs=[e for e in base.verbs if keep(e)] + [e for e in extra if not isinstance(e, Noun)])
+                       verbs=[e for e in base.verbs if keep(e)] + [e for e in add if not isinstance(e, Noun)])
 
 
-def rare_sentences(senses: Senses, allowed: set[str], exclude: set[str]) -> list[tuple[str, str]]:
-    """RARE_COUNT software sentences per rare sense of senses.pairs, without context (as make_demo.py's)."""
+def sense_sentences(lx: Lexicon, allowed: set[str], exclude: set[str]) -> list[tuple[str, str]]:
+    """Software sentences without context: RARE_COUNT per technical sense of the ambiguous words the context
+    documents use (the stream's focus terms have theirs in make_demo.py's corpus), and USUAL_COUNT per general
+    sense of every ambiguous word, the stream's included (a driver in a software sentence is still a Fahrer)."""
     from adaptsim.synth.builder import Builder
 
-    rng = random.Random(f"{SEED}|rare-senses")
+    rng = random.Random(f"{SEED}|sense-sentences")
     seen, out = set(exclude), []
-    for rare, _ in senses.pairs:
-        b = Builder(senses.view("software", rare=[rare], allowed=allowed | {rare.key}), rng)
-        for _ in range(RARE_COUNT):
-            pair = focused(senses.g, b, "software", rare.key, senses.forms(rare.key)[0], seen)
-            if pair:
-                seen.add(pair[0])
-                out.append(pair)
+    for key, (tech, general) in lx.senses.items():
+        jobs = [(general, lx.view("software", allowed, add=[general]), USUAL_COUNT)]
+        if key in lx.free:
+            jobs.insert(0, (tech, lx.view("software", allowed | {key}), RARE_COUNT))
+        for entry, view, count in jobs:
+            b = Builder(view, rng)
+            for _ in range(count):
+                pair = focused(lx.g, b, "software", entry.key, lx.g.forms(entry.key), seen)
+                if pair:
+                    seen.add(pair[0])
+                    out.append(pair)
     return out
 
 
-def context_documents(senses: Senses, exclude: set[str]) -> list[tuple[list, list]]:
-    """N_CONTEXT_DOCS documents whose focus words take a per-document translation (see above): (pairs, the
-    translations only the context may teach, as (German forms, separable particles))."""
+def context_documents(lx: Lexicon, exclude: set[str]) -> list[list]:
+    """N_CONTEXT_DOCS documents of SEGS_PER_CONTEXT_DOC pairs, technical or general (see above)."""
     from adaptsim.synth.builder import Builder
 
-    g = senses.g
-    new = [k for k in g.terms("new") if k not in senses.focus]
-    usual_all = [u for _, u in senses.pairs]
+    g = lx.g
+    new = [k for k in g.terms("new") if k not in lx.focus]
+    software, general = lx.view("software"), lx.view("general")
+    general_nouns = [x.key for x in general.nouns if x.domain == "general"]
     rng = random.Random(f"{SEED}|context-documents")
     seen = set(exclude)
     docs = []
     for _ in range(N_CONTEXT_DOCS):
-        only, kind = [], rng.random()
-        if kind < GENERAL_DOC_SHARE:
-            view = senses.view("general", usual=usual_all)
-            terms = rng.sample([x.key for x in view.nouns if x.domain == "general"], 2)
-        elif kind < GENERAL_DOC_SHARE + NONCE_DOC_SHARE:
-            nonce = [senses.nonce_noun(rng)]
-            if rng.random() < 0.5:
-                nonce.append(senses.nonce_noun(rng, taken={nonce[0].en_sg}))
-            view = senses.view(rng.choice(("general", "software")), usual=usual_all, nonce=nonce)
-            terms, only = [e.key for e in nonce], [e.key for e in nonce]
+        if rng.random() < TECHNICAL_DOC_SHARE:
+            view, domain = software, "software"
+            terms = rng.sample(lx.free, 2) + ([rng.choice(new)] if rng.random() < 0.5 else [])
         else:
-            about = rng.sample(senses.pairs, 2)
-            rare = [r for r, _ in about if rng.random() < RARE_SENSE_ODDS]
-            # every other word of senses.pairs in its usual sense: a rare sense is always a focus word's
-            view = senses.view("software", rare=rare, usual=[u for r, u in senses.pairs if r not in rare])
-            terms = [r.key if r in rare else u.key for r, u in about]
-            only = [r.key for r in rare]
-            if rng.random() < 0.5:
-                terms.append(rng.choice(new))
+            view, domain = general, "general"
+            terms = [lx.senses[k][1].key if rng.random() < 0.5 else rng.choice(general_nouns)
+                     for k in rng.sample(lx.free, 2)]
         b = Builder(view, rng, focus=terms, p_focus=0.3)
         plan = [terms[i % len(terms)] for i in range(SEGS_PER_CONTEXT_DOC)]
         rng.shuffle(plan)
         pairs = []
         for req in plan:
-            pair = focused(g, b, view.domain, req, senses.forms(req)[0], seen)
+            pair = focused(g, b, domain, req, g.forms(req), seen)
             if pair:  # else no new sentence with this term: the document is a segment shorter
                 seen.add(pair[0])
                 pairs.append(pair)
-        docs.append((pairs, [senses.forms(k) for k in only]))
+        docs.append(pairs)
     return docs
 
 
@@ -290,11 +257,11 @@ def make_data() -> dict:
     held_en = {en for d in heldout for en, _ in d}
     test_en = {s for s, _ in general_test}
     corpus = [p for p in corpus if p[0] not in test_en]  # none at N_TRAIN=100k (the test set was drawn without them)
-    senses = Senses(g, focus)
-    rare = rare_sentences(senses, set(seen_terms), doc_en | held_en | test_en | {en for en, _ in corpus})
-    ctx_docs = context_documents(senses, doc_en | held_en | test_en)
-    return {"generator": g, "docs": docs, "focus": focus, "corpus": corpus + rare, "context_docs": ctx_docs,
-            "general_test": general_test, "senses": senses}
+    lx = Lexicon(g, focus)
+    senses = sense_sentences(lx, set(seen_terms), doc_en | held_en | test_en | {en for en, _ in corpus})
+    ctx_docs = context_documents(lx, doc_en | held_en | test_en)
+    return {"generator": g, "docs": docs, "focus": focus, "corpus": corpus + senses, "context_docs": ctx_docs,
+            "general_test": general_test}
 
 
 def train_tokenizer(texts: list[str], work: Path):
@@ -328,23 +295,13 @@ def train_tokenizer(texts: list[str], work: Path):
 def sequences(data: dict, tok, prompt) -> tuple[list[tuple[list[int], list[int]]], int]:
     """(prompt ids, target ids + </s>) for every training sequence; how many have context pairs."""
     rng = random.Random(f"{SEED}|context-sizes")
-    out = [(prompt.ids(tok, en), prompt.target_ids(tok, de, EOS)) for en, de in data["corpus"]]
-    with_context = left_out = 0
-    for doc, only in data["context_docs"]:
-        for i, (en, de) in enumerate(doc):
+    out, with_context = [(prompt.ids(tok, en), prompt.target_ids(tok, de, EOS)) for en, de in data["corpus"]], 0
+    for doc in data["context_docs"]:
+        for i, (en, de) in enumerate(doc[1:], 1):  # the first segment has no context: the corpus teaches that
             c = min(i, rng.randint(1, MAX_CONTEXT))
-            shown = [t for t in only if has_forms(*t, de)]  # translations this target has that only context shows
-
-            def unshown(c):
-                return any(not any(has_forms(*t, r) for _, r in doc[i - c:i]) for t in shown)
-            while unshown(c) and c < min(i, MAX_CONTEXT):
-                c += 1  # more earlier pairs, up to MAX_CONTEXT, until they show it
-            if unshown(c):
-                left_out += 1  # a translation the context does not show: never learnt without context
-                continue
             out.append((prompt.ids(tok, en, doc[i - c:i]), prompt.target_ids(tok, de, EOS)))
-            with_context += c > 0
-    return out, with_context, left_out
+            with_context += 1
+    return out, with_context
 
 
 # ---------------------------------------------------------------- training
@@ -518,17 +475,29 @@ def has_forms(forms: set[str], particles: set[str], text: str) -> bool:
     return False
 
 
-def occurrences(g, docs, k: int) -> list[dict]:
-    """Every occurrence of a focus term in a reference after its first one in the document: (document,
-    segment, term, whether an earlier occurrence lies in the previous k segments)."""
+def occurrences(g, docs, k: int, plain: dict) -> list[dict]:
+    """Every occurrence of a focus term in a reference after its first one in the document: document, segment,
+    term, whether an earlier occurrence lies in the previous k segments (`in_window`), and whether one of those
+    k post-edits corrected it (`corrected`: the term is in that reference and not in `plain`, the translations
+    without context by (document, segment))."""
     out = []
     for d, doc in enumerate(docs):
         for i, (_, ref) in enumerate(doc):
             for key in doc.focus:
                 if has_term(g, key, ref) and any(has_term(g, key, r) for _, r in doc[:i]):
+                    window = range(max(0, i - k), i)
                     out.append({"doc": d, "seg": i, "term": key,
-                                "in_window": any(has_term(g, key, r) for _, r in doc[max(0, i - k):i])})
+                                "in_window": any(has_term(g, key, doc[j][1]) for j in window),
+                                "corrected": any(has_term(g, key, doc[j][1]) and not has_term(g, key, plain[d, j])
+                                                 for j in window)})
     return out
+
+
+def sign_test(gained: int, lost: int) -> float:
+    """One-sided exact sign test (McNemar's, exact): the chance of at least `gained` of the cases that changed
+    going one way if either way were equally likely."""
+    n = gained + lost
+    return sum(math.comb(n, j) for j in range(gained, n + 1)) / 2 ** n
 
 
 def evaluate(data: dict | None = None) -> dict:
@@ -557,18 +526,20 @@ def evaluate(data: dict | None = None) -> dict:
                                                                                 [refs]).score, 2),
                                     "seconds": round(time.perf_counter() - t, 1)}
     for k in sorted({3, MAX_CONTEXT}):
-        occ = occurrences(g, docs, k)
+        occ = occurrences(g, docs, k, hyp[0])
         rates = {}
-        for subset, rows in (("after_first", occ), ("in_window", [o for o in occ if o["in_window"]])):
-            none = sum(has_term(g, o["term"], hyp[0][o["doc"], o["seg"]]) for o in rows)
-            ctx = sum(has_term(g, o["term"], hyp[k][o["doc"], o["seg"]]) for o in rows)
-            amb = [o for o in rows if o["term"] in set(g.terms("ambiguous"))]
+        for subset, rows in (("after_first", occ), ("in_window", [o for o in occ if o["in_window"]]),
+                             ("corrected", [o for o in occ if o["corrected"]])):
+            none = [has_term(g, o["term"], hyp[0][o["doc"], o["seg"]]) for o in rows]
+            ctx = [has_term(g, o["term"], hyp[k][o["doc"], o["seg"]]) for o in rows]
+            amb = [o["term"] in set(g.terms("ambiguous")) for o in rows]
+            gained, lost = sum(c and not n for n, c in zip(none, ctx)), sum(n and not c for n, c in zip(none, ctx))
             rates[subset] = {
-                "occurrences": len(rows), "right_without_context": none, "right_with_context": ctx,
-                "rate_without_context": round(none / len(rows), 3), "rate_with_context": round(ctx / len(rows), 3),
-                "ambiguous_occurrences": len(amb),
-                "ambiguous_right_without_context": sum(has_term(g, o["term"], hyp[0][o["doc"], o["seg"]]) for o in amb),
-                "ambiguous_right_with_context": sum(has_term(g, o["term"], hyp[k][o["doc"], o["seg"]]) for o in amb)}
+                "occurrences": len(rows), "right_without_context": sum(none), "right_with_context": sum(ctx),
+                "gained": gained, "lost": lost, "sign_test_p": round(sign_test(gained, lost), 4),
+                "ambiguous_occurrences": sum(amb),
+                "ambiguous_right_without_context": sum(n for n, a in zip(none, amb) if a),
+                "ambiguous_right_with_context": sum(c for c, a in zip(ctx, amb) if a)}
         out[f"focus_terms_k{k}"] = rates
     out["examples"] = [{"source": docs[0][i][0], "reference": docs[0][i][1], "without_context": hyp[0][0, i],
                         f"with_{MAX_CONTEXT}_pairs": hyp[MAX_CONTEXT][0, i]} for i in (2, 6, 9)]
@@ -596,9 +567,9 @@ def main() -> None:
         prompt = prompt_from_config()
         texts = [prompt.example.format(source=en, target=de, source_lang=prompt.source_lang,
                                        target_lang=prompt.target_lang).strip()
-                 for en, de in data["corpus"] + [p for d, _ in data["context_docs"] for p in d]]
+                 for en, de in data["corpus"] + [p for d in data["context_docs"] for p in d]]
         tok = train_tokenizer(texts, work)
-        seqs, n_ctx, n_left_out = sequences(data, tok, prompt)
+        seqs, n_ctx = sequences(data, tok, prompt)
         print(f"data: {len(data['corpus'])} pairs, {len(data['context_docs'])} context documents, {len(seqs)} "
               f"sequences ({time.perf_counter() - t0:.0f} s)", flush=True)
         summary = train(seqs, tok, args.steps, work / "train_log.jsonl")
@@ -606,10 +577,10 @@ def main() -> None:
         info = {"seed": SEED, "training_pairs_without_context": len(data["corpus"]),
                 "software_share": SOFTWARE_SHARE, "focus_term_training_sentences": RARE_COUNT,
                 "stream_focus_terms": sorted(data["focus"]), "context_documents": len(data["context_docs"]),
-                "segments_per_context_document": SEGS_PER_CONTEXT_DOC, "general_document_share": GENERAL_DOC_SHARE,
-                "rare_sense_odds": RARE_SENSE_ODDS, "nonce_words": N_NONCE, "nonce_document_share": NONCE_DOC_SHARE,
+                "segments_per_context_document": SEGS_PER_CONTEXT_DOC,
+                "technical_document_share": TECHNICAL_DOC_SHARE, "usual_sense_software_sentences": USUAL_COUNT,
                 "max_context_pairs": MAX_CONTEXT, "sequences": len(seqs), "sequences_with_context": n_ctx,
-                "sequences_left_out_unshown_sense": n_left_out, "vocab_size": len(tok)}
+                "vocab_size": len(tok)}
         manifest = {"data": info, "prompt": {k: getattr(prompt, k) for k in ("instruction", "example", "query",
                                                                              "target_prefix", "chat")},
                     "arch": {"model_type": "llama", **ARCH}, "training": {**TRAIN, **summary,

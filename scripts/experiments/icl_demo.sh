@@ -5,8 +5,7 @@
 # with lora, with the baseline none; then the tables (R0 and R1 side by side, the document bootstrap) and what the
 # context gave (cxmi).
 #
-#   python scripts/make_demo_lm.py            # first: the model (not committed, docs/beyond_paper.md)
-#   bash scripts/experiments/icl_demo.sh     # from the repository root; offline, about 4 minutes on one core
+#   bash scripts/experiments/icl_demo.sh     # from the repository root; offline, about 1 minute on one core
 #
 # Everything is generated demo text: the reports go to $RESULTS (default docs/results/icl), the runs to $OUT.
 set -euo pipefail
