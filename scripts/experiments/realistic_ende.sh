@@ -259,7 +259,8 @@ while :; do
     fi
   done
   [ $running -gt 0 ] || [ $pending -gt 0 ] || break
-  sleep 2
+  [ $running -gt 0 ] || { echo "realistic_ende.sh: no task can start (a dependency is not a task)" >&2; exit 1; }
+  wait -n 2>/dev/null || true  # until a task ends (its status is kept for the wait above)
 done
 [ $failed = 0 ] || exit 1
 cat "$RESULTS/general_dev_bleu.txt"
