@@ -7,9 +7,11 @@ Before segment i is translated, `context` chooses up to k earlier (source, post-
 - `document`: the document's last k pairs, oldest first (the document-level MT setting: Fernandes et al. 2021's
   context is the previous sentences of the document, source and target);
 - `fuzzy`: the k earlier pairs whose sources are most similar to segment i's with a score ≥ `threshold`, by
-  rapidfuzz's `fuzz.ratio` as `tm` scores them (adaptive MT with LLMs: Moslem et al. 2023, ymoslem/Adaptive-MT-LLM,
-  retrieve fuzzy matches for the prompt; Agrawal et al. 2022 retrieve by BM25 and re-rank by n-gram recall — one
-  character-level fuzzy score here, the one CAT tools show), the best match last, next to the source;
+  rapidfuzz's `fuzz.ratio` as `tm` scores them, the best match last, next to the source. Moslem et al. 2023
+  (ymoslem/Adaptive-MT-LLM) retrieve by multilingual sentence embeddings (Semantic_Search_Faiss_Multilingual.ipynb)
+  and order the prompt the same way (MT/ChatGPT-BatchTranslation.ipynb, `create_prompt`: the matches, best first,
+  are reversed); Agrawal et al. 2022 retrieve by BM25 and re-rank by n-gram recall. adaptsim uses one
+  character-level fuzzy score, the one CAT tools show, and needs no embedding model;
 - `both`: the fuzzy matches that are not among the document's last k, then those k.
 
 Only pairs revealed before segment i are candidates (they enter the memory after their segment's update, `revealed`):
