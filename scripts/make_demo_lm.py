@@ -8,7 +8,7 @@ sense from the document's domain rather than copying the term, and the effect is
 and data sizes of the same design weaken or lose it (docs/beyond_paper.md, "The demo: a small model that reads
 its context, a little").
 
-    python scripts/make_demo_lm.py                 # data + tokenizer + model + evaluation (about 25 minutes, 1 core)
+    python scripts/make_demo_lm.py                 # data + tokenizer + model + evaluation (about 22 minutes, 1 core)
     python scripts/make_demo_lm.py --steps 300     # a short run to try changes (figures are then poor)
     python scripts/make_demo_lm.py --evaluate      # only measure the committed model again (about 1 minute)
 
@@ -39,8 +39,8 @@ demo model saw them: in make_demo.py's corpus, never in a context document. Trai
   stream focus word in either sense or language. Each segment after the first is a sequence whose prompt holds
   the previous min(i, c) pairs of its document, c drawn from 1..MAX_CONTEXT: what the earlier pairs show (a
   term's own technical translation, other technical senses, software text) tells the sense, and the model
-  learns to take a term's rarer, technical translation from a software context, which it does for the stream's
-  words it never saw in one (driver → Treiber).
+  learns to take a term's rarer, technical translation from a software context, which it does, a little, for the
+  stream's words it never saw in one (driver → Treiber).
 A sequence is exactly what adaptsim translates with: Prompt.ids(tokenizer, source, context) +
 Prompt.target_ids(tokenizer, target, eos) with the prompt block of configs/model/demo-lm.yaml; the loss is on
 the target and the end token only (the prompt's positions are labelled -100, and the output layer is applied at
