@@ -524,8 +524,8 @@ class Completions:
 def _no_context(context: Sequence[tuple[str, str]]) -> None:
     if context:
         raise UserError("earlier pairs in the input (method=icl) need a model that reads context: a decoder-only "
-                        "model (a causal LM's config, e.g. model=qwen2.5-0.5b-instruct); this one is an "
-                        "encoder-decoder")
+                        "model (model=demo-lm offline, or a causal LM's config such as model=qwen2.5-0.5b-instruct); "
+                        "this one is an encoder-decoder")
 
 
 def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -217,7 +217,7 @@ def test_load_model_chooses_the_class_from_the_checkpoint(causal_dirs, tiny_mode
 
 def test_a_seq2seq_model_refuses_context_in_one_line(tiny_model_dir):
     model = Seq2SeqModel.load(str(tiny_model_dir))
-    line = r"need a model that reads context: a decoder-only model \(a causal LM.s config, e.g. model="
+    line = r"need a model that reads context: a decoder-only model \(model=demo-lm offline, or a causal LM.s config "
     for call in (lambda: model.translate(SOURCE, beam_size=2, context=CONTEXT),
                  lambda: model.translate_together([model], SOURCE, context=CONTEXT),
                  lambda: model.pair(SOURCE, REFERENCE, CONTEXT),

@@ -56,7 +56,7 @@ class InContext(Method):
 
         if not model.reads_context:
             raise UserError(f"method={name}: needs a model that reads context in its input, a decoder-only model "
-                            "(a causal LM's config, e.g. model=qwen2.5-0.5b-instruct); "
+                            "(model=demo-lm offline, or a causal LM's config such as model=qwen2.5-0.5b-instruct); "
                             f"{model.net.config.model_type} is an encoder-decoder")
         weights = OmegaConf.create(weights)  # resolved against the run's config already (instantiate's _convert_)
         if weights.get("_target_") == self.__class__.__module__ + "." + self.__class__.__name__:
