@@ -525,6 +525,7 @@ def evaluate(data: dict | None = None) -> dict:
         out[f"docs_context_{k}"] = {"bleu_greedy": round(sacrebleu.corpus_bleu([hyp[k][s] for s in segs],
                                                                                 [refs]).score, 2),
                                     "seconds": round(time.perf_counter() - t, 1)}
+    ambiguous = set(g.terms("ambiguous"))
     for k in sorted({3, MAX_CONTEXT}):
         occ = occurrences(g, docs, k, hyp[0])
         rates = {}
@@ -532,7 +533,7 @@ def evaluate(data: dict | None = None) -> dict:
                              ("corrected", [o for o in occ if o["corrected"]])):
             none = [has_term(g, o["term"], hyp[0][o["doc"], o["seg"]]) for o in rows]
             ctx = [has_term(g, o["term"], hyp[k][o["doc"], o["seg"]]) for o in rows]
-            amb = [o["term"] in set(g.terms("ambiguous")) for o in rows]
+            amb = [o["term"] in ambiguous for o in rows]
             gained, lost = sum(c and not n for n, c in zip(none, ctx)), sum(n and not c for n, c in zip(none, ctx))
             rates[subset] = {
                 "occurrences": len(rows), "right_without_context": sum(none), "right_with_context": sum(ctx),
