@@ -192,7 +192,7 @@ def sense_sentences(lx: Lexicon, allowed: set[str], exclude: set[str]) -> list[t
         for entry, view, count in jobs:
             b = Builder(view, rng)
             for _ in range(count):
-                pair = focused(lx.g, b, "software", entry.key, lx.g.forms(entry.key), seen)
+                pair = focused(lx.g, b, "software", entry.key, seen)
                 if pair:
                     seen.add(pair[0])
                     out.append(pair)
@@ -223,7 +223,7 @@ def context_documents(lx: Lexicon, exclude: set[str]) -> list[list]:
         rng.shuffle(plan)
         pairs = []
         for req in plan:
-            pair = focused(g, b, domain, req, g.forms(req), seen)
+            pair = focused(g, b, domain, req, seen)
             if pair:  # else no new sentence with this term: the document is a segment shorter
                 seen.add(pair[0])
                 pairs.append(pair)
@@ -231,14 +231,15 @@ def context_documents(lx: Lexicon, exclude: set[str]) -> list[list]:
     return docs
 
 
-def focused(g, b, domain: str, key: str, forms: set[str], seen: set[str]):
-    """A new sentence pair whose German has the term `key` (one of `forms`), or None."""
+def focused(g, b, domain: str, key: str, seen: set[str]):
+    """A new sentence pair whose German has the term `key` (one of its forms), or None: Generator._focused without
+    its fallback to another focus term."""
     for _ in range(200):
         res = g._sentence(b, domain, require=key)
         if res is None or res[0][0] in seen:
             continue
         pair, used = res
-        if key in used and set(re.findall(r"[\wÄÖÜäöüß-]+", pair[1])) & forms:
+        if key in used and set(re.findall(r"[\wÄÖÜäöüß-]+", pair[1])) & g.forms(key):
             return pair
     return None
 
