@@ -410,6 +410,32 @@ def test_few_documents_give_no_mark_and_the_note_says_so(tmp_path, capsys, docs,
         assert "†" not in numbers and note in captured.out and note in captured.err
 
 
+def test_the_exact_test_is_the_permutation_test_over_every_swap_pattern(tmp_path, capsys):
+    """The exact p counted by brute force with sacrebleu's own corpus scores: each of the 2ⁿ patterns swaps whole
+    documents' hypotheses between the two runs, and p is the share of patterns whose |δ'| reaches the observed
+    |δ|. (compare enumerates half of them, by symmetry: the same p for every metric.)"""
+    import itertools
+
+    from sacrebleu.metrics import BLEU, TER
+
+    refs, ids = corpus(docs=8, per_doc=6, seed=4)
+    a, b = noisy(refs, 0.3, seed=11), noisy(refs, 0.26, seed=12)
+    out = compare_json(capsys, write_run(tmp_path, "0_a", "none", a, refs, ids),
+                       write_run(tmp_path, "1_b", "full", b, refs, ids), "--test", "exact")["metrics"]
+    docs = sorted(set(ids))
+    for metric, score in (("BLEU", BLEU()), ("TER", TER())):
+        def delta(swapped):
+            x = [h_b if doc in swapped else h_a for h_a, h_b, doc in zip(a, b, ids)]
+            y = [h_a if doc in swapped else h_b for h_a, h_b, doc in zip(a, b, ids)]
+            return score.corpus_score(y, [refs]).score - score.corpus_score(x, [refs]).score
+
+        observed = abs(delta(set()))
+        patterns = [set(c) for k in range(len(docs) + 1) for c in itertools.combinations(docs, k)]
+        p = sum(abs(delta(s)) >= observed - 1e-9 for s in patterns) / len(patterns)
+        assert len(patterns) == 256 and 2 / 256 < p < 1, (metric, p)  # above the floor, below 1: counted
+        assert out[metric][1]["p"] == pytest.approx(p, abs=1e-12), metric
+
+
 def test_the_p_floor_at_small_n_is_derived_from_the_distinct_outcomes():
     from adaptsim.report.stats import distinct_outcomes, floor, min_units
 

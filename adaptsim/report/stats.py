@@ -87,7 +87,8 @@ UNITS = ("document", "segment")
 TESTS = {"auto": "randomisation below SMALL_UNITS units (exact up to EXACT_UNITS), the percentile interval from there",
          "ci": "paired bootstrap, percentile interval", "bs": "paired bootstrap, sacrebleu's statistic",
          "ar": "paired approximate randomisation", "exact": "paired randomisation over every swap pattern"}
-EXACT_UNITS = 20  # "exact" enumerates 2ⁿ swap patterns up to here (about a million at 20; a second or two per metric)
+EXACT_UNITS = 20  # "exact" counts 2ⁿ swap patterns up to here (about a million at 20, half of them computed: about
+# a second for two runs and seven metrics, docs/reports.md)
 SMALL_UNITS = 100  # "auto": below this many units the percentile bootstrap said p < 0.05 for 5–18 % of streams
 # without a difference (scripts/coverage.py; docs/reports.md, "Few documents"); the randomisation test kept to 5 %
 ALPHA = 0.05  # a difference is significant when p < ALPHA; every interval is the 1 − ALPHA percentile interval
@@ -209,13 +210,15 @@ def _swap_masks(rng: np.random.Generator, n_units: int, resamples: int) -> Itera
         yield rng.integers(0, 2, size=(min(rows, resamples - start), n_units)).astype(float)
 
 
-def _every_mask(n_units: int) -> Iterator[np.ndarray]:
-    """All 2ⁿ swap patterns (rows of 0/1 over the units), in chunks that bound memory."""
-    rows = max(1, _CHUNK // max(n_units, 1))
-    bits = 1 << np.arange(n_units)
-    for start in range(0, 2 ** n_units, rows):
-        codes = np.arange(start, min(start + rows, 2 ** n_units))
-        yield ((codes[:, None] & bits) > 0).astype(float)
+def _every_shift(moved: np.ndarray) -> np.ndarray:
+    """What every swap pattern that leaves the last unit in place moves (rows: 2ⁿ⁻¹ patterns; `moved`: a row per
+    unit). Half of the 2ⁿ is enough: swapping every unit exchanges the two runs, so a pattern and its complement
+    give the same |δ'| and the same p. Each unit doubles the sums of the units before it (2ⁿ⁻¹ rows added once
+    each, not a pattern matrix times `moved`)."""
+    sums = np.zeros((2 ** max(len(moved) - 1, 0), moved.shape[1]))
+    for u, row in enumerate(moved[:-1]):
+        sums[2 ** u:2 ** (u + 1)] = sums[:2 ** u] + row
+    return sums
 
 
 def _bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -321,8 +324,8 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
     moved = x[:, cols0] - x[:, colsr]
     exact = exact and n_units <= EXACT_UNITS
     rng = np.random.default_rng([settings.seed, r])  # its own stream per run: independent of the bootstrap's
-    masks = _every_mask(n_units) if exact else _swap_masks(rng, n_units, settings.resamples)
-    shifts = np.vstack([mask @ moved for mask in masks])
+    shifts = (_every_shift(moved) if exact
+              else np.vstack([mask @ moved for mask in _swap_masks(rng, n_units, settings.resamples)]))
     start = 0
     for s in series:
         width = where[s.name, 0].stop - where[s.name, 0].start
