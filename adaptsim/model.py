@@ -106,44 +106,6 @@ def load_model(model_cfg, device: str = "cpu") -> Model:
     return Seq2SeqModel.from_config(model_cfg, device)
 
 
-# Files of a model directory that record how it was made (adaptsim train), not what it is: no part of its fingerprint
-# (trainer_state.pt: a checkpoint's optimizer state, clock and random states, for train.resume).
-NOT_THE_MODEL = ("training.json", "train_log.jsonl", "trainer_state.pt")
-_FINGERPRINTS: dict[tuple, str] = {}
-
-
-def fingerprint(path) -> str | None:
-    """What identifies a model whatever path reaches it: the first 16 hex digits of a sha256 over the names and bytes
-    of the files its directory is loaded from (configuration, weights, tokenizer: every file directly in it, hidden
-    files, *.md and `NOT_THE_MODEL` left out), so a copy or a symlink is the same model and another model at the same
-    relative path is not. A hub name is read from the local Hugging Face cache; None where there are no files to read
-    (reports then fall back to the path). Computed once per process for a directory whose files keep their sizes and
-    modification times (hashing reads the weights: about a second per GB)."""
-    local = Path(str(path)).expanduser()
-    if not local.is_dir():
-        try:
-            from huggingface_hub import snapshot_download
-
-            local = Path(snapshot_download(str(path), local_files_only=True))
-        except Exception:  # noqa: BLE001 (not downloaded, or not a hub name: huggingface_hub raises several types)
-            return None
-    files = sorted(p for p in local.iterdir() if p.is_file() and not p.name.startswith(".")
-                   and p.suffix != ".md" and p.name not in NOT_THE_MODEL)
-    key = (str(local.resolve()), *((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files))
-    if key not in _FINGERPRINTS:
-        import hashlib
-
-        h = hashlib.sha256()
-        for p in files:
-            h.update(p.name.encode() + b"\0")
-            with open(p, "rb") as f:
-                while chunk := f.read(1 << 22):
-                    h.update(chunk)
-            h.update(b"\0")
-        _FINGERPRINTS[key] = h.hexdigest()[:16]
-    return _FINGERPRINTS[key]
-
-
 class Translation(NamedTuple):
     """A hypothesis: its text, the subword pieces the model generated (what the subword metrics score), and
     whether it was cut at `decode.max_length` (no end of sentence generated)."""

@@ -61,6 +61,8 @@ JOB_KEYS = {  # every command's job, from its start
 RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "reset": "document | never", "metrics_scope": "document | corpus: where occurrence counting restarts",
     "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
+    "data_read_fingerprint": "the same hash of the segments as read, before the model's length check (null where "
+                             "none was made): with the model's and the settings it fixes data_fingerprint",
     "model_fingerprint": "hash of the model directory's files: runs of one model share it, whatever its path",
     "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
     "ended_early": "serve: the translator finished the session early (segments validated, segments assigned)",

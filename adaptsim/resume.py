@@ -109,7 +109,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     recorded = recorded_fingerprints(previous)
     if recorded:
         current = _fingerprints(cfg, command, {} if computed is None else computed,
-                                any(k.startswith("method_info.") for k in recorded))
+                                any(k.startswith("method_info.") for k in recorded), previous)
         differ = [f"{k}: {v} → {current.get(k)}" for k, v in recorded.items() if current.get(k) != v]
         if differ:
             raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}; recorded → "
@@ -120,29 +120,43 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     _PASSED[(str(run_dir), key)] = _records(run_dir)
 
 
-def _fingerprints(cfg, command: str, computed: dict, resources: bool) -> dict:
+def _fingerprints(cfg, command: str, computed: dict, resources: bool, previous: dict) -> dict:
     """The fingerprints a run with `cfg` would record (as `recorded_fingerprints` reads them), computed as the run
     computes them: the model's files, the data as the run reads it (lengths checked, a bench's first segments) and,
     if `resources`, the method's resources (its method built on a model of its own: building may change a model).
-    `computed`: the model's and data's, by their settings, for the jobs of a sweep that share them."""
+    The model is loaded only where it must be: where the documents as read and the model's files are the ones
+    `previous` (the run's summary.json) records, the length check keeps what it kept then, and its data
+    fingerprint holds (the settings that shape the check are compared before). `computed`: what was read and
+    computed already, by the settings, for the jobs of a sweep that share them."""
     from omegaconf import OmegaConf
 
-    from adaptsim import methods
     from adaptsim.data import check_lengths, load_documents
     from adaptsim.data.types import fingerprint
-    from adaptsim.model import load_model
-    from adaptsim.model import fingerprint as model_fingerprint
 
     key = json.dumps([OmegaConf.to_container(cfg.model, resolve=True),
                       OmegaConf.to_container(cfg.dataset, resolve=True), command, cfg.get("segments")],
                      sort_keys=True, default=str)
     if key not in computed:
-        model = load_model(cfg.model)
-        documents, _ = check_lengths(load_documents(cfg.dataset), cfg.dataset, model.count_tokens, model.max_tokens,
-                                     cfg.segments if command == "bench" else None)
-        computed[key] = {"model_fingerprint": model_fingerprint(cfg.model.path),
-                         "data_fingerprint": fingerprint(documents)}
-    out = dict(computed[key])
+        documents = load_documents(cfg.dataset)
+        computed[key] = {"documents": documents, "data_read_fingerprint": fingerprint(documents),
+                         "model_fingerprint": inputs.model_fingerprint(cfg.model.path)}
+    known = computed[key]
+    out = {"model_fingerprint": known["model_fingerprint"]}
+    if all(previous.get(k) is not None and previous.get(k) == known[k]
+           for k in ("data_read_fingerprint", "model_fingerprint")):
+        out["data_fingerprint"] = previous.get("data_fingerprint")  # the same check of the same documents
+    else:
+        if "data_fingerprint" not in known:
+            from adaptsim.model import load_model
+
+            model = load_model(cfg.model)
+            known["data_fingerprint"] = fingerprint(check_lengths(
+                known["documents"], cfg.dataset, model.count_tokens, model.max_tokens,
+                cfg.segments if command == "bench" else None)[0])
+        out["data_fingerprint"] = known["data_fingerprint"]
     if resources:
+        from adaptsim import methods
+        from adaptsim.model import load_model
+
         out["method_info"] = methods.build(cfg.method, load_model(cfg.model)).info()
     return recorded_fingerprints(out)

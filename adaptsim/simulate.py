@@ -23,11 +23,11 @@ from omegaconf import DictConfig
 from adaptsim import allocator, interactive, resume
 from adaptsim.data.types import Segment, fingerprint
 from adaptsim.errors import UserError
+from adaptsim.inputs import model_fingerprint
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
 from adaptsim.metrics.forgetting import Probe
 from adaptsim.model import Model, Translation
-from adaptsim.model import fingerprint as model_fingerprint
 from adaptsim.outputs import JobSummary, RecordWriter, compress_records, speaking_for
 from adaptsim.progress import progress
 from adaptsim.learner import Learner, describe_device, load
@@ -215,6 +215,7 @@ class Simulation:
                                                [s.doc_id for s in self.segments], subword_tokenize=model.pieces,
                                                scope=scope)
         job.update(reset=cfg.reset, metrics_scope=scope, data_fingerprint=fingerprint(documents),
+                   data_read_fingerprint=getattr(documents, "read_fingerprint", None),
                    model_fingerprint=model_fingerprint(cfg.model.path),
                    documents=len(documents), segments=len(self.segments), skipped=skipped,
                    model_parameters=sum(p.numel() for p in model.net.parameters()),

@@ -132,6 +132,39 @@ def test_the_same_settings_naming_other_files_are_refused_and_change_nothing(tmp
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
 
 
+def test_data_changed_in_a_folder_no_setting_names_is_refused(tmp_path, tiny_model_dir, tiny_corpus, common, capsys):
+    """The paper's own data set is a folder of corpus files (dataset=autodesk): no setting names its files, so only
+    the segments read tell that one has changed. Refused before anything is written, naming the data; with the
+    folder as it was, the run resumes, and a finished run is checked without loading its model."""
+    from adaptsim.data.readers.autodesk import END, FIELD
+
+    folder = tmp_path / "autodesk"
+    folder.mkdir()
+    for d in range(2):
+        pairs = tiny_corpus[5 * d:5 * d + 5]
+        (folder / f"doc{d}.txt").write_text("".join(f"{s}{FIELD}{r}{FIELD}{r}{END}" for s, r in pairs))
+    args = [a for a in common(tiny_model_dir, folder) if a != "dataset=tsv"] + ["dataset=autodesk"]
+    whole = run(tmp_path / "whole", *args)
+    out = cut(whole, tmp_path / "cut", 3)
+    before = files(out)
+    original = (folder / "doc1.txt").read_text()
+    (folder / "doc1.txt").write_text(original.replace("dog", "cat"))
+    run(out, *args, "resume=true", code=1)
+    error = last_error(capsys)
+    assert "the same settings name other files now" in error and "data_fingerprint: " in error, error
+    assert files(out) == before
+    (folder / "doc1.txt").write_text(original)
+    run(out, *args, "resume=true")
+    assert json.loads((out / "summary.json").read_text())["status"] == "finished"
+    import adaptsim.model
+
+    finished = files(whole)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(adaptsim.model, "load_model", lambda *_: pytest.fail("the model was loaded"))
+        run(whole, *args, "resume=true")
+    assert "finished already; nothing to resume" in capsys.readouterr().err and files(whole) == finished
+
+
 @pytest.mark.slow  # two sweeps of two runs, each refused and resumed (about 25 s on 2 cores)
 def test_a_resumed_sweep_with_another_setting_is_refused_before_hydra_writes(tmp_path, tiny_model_dir, stream, common,
                                                                              capsys):

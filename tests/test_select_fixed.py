@@ -111,9 +111,9 @@ def test_by_default_the_list_is_chosen_on_held_out_documents_in_the_papers_setti
 
 def test_an_installed_adaptsim_writes_and_reads_lists_outside_its_package(tmp_path, tiny_model_dir, tiny_tsv,
                                                                            monkeypatch):
-    from adaptsim.methods import fixed
+    from adaptsim import fixed_lists
 
-    monkeypatch.setattr(fixed, "in_checkout", lambda: False)  # as from a wheel: no pyproject.toml beside it
+    monkeypatch.setattr(fixed_lists, "in_checkout", lambda: False)  # as from a wheel: no pyproject.toml beside it
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     with pytest.raises(SystemExit) as exit_:
         main(["select-fixed", f"model.path={tiny_model_dir}", "model.name=tiny-installed", "dataset=tsv",
@@ -121,7 +121,7 @@ def test_an_installed_adaptsim_writes_and_reads_lists_outside_its_package(tmp_pa
               f"hydra.run.dir={tmp_path / 'run'}"])
     assert exit_.value.code == 0
     written = tmp_path / "config" / "adaptsim" / "fixed_lists" / "tiny-installed.yaml"
-    assert written.is_file() and not (fixed.LISTS / "tiny-installed.yaml").exists()
+    assert written.is_file() and not (fixed_lists.LISTS / "tiny-installed.yaml").exists()
     method = methods.build(fixed_cfg(list="tiny-installed"), Seq2SeqModel.load(str(tiny_model_dir)))
     assert set(OmegaConf.load(written).params) <= set(method.parameters())  # method=fixed finds it there
 

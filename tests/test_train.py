@@ -19,7 +19,7 @@ from transformers import MarianMTModel, MarianTokenizer
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
 from adaptsim.hydra_app import compose
-from adaptsim.model import fingerprint
+from adaptsim.inputs import model_fingerprint as fingerprint
 from adaptsim.basemodel import trainer as trainer_module
 from adaptsim.basemodel.trainer import encode, inverse_sqrt, make_batches, train
 

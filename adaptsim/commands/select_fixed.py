@@ -40,8 +40,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
+from adaptsim.fixed_lists import list_path
 from adaptsim.methods.budget import fill_budget, resolve_budget
-from adaptsim.methods.fixed import list_path, pair_key
+from adaptsim.methods.fixed import pair_key
 from adaptsim.model import Model, load_model
 from adaptsim.outputs import SIMULATIONS, JobSummary
 from adaptsim.progress import progress

@@ -11,7 +11,7 @@ from typing import Callable
 
 from adaptsim.data.options import resolve
 from adaptsim.data.textio import error_at
-from adaptsim.data.types import Dataset, Document
+from adaptsim.data.types import Dataset, Document, fingerprint
 
 log = logging.getLogger("adaptsim.data")
 
@@ -52,4 +52,5 @@ def check_lengths(documents, cfg, count_tokens: Callable[[str], int], max_tokens
                     skipped["too_long"], max_tokens)
     result = Dataset(out, getattr(documents, "skipped", None))
     result.skipped.update(skipped)
+    result.read_fingerprint = fingerprint(documents)
     return result, skipped

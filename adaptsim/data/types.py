@@ -31,12 +31,14 @@ class Dataset(list):
     """A list of Documents that also remembers how many segments were skipped, and why.
 
     `skipped` maps a reason ("empty", "too_long") to a segment count; it travels with the documents so
-    the simulation loop can put it into summary.json without another channel.
+    the simulation loop can put it into summary.json without another channel. So does `read_fingerprint`, that of
+    the documents as read, before the model's length check kept these (`check_lengths` sets it; else None).
     """
 
     def __init__(self, documents=(), skipped: dict | None = None):
         super().__init__(documents)
         self.skipped: Counter = Counter(skipped or {})
+        self.read_fingerprint: str | None = None
 
 
 def fingerprint(documents) -> str:

@@ -24,42 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from fnmatch import fnmatchcase
-from pathlib import Path
 
 import torch
 from omegaconf import OmegaConf
 
-from adaptsim import CONFIG_DIR, PROJECT_ROOT
 from adaptsim.errors import UserError
+from adaptsim.fixed_lists import list_path
 from adaptsim.methods.base import Method
 from adaptsim.rules import Boolean, Choice, Strings, Text
 
 log = logging.getLogger("adaptsim")
-
-LISTS = CONFIG_DIR / "fixed_lists"  # the lists the project ships (and select-fixed writes, in a checkout)
-
-
-def user_lists() -> Path:
-    """Where select-fixed writes lists when adaptsim is installed (not a checkout): never into site-packages."""
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "adaptsim" / "fixed_lists"
-
-
-def in_checkout() -> bool:
-    return (PROJECT_ROOT / "pyproject.toml").is_file()
-
-
-def list_path(name: str, writing: bool = False) -> Path:
-    """Where the list of model `name` is read from (the user's lists first, then the shipped ones) or written to
-    (a checkout's configs/fixed_lists, where it is versioned; else the user's), or `name` itself, if it is a path
-    to a YAML file."""
-    if str(name).endswith((".yaml", ".yml")):
-        return Path(name)
-    if writing:
-        return (LISTS if in_checkout() else user_lists()) / f"{name}.yaml"
-    user = user_lists() / f"{name}.yaml"
-    return user if user.is_file() else LISTS / f"{name}.yaml"
 
 
 def pair_key(source: str, reference: str) -> str:

@@ -41,8 +41,8 @@ from omegaconf import DictConfig, OmegaConf
 from adaptsim import resume
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
+from adaptsim.inputs import model_fingerprint
 from adaptsim.model import Translation
-from adaptsim.model import fingerprint as model_fingerprint
 from adaptsim.outputs import JobSummary, RecordWriter, job_fields, write_bytes_atomic
 from adaptsim.serve import study
 from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, effort_of
