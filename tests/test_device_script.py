@@ -53,7 +53,7 @@ def test_the_device_script_runs_every_part_and_returns_a_model(tmp_path, toy_car
            "BUDGET_S": "400", "COMPARE_S": "240", "TRAIN_MINUTES": "0.05", "MODEL_CONFIG": "demo",
            "FIXED_LIST": str(tmp_path / "fixed.yaml"), "TESTS": "tests/test_devices.py",
            "TRAIN_ARGS": "train.batch_tokens=300 train.valid_bleu_sentences=4 train.lr=1e-2 train.warmup=10",
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", "CPU_JOBS": "2"}  # two cores: the CPU sweep's 6 methods in 2 processes
     done = subprocess.run(["bash", "scripts/device/gpu.sh"], cwd=PROJECT_ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
     log = (out / "device.log").read_text()

@@ -16,7 +16,8 @@
 # script], TEST_S [240], COMPARE_S [170], MODEL_CONFIG [base-ende-gpu], TRAIN_ARGS [base-ende's recipe],
 # TRAIN_MINUTES [what the budget leaves], TRAIN_RESUME [empty; 1: go on with the model a call before left on
 # the warm machine, PARTS="train model"], TESTS [the device tests], PARTS [tests train compare model],
-# FIXED_LIST [configs/fixed_lists/base-ende.yaml: the same tensor names and shapes]
+# FIXED_LIST [configs/fixed_lists/base-ende.yaml: the same tensor names and shapes], CPU_JOBS [6: the CPU sweep's
+# processes at once, one a method]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 START=$(date +%s)
@@ -30,6 +31,7 @@ MODEL_CONFIG=${MODEL_CONFIG:-base-ende-gpu}
 PARTS=${PARTS:-tests train compare model}
 TESTS=${TESTS:-tests/test_lockstep.py tests/test_decode.py tests/test_resume.py tests/test_methods.py tests/test_update.py tests/test_train.py}
 FIXED_LIST=${FIXED_LIST:-configs/fixed_lists/base-ende.yaml}
+CPU_JOBS=${CPU_JOBS:-6}
 # base-ende's recipe (its README): Adam 0.9/0.98, lr 7e-4, 1,000 warm-up steps, ~6,000-token batches, label
 # smoothing 0.1, gradient norm 1.0, bf16 autocast with fp32 weights
 TRAIN_ARGS=${TRAIN_ARGS:-train.lr=7e-4 train.warmup=1000 train.batch_tokens=6000 train.label_smoothing=0.1 train.clip_norm=1.0 train.dtype=bfloat16 train.valid_every=1000000 train.valid_bleu_sentences=200}
@@ -102,7 +104,7 @@ if wants compare; then
     rm -rf "$WORK/sweeps"
     until=$(( $(date +%s) + COMPARE_S ))  # every sweep of the comparison ends by then
     remaining() { echo $(( until - $(date +%s) )); }
-    timeout "$(remaining)" "${run[@]}" device=cpu threads=1 hydra/launcher=joblib hydra.launcher.n_jobs=6 \
+    timeout "$(remaining)" "${run[@]}" device=cpu threads=1 hydra/launcher=joblib hydra.launcher.n_jobs="$CPU_JOBS" \
       hydra.sweep.dir="$WORK/sweeps/cpu" > "$WORK/cpu.log" 2>&1 &
     cpu=$!
     timeout "$(( $(remaining) / 2 ))" "${run[@]}" device="$DEVICE" hydra/launcher=lockstep \
