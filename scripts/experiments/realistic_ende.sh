@@ -19,12 +19,12 @@
 #    held-out GNOME topics alone, a diagnosis of lasso's recall there (scripts/experiments/diagnose/method: one
 #    part of lasso changed at a time — no selection, no prox, no embedding rows, no second bias, hysteresis — and
 #    neither selection nor prox);
-# 3. the six methods (+experiment=paper_methods: one stream per test set, reset=never, corpus scope) on all TED
-#    talks, on GNOME help as one stream of topics (GNOME_TEST), on the ape-it test blocks and on the first
-#    BC_ARTICLES Business Central test articles (on the last two with BEYOND's methods too), in lockstep, one
-#    process per data set; the methods that need no held-out choice start beside step 2, `fixed` and `lasso` join
-#    the same sweeps (resume=true) once step 2 is done; with PROBE, every stream's runs also translate a
-#    general-domain probe along the stream (metrics.probe: forgetting);
+# 3. the six methods (+experiment=paper_methods: one stream per test set, reset=never, corpus scope) on the TED
+#    talks (all, or the first TED_TALKS), on GNOME help as one stream of topics (GNOME_TEST), on the ape-it test
+#    blocks and on the first BC_ARTICLES Business Central test articles (on the last two with BEYOND's methods
+#    too), in lockstep, one process per data set; the methods that need no held-out choice start beside step 2,
+#    `fixed` and `lasso` join the same sweeps (resume=true) once step 2 is done; with PROBE, every stream's runs
+#    also translate a general-domain probe along the stream (metrics.probe: forgetting);
 # 4. per stream, as soon as its sweep is done: its text-free record into $RESULTS/runs/<stream> (summaries,
 #    per-segment statistics, curves; no source, reference or hypothesis text), from which tables (absolute,
 #    relative; † = the 95% bootstrap interval over documents excludes 0: talks, topics, ape-it blocks; ms per update,
@@ -57,6 +57,7 @@
 #   HELDOUT_SEGMENTS segments of each held-out GNOME topic [60]
 #   HELDOUT_ARTICLES Business Central held-out articles (whole) added to heldout.tsv [0]
 #   STREAMS          the test streams, in the order of the reports [ted gnome_help ape_it business_central]
+#   TED_TALKS        TED talks of its stream, in file order [all 13]
 #   BC_ARTICLES      Business Central test articles of its stream, in file order [100]
 #   BEYOND           the methods beyond the paper run on ape_it and business_central [l2,lora,memory,tm]
 #   PROBE            plain-format prefix of a forgetting probe for the test streams' runs, e.g.
@@ -92,6 +93,7 @@ GNOME_HELDOUT=${GNOME_HELDOUT:-a11y,user,bluetooth,sound,backup,sharing}
 HELDOUT_SEGMENTS=${HELDOUT_SEGMENTS:-60}
 HELDOUT_ARTICLES=${HELDOUT_ARTICLES:-0}
 BC_ARTICLES=${BC_ARTICLES:-100}
+TED_TALKS=${TED_TALKS:-}
 read -r -a STREAMS <<<"${STREAMS:-ted gnome_help ape_it business_central}"  # the order of the reports
 FIXED_SEGMENTS=${FIXED_SEGMENTS:-30}
 ABLATIONS=${ABLATIONS:-$(cd scripts/experiments/configs/method && ls -- *.yaml | sed 's/\.yaml$//' | paste -sd, -)}
@@ -140,7 +142,7 @@ python scripts/experiments/prepare_ende.py "$DATA" --ape-block "$APE_BLOCK" --ap
   --heldout-segments "$HELDOUT_SEGMENTS" --heldout-articles "$HELDOUT_ARTICLES" ${TRAIN_PAIRS:+--train-pairs "$TRAIN_PAIRS"}
 cp "$DATA/split.json" "$RESULTS/split.json"
 HELDOUT=(dataset=tsv dataset.name=heldout dataset.path="$DATA/heldout.tsv" dataset.on_duplicate_id=keep "${SKIP[@]}")
-declare -A STREAM=([ted]="dataset=ted" [gnome_help]="dataset=gnome_help dataset.documents=[$GNOME_TEST]"
+declare -A STREAM=([ted]="dataset=ted${TED_TALKS:+ dataset.max_documents=$TED_TALKS}" [gnome_help]="dataset=gnome_help dataset.documents=[$GNOME_TEST]"
                    [ape_it]="dataset=ape_it dataset.split_every=$APE_BLOCK dataset.max_documents=$APE_TEST_BLOCKS"
                    [business_central]="dataset=business-central dataset.max_documents=$BC_ARTICLES")
 for name in "${STREAMS[@]}"; do
