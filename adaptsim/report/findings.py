@@ -7,32 +7,41 @@ The findings (Simianer et al. 2019, §5–6 and Table 5), as tested here (Δ = m
 2. full lowers R0 (zero-shot recall);                    Δ R0 < 0
 3. lasso has the best R0 of the adapted methods;         R0 of every other adapted method − lasso's < 0
 4. lasso has the best R0+1 of the adapted methods;       the same on R0+1
-5. bias stays close to the baseline;                     every 95% interval of bias's Δ within ±CLOSE points
+5. bias stays close to the baseline;                     |Δ| < CLOSE points on BLEU, TER, R0, R1 and R0+1
 6. fixed and top lower R0;                               Δ R0 < 0 for both
 7. full, lasso and fixed raise BLEU;                     Δ BLEU > 0 for all three
 8. BLEU and R0 disagree for some method;                 Δ BLEU > 0 and Δ R0 < 0 for some adapted method
 
-Verdicts, each from the test behind it (`verdict`; the p printed is that test's, and the part that decided it is
-named):
-- **reproduced**: the paper's direction, significant; **same direction**: its direction, not significant;
-- **contradicted**: the opposite direction, significant; **opposite direction**: opposite, not significant;
-- **cannot tell**: the test cannot reach p < 0.05 on this many documents (stats.min_units), a method or a score is
-  missing, or the paper's own Table 5 number for the stream's counterpart set is 0 or points the other way (the
-  paper did not show the finding there either).
-A difference of exactly 0 is not the paper's direction (in every finding alike).
-A finding whose parts must all hold (6, 7; 3 and 4 against every other adapted method) is reproduced when every
-part is, at the largest of their p values (an intersection-union test); it is contradicted when some part is
-significantly the other way, at the smallest of those p values times the number of parts (Bonferroni). Finding 8
-can hold through any method: it takes the method with the smallest p, times the number of methods, and is
-contradicted only when every method is (at the largest of their p values). Finding 5 is a
-test of closeness: reproduced when every 95% interval of bias's differences lies within ±CLOSE points, contradicted
-when one lies wholly beyond, same direction when every difference is within ±CLOSE, opposite when one is beyond;
-it has no p, and stays out of the adjustment. "The adapted methods" of 3 and 4 are all of bias, full, lasso, fixed
-and top that the sweep has, as in the paper's "lasso outperforms the other adaptation techniques".
-The p values are the paired test of `table --significance` (per-segment statistics, resampled by document; the exact
-randomisation test where the documents are few: adaptsim/report/stats.py), then adjusted over the findings of one
-stream by Holm's step-down method (`holm`): a stream checks eight findings, and a "k of 8" must not count the one
-in twenty that chance makes significant. The labels reproduced and contradicted need the adjusted p below 0.05.
+Every part is tested by the paired randomisation test over documents at every size (stats.py: exact up to 20
+documents, sequential Monte Carlo beyond), two-sided, its direction read from the sign (two one-sided tests at
+α/2, so "the paper's way" and "the other way" are one rule); the interval printed beside a part is that test
+inverted. A part goes the paper's way, the other way, or neither (a difference of exactly 0: a tie).
+
+How the parts combine (`verdict`), each rule named in the table's "decided by":
+- *every part must hold* (6, 7; 3 and 4 against every other adapted method): the paper's way when every part is, at
+  the largest of their p (an intersection-union test: no adjustment); the other way when some part is, at the
+  smallest such p times the number of parts (Bonferroni: any one of them);
+- *any method* (8): the paper's way through the method with the smallest (largest-part) p, times the number of
+  methods; the other way only when every method is, at the largest of those p;
+- *closeness* (5): equivalence within ±CLOSE of each of bias's five metrics, each the test of H0: Δ = ±CLOSE
+  (`Difference.p_at`; its p the larger of the two, so p < α when the part's interval lies within ±CLOSE); every
+  metric must be close (intersection-union, the largest p), and one metric beyond ±CLOSE is the other way at its
+  p times five;
+- where the rule's answer hides a part (the other way without significance while another part is significantly
+  the paper's way), the "why" column says so: the label follows the rule, the parts are all shown.
+
+The p values of a stream's findings are adjusted by Holm's step-down method (`holm`): eight findings on one
+stream, and "k of 8" must not count the one in twenty that chance makes significant. Verdicts (`LABELS`):
+- **reproduced** / **contradicted**: the paper's way / the other way at adjusted p < α;
+- **same direction** / **opposite direction**: the paper's way / the other way, not significant;
+- **tie**: no way holds in the paper's direction and none goes against it (a difference of exactly 0);
+- **cannot tell**: the data cannot decide — too few documents (even the smallest p the test can give on them, times
+  the finding's Bonferroni factor and Holm's factor for the stream, is not below α, so the direction it points
+  would be printed whatever the data), a method or a score missing, or Monte Carlo error still straddling the
+  level after the most trials (never decided by the draw: the labels are computed at both ends of every p's
+  Monte Carlo interval, and they must agree);
+- **not the paper's**: the paper's own Table 5 number for the stream's counterpart set is 0 or points the other
+  way (the paper did not show the finding there either); tested and shown, outside the count.
 """
 
 from __future__ import annotations
@@ -48,25 +57,47 @@ from adaptsim.report.blocks import Block, blocks
 from adaptsim.report.notes import notes
 from adaptsim.report.power import effects_markdown, paper_points, power_markdown
 from adaptsim.report.runs import Run, finished_runs
-from adaptsim.report.stats import min_units
+from adaptsim.report.stats import smallest_p
 
 ADAPTED = ("bias", "full", "lasso", "fixed", "top")
 METRICS = ["BLEU", "TER", "R0", "R1", "R0+1"]
 CLOSE = 1.0  # finding 5: points within which every difference of bias to the baseline must lie
+LABELS = ("reproduced", "same direction", "tie", "opposite direction", "contradicted", "cannot tell",
+          "not the paper's")
+ENDS = ("p", "low", "high")  # a part's p, and the ends of its Monte Carlo interval
 
 
 @dataclass
 class Part:
     """One comparison a finding rests on: `plus` − `minus` (None: the baseline) on `metric`, in the direction `sign`
-    (+1 up, −1 down, 0: close to zero), and its measured difference."""
+    (+1 up, −1 down, 0: within ±CLOSE), and its measured difference (stats.Difference)."""
     metric: str
     plus: str
     minus: str | None
     sign: int
-    diff: object  # stats.Difference
+    diff: object
 
+    @property
+    def name(self) -> str:
+        return f"{self.plus}{'' if self.minus is None else ' − ' + self.minus} {self.metric}"
 
-LABELS = ("reproduced", "same direction", "opposite direction", "contradicted", "cannot tell")
+    def way(self) -> int:
+        """+1 the paper's way, −1 the other way, 0 a tie (closeness: within ±CLOSE or not)."""
+        d = self.diff.diff
+        if self.sign == 0:
+            return 1 if abs(d) < CLOSE else -1
+        return int(math.copysign(1, self.sign * d)) if d else 0
+
+    def p(self, end: str = "p") -> float:
+        """The part's p (`end`: or an end of its Monte Carlo interval): for closeness, of being within ±CLOSE
+        (the larger p of H0: Δ = −CLOSE and Δ = +CLOSE) or, beyond, of H0: Δ = the nearer bound."""
+        if self.sign == 0:
+            at = [self.diff.p_at(b) for b in (-CLOSE, CLOSE)] if self.way() > 0 \
+                else [self.diff.p_at(math.copysign(CLOSE, self.diff.diff))]
+            return max(a[ENDS.index(end)] for a in at)
+        if end == "p" or self.diff.p_range is None:
+            return self.diff.p
+        return self.diff.p_range[ENDS.index(end) - 1]
 
 
 @dataclass
@@ -74,43 +105,35 @@ class Finding:
     number: int
     claim: str
     evidence: str
-    p: float | None          # the p of the test that decided the label (before the adjustment)
+    p: float | None          # the p of the rule that decided the label (before Holm's adjustment)
     verdict: str
     ways: list[list[Part]] = field(default_factory=list)  # ways it can hold, each a list of parts that must all hold
-    decided_by: str = "–"    # the part whose test gave p
+    decided_by: str = "–"    # the part whose test gave p, and the rule
     adjusted: float | None = None  # p after Holm's adjustment over the stream's findings
+    why: str = ""            # what a label does not say by itself
+    direction: int = 0       # +1 the paper's way, −1 the other way, 0 a tie
+    factor: int = 1          # the Bonferroni factor of the rule in that direction
+    ends: dict = field(default_factory=dict)  # p at each end of the parts' Monte Carlo intervals
 
 
-def _name(part: Part) -> str:
-    return f"{part.plus}{'' if part.minus is None else ' − ' + part.minus} {part.metric}"
-
-
-def verdict(ways: list[list[Part]]) -> tuple[str, float | None, str]:
-    """(label, p, deciding part) of a finding that holds when every part of some way holds (module docstring)."""
+def verdict(ways: list[list[Part]], end: str = "p") -> tuple[int, float, Part | None, int]:
+    """(direction, p, deciding part, Bonferroni factor) of a finding that holds when every part of some way holds
+    (module docstring); `end`: every part's p taken at that end of its Monte Carlo interval."""
     along, against = [], []
     for way in ways:
-        directions = [part.sign * part.diff.diff for part in way]
-        if all(d > 0 for d in directions):
-            decisive = max(way, key=lambda part: part.diff.p)
-            along.append((decisive.diff.p, decisive))
-        else:  # some part not the paper's way (a difference of exactly 0 is not its way either)
-            decisive = min((part for part, d in zip(way, directions) if d <= 0), key=lambda part: part.diff.p)
-            against.append((min(1.0, len(way) * decisive.diff.p), decisive))
+        if all(part.way() > 0 for part in way):
+            decisive = max(way, key=lambda part: part.p(end))
+            along.append((decisive.p(end), decisive))
+        elif any(part.way() < 0 for part in way):
+            decisive = min((part for part in way if part.way() < 0), key=lambda part: part.p(end))
+            against.append((min(1.0, len(way) * decisive.p(end)), decisive, len(way)))
     if along:
         p, part = min(along, key=lambda a: a[0])
-        p = min(1.0, len(ways) * p)
-        return ("reproduced" if sig.significant(p) else "same direction"), p, _name(part)
-    p, part = max(against, key=lambda a: a[0])
-    return ("contradicted" if sig.significant(p) else "opposite direction"), p, _name(part)
-
-
-def closeness(parts: list[Part]) -> str:
-    """Finding 5's label: every interval within ±CLOSE, one wholly beyond, or where the point estimates lie."""
-    if all(-CLOSE <= part.diff.ci[0] and part.diff.ci[1] <= CLOSE for part in parts):
-        return "reproduced"
-    if any(part.diff.ci[0] > CLOSE or part.diff.ci[1] < -CLOSE for part in parts):
-        return "contradicted"
-    return "same direction" if all(abs(part.diff.diff) <= CLOSE for part in parts) else "opposite direction"
+        return 1, min(1.0, len(ways) * p), part, len(ways)
+    if len(against) == len(ways):
+        p, part, factor = max(against, key=lambda a: a[0])
+        return -1, p, part, factor
+    return 0, 1.0, None, 1
 
 
 def holm(ps: list[float]) -> list[float]:
@@ -121,6 +144,11 @@ def holm(ps: list[float]) -> list[float]:
         running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
         adjusted[i] = running
     return adjusted
+
+
+def levels(findings: int, factor: int) -> list[float]:
+    """Every level a part's p is compared with: α over each Holm factor times each Bonferroni factor."""
+    return sorted({sig.ALPHA / (k * f) for k in range(1, findings + 1) for f in range(1, factor + 1)})
 
 
 def paper_shows(ways: list[list[Part]], set_name: str, baseline: Run) -> bool:
@@ -134,8 +162,19 @@ def paper_shows(ways: list[list[Part]], set_name: str, baseline: Run) -> bool:
     return False
 
 
-def _d(diff, metric: str, label: str) -> str:
-    return f"{label} {metric} {diff.diff:+.1f} [{diff.ci[0]:+.1f}, {diff.ci[1]:+.1f}]"
+def _p(p: float | None) -> str:
+    """Three decimals, five where three would round onto 0.05 (a label must not seem to contradict its p)."""
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.5f}" if abs(p - sig.ALPHA) < 0.0005 else f"{p:.3f}"
+
+
+def _ci(ci: tuple[float, float]) -> str:
+    return "[" + ", ".join("−∞" if v == -math.inf else "+∞" if v == math.inf else f"{v:+.1f}" for v in ci) + "]"
+
+
+def _d(part: Part) -> str:
+    return f"{part.name} {part.diff.diff:+.1f} {_ci(part.diff.ci)} p {_p(part.p())}"
 
 
 def _by_method(block: Block) -> dict[str, Run]:
@@ -152,15 +191,28 @@ def _by_method(block: Block) -> dict[str, Run]:
     return {m: rs[0] for m, rs in runs.items()}
 
 
-def check(block: Block, cfg: sig.Settings) -> list[Finding]:
-    """The eight findings on one block, labelled and adjusted (module docstring)."""
+def _settle(at: list[float], close_runs: set[int]):
+    """stats.compare's `settle`: a p whose Monte Carlo interval holds one of the levels `at` is drawn on (for the
+    closeness runs, also its p of H0: Δ = ±CLOSE)."""
+    def straddles(r: int, metric: str, diff) -> bool:
+        ranges = [diff.p_range] + ([diff.p_at(b)[1:] for b in (-CLOSE, CLOSE)] if r in close_runs else [])
+        return any(lo < level <= hi for lo, hi in ranges if lo is not None for level in at)
+    return straddles
+
+
+def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], sig.Result]:
+    """The eight findings on one block, labelled and adjusted (module docstring); and the adapted methods present
+    with their analysis against the baseline (for --effects)."""
     runs = _by_method(block)
     baseline = block.need_baseline("findings")
     present = [m for m in ADAPTED if m in runs]
     metrics = [m for m in METRICS if all(m in r.scores for r in (baseline, *(runs[k] for k in present)))]
-    result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings")
+    at = levels(8, max(len(present), 2))
+    close = {present.index("bias") + 1} if "bias" in present else set()
+    result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings",
+                         settle=_settle(at, close))
     vs_base = {m: result.differences[i + 1] for i, m in enumerate(present)}
-    test, n = cfg.effective(result.units), result.units
+    n = result.units
     set_name = paper.paper_set(block.dataset)
     out: list[Finding] = []
 
@@ -172,28 +224,15 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
             gone = [k for k in needed if k not in metrics or any(math.isnan(vs_base[m][k].diff) for m in methods)]
             why = f"no {', '.join(gone)} difference" if gone else ""
         if why:
-            out.append(Finding(number, claim, why, None, "cannot tell"))
+            out.append(Finding(number, claim, why, None, "cannot tell", why=why))
         return bool(why)
 
-    def judged(number: int, claim: str, evidence: str, ways: list[list[Part]]) -> Finding:
-        if n < min_units(test):
-            return Finding(number, claim, evidence, None, "cannot tell", ways,
-                           f"{n} {cfg.unit}s (p < {sig.ALPHA} needs {min_units(test)})")
-        if not paper_shows(ways, set_name, baseline):
-            return Finding(number, claim, evidence, None, "cannot tell", ways,
-                           f"the paper's Table 5 ({set_name}) does not show it")
-        if ways[0][0].sign == 0:
-            return Finding(number, claim, evidence, None, closeness(ways[0]), ways,
-                           f"every interval against ±{CLOSE:g}")
-        label, p, part = verdict(ways)
-        return Finding(number, claim, evidence, p, label, ways, part)
+    def add(number: int, claim: str, ways: list[list[Part]]) -> None:
+        out.append(Finding(number, claim, "; ".join(_d(part) for way in ways for part in way), None, "", ways))
 
     def direction(number: int, claim: str, methods: tuple[str, ...], metric: str, sign: int) -> None:
-        if missing(number, claim, methods, (metric,)):
-            return
-        diffs = [vs_base[m][metric] for m in methods]
-        out.append(judged(number, claim, "; ".join(_d(d, metric, m) for m, d in zip(methods, diffs)),
-                          [[Part(metric, m, None, sign, d) for m, d in zip(methods, diffs)]]))
+        if not missing(number, claim, methods, (metric,)):
+            add(number, claim, [[Part(metric, m, None, sign, vs_base[m][metric]) for m in methods]])
 
     direction(1, "full raises R1", ("full",), "R1", +1)
     direction(2, "full lowers R0", ("full",), "R0", -1)
@@ -203,53 +242,96 @@ def check(block: Block, cfg: sig.Settings) -> list[Finding]:
         if missing(number, claim, ("lasso", *others), (metric,)):
             continue
         if not others:
-            out.append(Finding(number, claim, "no other adapted method", None, "cannot tell"))
+            out.append(Finding(number, claim, "no other adapted method", None, "cannot tell",
+                               why="no other adapted method"))
             continue
-        against = sig.analyse([runs["lasso"], *(runs[m] for m in others)], [metric], cfg, "findings", warn=False)
-        diffs = [against.differences[i + 1][metric] for i in range(len(others))]
-        evidence = "; ".join(f"{m} − lasso {d.diff:+.1f} [{d.ci[0]:+.1f}, {d.ci[1]:+.1f}]"
-                             for m, d in zip(others, diffs))
-        out.append(judged(number, claim, evidence, [[Part(metric, m, "lasso", -1, d) for m, d in zip(others, diffs)]]))
-    claim = f"bias stays close to the baseline (every 95% interval within ±{CLOSE:g} points)"
+        against = sig.analyse([runs["lasso"], *(runs[m] for m in others)], [metric], cfg, "findings", warn=False,
+                              settle=_settle(at, set()))
+        add(number, claim, [[Part(metric, m, "lasso", -1, against.differences[i + 1][metric])
+                             for i, m in enumerate(others)]])
+    claim = f"bias stays close to the baseline (every difference within ±{CLOSE:g} points)"
     if not missing(5, claim, ("bias",), tuple(METRICS)):
-        diffs = {m: vs_base["bias"][m] for m in METRICS}
-        out.append(judged(5, claim, "; ".join(_d(d, m, "bias") for m, d in diffs.items()),
-                          [[Part(m, "bias", None, 0, d) for m, d in diffs.items()]]))
+        add(5, claim, [[Part(m, "bias", None, 0, vs_base["bias"][m]) for m in METRICS]])
     direction(6, "fixed and top lower R0", ("fixed", "top"), "R0", -1)
     direction(7, "full, lasso and fixed raise BLEU", ("full", "lasso", "fixed"), "BLEU", +1)
     claim = "BLEU and R0 disagree for some method (BLEU up, R0 down)"
     if not present:
-        out.append(Finding(8, claim, "no adapted method", None, "cannot tell"))
+        out.append(Finding(8, claim, "no adapted method", None, "cannot tell", why="no adapted method"))
     elif not missing(8, claim, tuple(present), ("BLEU", "R0")):
-        ways = [[Part("BLEU", m, None, +1, vs_base[m]["BLEU"]), Part("R0", m, None, -1, vs_base[m]["R0"])]
-                for m in present]
-        shown = [m for m in present if vs_base[m]["BLEU"].diff > 0 and vs_base[m]["R0"].diff < 0]
-        evidence = "; ".join(f"{_d(vs_base[m]['BLEU'], 'BLEU', m)}, R0 {vs_base[m]['R0'].diff:+.1f}" for m in shown) \
-            or "no method raises BLEU while lowering R0"
-        out.append(judged(8, claim, evidence, ways))
-    tested = [f for f in out if f.p is not None]
-    for f, adjusted in zip(tested, holm([f.p for f in tested])):
-        f.adjusted = adjusted
-        if f.verdict in ("reproduced", "contradicted") and not sig.significant(adjusted):
-            f.verdict = "same direction" if f.verdict == "reproduced" else "opposite direction"
-    return sorted(out, key=lambda f: f.number)
+        add(8, claim, [[Part("BLEU", m, None, +1, vs_base[m]["BLEU"]), Part("R0", m, None, -1, vs_base[m]["R0"])]
+                       for m in present])
+    _label([f for f in out if f.ways], set_name, baseline, smallest_p(cfg, n), n, cfg.unit)
+    return sorted(out, key=lambda f: f.number), present, result
 
 
-def _p(p: float | None) -> str:
-    """Three decimals, five where three would round onto 0.05 (a label must not seem to contradict its p)."""
-    if p is None:
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.5f}" if abs(p - sig.ALPHA) < 0.0005 else f"{p:.3f}"
+def _rule(f: Finding, part: Part | None) -> str:
+    if part is None:
+        return "no part either way"
+    if f.ways[0][0].sign == 0:
+        return f"{part.name}: " + ("the largest p of every metric within ±1" if f.direction > 0
+                                   else f"beyond ±{CLOSE:g}, × {f.factor}")
+    if f.direction > 0:
+        return part.name + (f": the smallest p of {f.factor} methods, × {f.factor}" if f.factor > 1
+                            else ": the largest p of every part" if len(f.ways[0]) > 1 else "")
+    return part.name + (f": against, × {f.factor} parts" if f.factor > 1 else "")
+
+
+def _label(tested: list[Finding], set_name: str, baseline: Run, least: float, n: int, unit: str) -> None:
+    """Direction, p, Holm's adjustment and the label of every finding with parts (module docstring)."""
+    family = []
+    for f in tested:
+        if not paper_shows(f.ways, set_name, baseline):
+            f.verdict, f.why = "not the paper's", f"the paper's Table 5 ({set_name}) does not show it"
+            f.direction, f.p, part, f.factor = verdict(f.ways)
+            f.decided_by = _rule(f, part)
+            continue
+        f.direction, f.p, part, f.factor = verdict(f.ways)
+        f.decided_by = _rule(f, part)
+        f.ends = {end: verdict(f.ways, end)[1] for end in ENDS}
+        family.append(f)
+    m = len(family)
+    adjusted = {end: holm([f.ends[end] for f in family]) for end in ENDS}
+    for i, f in enumerate(family):
+        f.adjusted = adjusted["p"][i]
+        labels = {_name(f.direction, adjusted[end][i]) for end in ENDS}
+        reachable = m * f.factor * least
+        if f.direction == 0:
+            f.verdict = "tie"
+        elif reachable >= sig.ALPHA:
+            f.verdict = "cannot tell"
+            f.why = (f"too few {unit}s: {n} give p ≥ {least:.2g}, × {f.factor} × {m} (Holm) = "
+                     f"{min(reachable, 1):.2g}, never below {sig.ALPHA}")
+        elif len(labels) > 1:
+            f.verdict = "cannot tell"
+            f.why = (f"Monte Carlo error: adjusted p between {min(a[i] for a in adjusted.values()):.4f} and "
+                     f"{max(a[i] for a in adjusted.values()):.4f} after the most trials")
+        else:
+            f.verdict = labels.pop()
+        if f.verdict in ("opposite direction", "contradicted", "tie"):
+            along = [p.name for way in f.ways for p in way
+                     if p.way() > 0 and len(way) * m * p.p() < sig.ALPHA]
+            if along:
+                f.why = (f"mixed: {', '.join(along)} significantly the paper's way on its own; the rule "
+                         f"({'every part must hold' if f.factor == 1 or len(f.ways) == 1 else 'any method'}) "
+                         "decides")
+
+
+def _name(direction: int, adjusted: float) -> str:
+    significant = sig.significant(adjusted)
+    if direction > 0:
+        return "reproduced" if significant else "same direction"
+    return "contradicted" if significant else "opposite direction" if direction < 0 else "tie"
 
 
 def markdown(block: Block, findings: list[Finding]) -> str:
     lines = [f"**{block.dataset} · {block.segments} segments · data {block.fingerprint} · model {block.model}**", "",
-             "| # | the paper's finding | here: Δ in points [95% CI] | decided by | p | p (Holm) | verdict |",
-             "|--:|:--|:--|:--|--:|--:|:--|"]
+             "| # | the paper's finding | here: Δ in points [95% CI], p | decided by | p | p (Holm) | verdict | why |",
+             "|--:|:--|:--|:--|--:|--:|:--|:--|"]
     lines += [f"| {f.number} | {f.claim} | {f.evidence} | {f.decided_by} | {_p(f.p)} | {_p(f.adjusted)} | "
-              f"{f.verdict} |" for f in findings]
+              f"{f.verdict} | {f.why or '–'} |" for f in findings]
     count = {label: sum(f.verdict == label for f in findings) for label in LABELS}
-    lines += ["", f"_Of {len(findings)}: " + ", ".join(f"{count[label]} {label}" for label in LABELS)
+    shown = [label for label in LABELS if count[label] or label not in ("tie", "not the paper's")]
+    lines += ["", f"_Of {len(findings)}: " + ", ".join(f"{count[label]} {label}" for label in shown)
               + f" (reproduced and contradicted: p < {sig.ALPHA} after Holm's adjustment)._"]
     return "\n".join(lines)
 
@@ -261,25 +343,20 @@ def parser() -> argparse.ArgumentParser:
                    help="also each method's relative difference to the baseline with its interval, beside the paper's "
                         "Table 5 (adaptsim/report/power.py)")
     p.add_argument("--power", action="store_true",
-                   help="also, per finding, the smallest difference this stream can detect and the documents the "
-                        "paper's effect would need (80%% power)")
+                   help="also, per finding, the smallest difference this stream detects with 80%% power and the "
+                        "documents the paper's effect would need, at the level the finding is tested at")
     sig.add_arguments(p)
     return p
 
 
 def report(block: Block, cfg: sig.Settings, effects: bool, power: bool) -> str:
     """One block's findings, with its effect sizes and power where asked for."""
-    findings = check(block, cfg)
+    findings, present, result = check(block, cfg)
     parts = [markdown(block, findings)]
-    if effects or power:
-        runs, baseline = _by_method(block), block.need_baseline("findings")
     if effects:
-        present = [m for m in ADAPTED if m in runs]
-        metrics = [m for m in METRICS if all(m in r.scores for r in (baseline, *(runs[k] for k in present)))]
-        result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings", warn=False)
-        parts.append(effects_markdown(block, present, result, metrics))
+        parts.append(effects_markdown(block, present, result, list(result.scores[0])))
     if power:
-        parts.append(power_markdown(block, findings, baseline, cfg, CLOSE))
+        parts.append(power_markdown(block, findings, block.need_baseline("findings"), cfg, CLOSE))
     return "\n\n".join(parts) + "".join(f"\n\n_Note: {n}._" for n in notes(block.rows))
 
 
@@ -288,10 +365,10 @@ def main(argv: list[str]) -> int:
     cfg = sig.settings(args)
     texts = [report(block, cfg, args.effects, args.power)
              for block in blocks(finished_runs(args.dirs, "findings").runs)]
-    print("\n\n".join(texts) + f"\n\n_p: {cfg.describe()}, {cfg.resamples} resamples of {cfg.unit}s, seed "
-          f"{cfg.seed}, adjusted by Holm over each stream's findings; reproduced / contradicted: the paper's / the "
-          f"other direction at p < {sig.ALPHA} after the adjustment (finding 5: every interval within / one wholly "
-          f"beyond ±{CLOSE:g} points); same / opposite direction: not significant; cannot tell: too few "
-          "documents for the test, something missing, or the paper's own number not in the claimed direction; "
-          "adaptsim/report/findings.py._")
+    print("\n\n".join(texts) + f"\n\n_p: {cfg.describe()}, two-sided, seed {cfg.seed}; intervals: the test "
+          f"inverted; adjusted by Holm over each stream's findings; reproduced / contradicted: the paper's / the "
+          f"other direction at p < {sig.ALPHA} after the adjustment (finding 5: every difference within / one beyond "
+          f"±{CLOSE:g} points, tested against ±{CLOSE:g}); same / opposite direction: not significant; cannot tell: "
+          "too few documents for the corrected test, something missing, or Monte Carlo error at the most trials; "
+          "not the paper's: the paper's own number not in the claimed direction; adaptsim/report/findings.py._")
     return 0

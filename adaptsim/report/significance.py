@@ -21,10 +21,11 @@ from adaptsim.metrics.sacre import METRICS, SacreMetrics
 from adaptsim.outputs import read_record, record_file
 from adaptsim.report.blocks import check_joinable
 from adaptsim.report.runs import Run
-from adaptsim.report.stats import (ALPHA, EXACT_UNITS, LEVEL, SMALL_UNITS, TESTS, UNITS, Result, Series, Settings,
-                                   compare, distinct_outcomes, min_units, prefix_bands, ratio, units_of)
+from adaptsim.report.stats import (ALPHA, EXACT_UNITS, FIRST_TRIALS, LEVEL, MAX_TRIALS, TESTS, UNITS, Result, Series,
+                                   Settings, compare, distinct_outcomes, min_units, prefix_bands, ratio, units_of)
 
-MARK = "†"  # a cell whose p is below ALPHA; under the default test: whose interval of the difference excludes 0
+MARK = "†"  # a cell whose p is below ALPHA: whose interval of the difference excludes 0
+UNSETTLED = "?"  # a cell whose Monte Carlo p still straddles ALPHA after the most trials: neither † nor not
 FEW_UNITS = 10  # fewer resampling units than this: warn that the test can find only large differences
 _SACRE_KIND = {"BLEU": "bleu", "TER": "ter", "chrF": "chrf"}
 
@@ -32,20 +33,24 @@ _SACRE_KIND = {"BLEU": "bleu", "TER": "ter", "chrF": "chrf"}
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("significance (paired, on per-segment statistics in steps.jsonl)")
     g.add_argument("--resamples", type=int, default=1000,
-                   help="bootstrap resamples / randomisation trials (default: 1000)")
+                   help="bootstrap resamples: each run's score interval, learning-curve bands, --test ci/bs "
+                   "(default: 1000)")
+    g.add_argument("--trials", type=int, default=MAX_TRIALS,
+                   help=f"the most random swap patterns of the randomisation test beyond {EXACT_UNITS} units: "
+                   f"{FIRST_TRIALS:,} first, four times as many while Monte Carlo error could change a verdict "
+                   f"(default: {MAX_TRIALS:,})")
     g.add_argument("--unit", choices=UNITS, default="document",
                    help="resampling unit (default: document, because segments of a document are not independent)")
     g.add_argument("--seed", type=int, default=12345, help="random seed (default: 12345, sacrebleu's)")
     g.add_argument("--test", choices=list(TESTS), default="auto",
-                   help="ci: † when the 95%% bootstrap interval of the difference excludes 0; bs: paired bootstrap "
-                   "with sacrebleu's statistic (Koehn 2004; about one-sided); ar: approximate randomisation; exact: "
-                   f"randomisation over every swap pattern (up to {EXACT_UNITS} units); auto: exact up to "
-                   f"{EXACT_UNITS} units, ar below {SMALL_UNITS}, ci from there (default: auto; intervals are "
-                   "bootstrap intervals either way)")
+                   help="auto: paired randomisation, exact (every swap pattern) up to "
+                   f"{EXACT_UNITS} units, approximate beyond, its interval the test inverted (default); ar, exact: "
+                   "either alone; ci: † when the 95%% bootstrap interval of the difference excludes 0; bs: paired "
+                   "bootstrap with sacrebleu's statistic (Koehn 2004; about one-sided)")
 
 
 def settings(args: argparse.Namespace) -> Settings:
-    return Settings(args.resamples, args.unit, args.seed, args.test)
+    return Settings(args.resamples, args.unit, args.seed, args.test, args.trials)
 
 
 class Steps:
@@ -160,16 +165,17 @@ def _how(run: Run) -> str:
     return "off" if how is None else ", ".join(str(v) for v in how.values())
 
 
-def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str, warn: bool = True) -> Result:
+def analyse(runs: list[Run], metrics: list[str], cfg: Settings, command: str, warn: bool = True,
+            settle=None) -> Result:
     """Scores, intervals, and differences to runs[0] (the baseline) with p-values, for every metric (`warn`: say
-    when there are few units to resample)."""
+    when there are few units to resample; `settle`: stats.compare's, which Monte Carlo p values to draw on)."""
     check_effort(runs, metrics)
     steps = paired(runs)
     index, n_units = units_of(steps[0].doc_ids, cfg.unit)
     if warn:
         warn_few(n_units, cfg, command)
     series = [Series(m, scorer(m), [s.statistics(m, steps[0]) for s in steps]) for m in metrics]
-    return compare(series, index, n_units, cfg)
+    return compare(series, index, n_units, cfg, settle)
 
 
 def bands(runs: list[Run], metrics: list[str], ends: list[int], cfg: Settings, command: str) -> dict[str, list]:
@@ -213,7 +219,8 @@ def cell(result: Result, run: int, metric: str, digits: int = 1, tested: bool = 
     est = result.scores[run][metric]
     if np.isnan(est.score):
         return "–"
-    mark = MARK if tested and run and significant(result.differences[run][metric].p) else ""
+    diff = result.differences[run].get(metric) if run else None
+    mark = "" if not (tested and diff) else UNSETTLED if diff.straddles(ALPHA) else MARK if significant(diff.p) else ""
     return f"{est.score:.{digits}f}{mark} [{est.ci[0]:.{digits}f}, {est.ci[1]:.{digits}f}]"
 
 
@@ -224,7 +231,14 @@ def footer(result: Result) -> str:
     meaning = (f"the {LEVEL:.0%} interval of the difference to the baseline excludes 0" if test == "ci"
                else f"differs from the baseline at p < {ALPHA}")
     few = unresolvable(result.units, cfg)
-    draws = f"all {2 ** result.units:,} swap patterns" if test == "exact" and result.units <= EXACT_UNITS \
-        else f"{cfg.resamples} resamples"
-    return (f"{MARK}: {meaning} ({TESTS[test]}, {draws} of {result.units} {cfg.unit}s)"
+    if test == "exact" and result.units <= EXACT_UNITS:
+        draws = f"all {2 ** result.units:,} swap patterns"
+    elif test in ("ar", "exact"):
+        used = [d.trials for ds in result.differences for d in ds.values() if d.trials]
+        draws = f"{min(used, default=0):,}–{max(used, default=0):,} random swap patterns"
+    else:
+        draws = f"{cfg.resamples} resamples"
+    unsettled = (f"; {UNSETTLED}: p within Monte Carlo error of {ALPHA} after {cfg.trials:,} trials"
+                 if result.unsettled() else "")
+    return (f"{MARK}: {meaning} ({TESTS[test]}, {draws} of {result.units} {cfg.unit}s)" + unsettled
             + (f"; {few}" if few else ""))

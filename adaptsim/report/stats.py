@@ -13,8 +13,9 @@ recur (that is what R1 counts), the model adapts along the document and is reset
 segments treats them as independent and understates the variance; resampling whole documents (a
 cluster bootstrap) keeps the dependence.
 
-Intervals are 95% percentile intervals of the B bootstrap values (of each run's score, of its difference to
-the first run, the baseline, and of that difference in percent of the first run's score): with m the values
+Bootstrap intervals are 95% percentile intervals of the B bootstrap values (of each run's score; under "ci" and
+"bs" also of its difference to the first run, the baseline, and of that difference in percent of the first run's
+score): with m the values
 that have a score and k = ⌈m·α/2⌉ (α = 0.05), the k-th smallest and the k-th largest. So the interval
 excludes 0 exactly when fewer than m·α/2 of the resampled differences lie at or beyond 0 on one side.
 sacrebleu's `estimate_ci` (sacrebleu/significance.py of 2.6.0, lines 38-54: index n // 40 of the sorted scores)
@@ -24,31 +25,45 @@ condition, not two that differ at a boundary. sacrebleu reports an interval of e
 
 Tests, all paired (all runs resampled with the same units):
 
-- "ci" (the default), the percentile interval as a test: p = 2 · min(#{δ*_b ≤ 0}, #{δ*_b ≥ 0}) / m
-  (at most 1), δ*_b the difference to the first run in resample b. p < α exactly when the 95% interval of
-  the difference, from the same resamples, excludes 0: a † never sits on an interval that holds 0.
-- "bs", paired bootstrap resampling (Koehn 2004) with sacrebleu's statistic, so that it is the test of
-  `sacrebleu --paired-bs` (sacrebleu/significance.py, `_paired_bs_test`, lines 252-269, and
-  `_compute_p_value`, lines 89-109): δ the observed difference,
-  p = (1 + #{b : |δ*_b| − mean(|δ*|) ≥ |δ|}) / (B + 1). The ≥ (sacrebleu: >) gives two identical runs
-  p = 1 rather than 1/(B + 1); with continuous scores ties have probability zero, so nothing else changes.
-  The statistic is nearly one-tailed: with δ* centred on δ (mean |δ*| ≈ |δ| while δ* keeps δ's sign) it
-  counts δ* ≥ 2δ, the mirror image about δ of δ* ≤ 0, so p ≈ #{δ* on the other side of 0} / B, half the "ci"
-  p: "bs" at p < 0.05 is the 90% interval excluding 0 (tests/test_stats.py). Where δ* straddles 0 the
-  absolute value folds the distribution and the relation is no longer exact.
-- "ar", two-sided paired approximate randomisation (Noreen 1989; Riezler & Maxwell 2005): each unit's statistics
-  are swapped between the two runs with probability ½; p = (1 + #{|δ'| ≥ |δ|}) / (R + 1).
-- "exact", the same randomisation over every one of the 2ⁿ swap patterns (up to EXACT_UNITS units; beyond, "ar"):
-  p = #{|δ'| ≥ |δ|} / 2ⁿ, the permutation test itself rather than an estimate of it (Fisher's sign-flip test when a
-  unit's score is additive). Its smallest p is 2/2ⁿ (no swap and every swap give ±δ): 6 units are the fewest that
-  can reach p < 0.05, and with 5 it answers 0.0625 at best, as a sign test on 5 units does.
+- "auto" (the default) is the paired randomisation test over units at every size: "exact" up to EXACT_UNITS
+  units, "ar" beyond. One test family whatever the number of documents, so no verdict moves at an arbitrary n
+  (a default that switched to the percentile bootstrap at 100 documents decided a verdict at exactly 100). It is
+  two-sided (its |δ'| does not know the paper's direction); reports read the direction from the sign, which is two
+  one-sided tests at α/2 each, so "the paper's way" and "the other way" are decided by one rule.
+- "exact", randomisation over every one of the 2ⁿ swap patterns (up to EXACT_UNITS units; beyond, "ar"): each
+  unit's statistics swapped between the two runs or not; p = #{|δ'| ≥ |δ|} / 2ⁿ, the permutation test itself
+  (Fisher's sign-flip test when a unit's score is additive). Its smallest p is 2/2ⁿ (no swap and every swap give
+  ±δ): 6 units are the fewest that can reach p < 0.05; with 5 it answers 0.0625 at best, as a sign test does.
+- "ar", approximate randomisation (Noreen 1989; Riezler & Maxwell 2005): each unit swapped with probability ½,
+  p = (1 + #{|δ'| ≥ |δ|}) / (N + 1). Sequential, so that Monte Carlo error never decides a label: FIRST_TRIALS
+  trials, then four times as many, up to `Settings.trials`, until the Monte Carlo interval of every p (Clopper–
+  Pearson at 1 − MC_ERROR, `Difference.p_range`) lies on one side of every level the caller names (`compare`'s
+  `settle`: α for a table's †, every adjusted level for `findings`). A p still straddling a level at the cap is
+  reported as such, never decided by the draw.
+- "ci", the percentile interval of the paired bootstrap as a test: p = 2 · min(#{δ*_b ≤ 0}, #{δ*_b ≥ 0}) / m
+  (at most 1), δ*_b the difference to the first run in resample b; p < α exactly when the bootstrap's 95% interval
+  of the difference excludes 0. Too liberal at few documents (docs/reports.md, "Few documents").
+- "bs", paired bootstrap resampling (Koehn 2004) with sacrebleu's statistic, the test of `sacrebleu --paired-bs`
+  (sacrebleu/significance.py, `_paired_bs_test`, lines 252-269, and `_compute_p_value`, lines 89-109): δ the
+  observed difference, p = (1 + #{b : |δ*_b| − mean(|δ*|) ≥ |δ|}) / (B + 1). The ≥ (sacrebleu: >) gives two
+  identical runs p = 1 rather than 1/(B + 1). The statistic is nearly one-tailed: with δ* centred on δ it counts
+  δ* ≥ 2δ, the mirror image about δ of δ* ≤ 0, so p ≈ #{δ* on the other side of 0} / B, half the "ci" p: "bs" at
+  p < 0.05 is the 90% interval excluding 0 (tests/test_stats.py).
 
-The default, "auto", is the randomisation test below SMALL_UNITS units ("exact" up to EXACT_UNITS, "ar" beyond)
-and "ci" from there. At few documents the percentile bootstrap is too liberal: on streams drawn from the committed
-Business Central records with no difference at all it said p < 0.05 for 14–18 % of 5-document streams, 8–9 % at
-10, 6–7 % at 20, 7–9 % at 30, 5–7 % at 50 and 4 % at 100 (its 95% interval covering 0 as often as that leaves),
-where the randomisation test stayed at or below 5 % throughout and lost little power where there was an effect
-(scripts/coverage.py; docs/reports.md, "Few documents").
+**Under the randomisation tests the interval of a difference is the test inverted**: the Δ that the same test, on
+the same swap patterns, does not reject, so the interval excludes 0 exactly when p < α, at every size. H0(Δ): the
+units' contributions to δ − Δ are symmetric about 0, Δ spread over the units by their weights w_u (their share of
+the metric's denominator, column 1 of its statistics: the reference's words for recall, TER and BLEU, its
+characters for chrF, its segments for SBLEU; the two runs' mean). A pattern ε (unit kept +1, swapped −1) gives
+δ'_ε − Δ·W_ε, W_ε = Σ ε_u w_u, against the observed δ − Δ. For recall, TER and SBLEU, whose denominators the runs
+share, this is exactly the sign-flip test of the shifted contributions; for BLEU and chrF spreading Δ by weight is
+a linearisation. A pattern counts for the Δ of one interval (|δ'_ε − ΔW_ε| ≥ |δ − Δ| is a quadratic in Δ with a
+negative leading term, as |W_ε| ≤ 1, and holds at Δ = δ), so the interval's ends are order statistics of those
+ends: with M patterns the ⌈α·M⌉-th smallest lower end and largest upper end. Where nothing can be rejected (5
+documents: p ≥ 0.0625) the interval is unbounded, which is the honest answer. The relative interval is that
+interval in percent of the first run's score; its coverage is measured in docs/reports.md ("Few documents").
+Under "ci" and "bs" it is the bootstrap's percentile interval. Each run's own score keeps its bootstrap interval
+(a score, not a test), and so do learning-curve bands (`prefix_bands`).
 
 No p below what the units can resolve. A Monte-Carlo p counts the observed data as one of the equally
 informative outcomes, hence the + 1 above and p ≥ 1/(B + 1) (Davison & Hinkley 1997, §4.2.1). A scheme with
@@ -80,18 +95,20 @@ from fractions import Fraction
 from importlib.metadata import version
 
 import numpy as np
+from scipy.stats import beta
 
 from adaptsim.errors import UserError
 
 UNITS = ("document", "segment")
-TESTS = {"auto": "randomisation below SMALL_UNITS units (exact up to EXACT_UNITS), the percentile interval from there",
+TESTS = {"auto": "paired randomisation (exact up to EXACT_UNITS units, Monte Carlo beyond)",
          "ci": "paired bootstrap, percentile interval", "bs": "paired bootstrap, sacrebleu's statistic",
          "ar": "paired approximate randomisation", "exact": "paired randomisation over every swap pattern"}
-EXACT_UNITS = 20  # "exact" counts 2ⁿ swap patterns up to here (about a million at 20, half of them computed: about
+EXACT_UNITS = 20  # "exact" counts 2ⁿ swap patterns up to here (half of them computed, about a million at 20: about
 # a second for two runs and seven metrics, docs/reports.md)
-SMALL_UNITS = 100  # "auto": below this many units the percentile bootstrap said p < 0.05 for 5–18 % of streams
-# without a difference (scripts/coverage.py; docs/reports.md, "Few documents"); the randomisation test kept to 5 %
-ALPHA = 0.05  # a difference is significant when p < ALPHA; every interval is the 1 − ALPHA percentile interval
+FIRST_TRIALS = 10_000  # "ar" draws this many swap patterns first, then four times as many while a p is unsettled
+MAX_TRIALS = 2_560_000  # … up to this many (FIRST_TRIALS · 4⁴; the default of --trials)
+MC_ERROR = 0.001  # a Monte Carlo p's interval (`Difference.p_range`) is its Clopper–Pearson interval at 1 − this
+ALPHA = 0.05  # a difference is significant when p < ALPHA; every interval is the 1 − ALPHA interval
 LEVEL = 1 - ALPHA
 _TAIL = Fraction(str(ALPHA)) / 2  # exactly: interval indices are computed in integers
 _CHUNK = 4_000_000  # at most this many resample × unit entries in memory at once (32 MB of float64)
@@ -109,36 +126,41 @@ def ratio(scale: float) -> Scorer:
 
 @dataclass(frozen=True)
 class Settings:
-    resamples: int
+    resamples: int  # bootstrap resamples: each run's score interval, learning-curve bands, the "ci" / "bs" tests
     unit: str
     seed: int
     test: str
+    trials: int = MAX_TRIALS  # the most swap patterns "ar" draws (module docstring)
 
     def __post_init__(self):
         if self.unit not in UNITS:
             raise UserError(f"resampling unit must be one of {', '.join(UNITS)}, not {self.unit!r}")
         if self.test not in TESTS:
             raise UserError(f"significance test must be one of {', '.join(TESTS)}, not {self.test!r}")
-        if not isinstance(self.resamples, int) or self.resamples < 1:
-            raise UserError(f"resamples must be a positive integer, not {self.resamples!r}")
+        for name in ("resamples", "trials"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise UserError(f"{name} must be a positive integer, not {value!r}")
 
     def effective(self, units: int) -> str:
-        """The test that decides on `units` units: "auto" is "exact" up to EXACT_UNITS, "ar" below SMALL_UNITS,
-        "ci" from there."""
+        """The test that decides on `units` units: "auto" is "exact" up to EXACT_UNITS, "ar" beyond."""
         if self.test != "auto":
             return self.test
-        return "exact" if units <= EXACT_UNITS else "ar" if units < SMALL_UNITS else "ci"
+        return "exact" if units <= EXACT_UNITS else "ar"
 
     def describe(self) -> str:
         """The test in words, as a report's note names it."""
         if self.test != "auto":
             return TESTS[self.test]
-        return (f"{TESTS['exact']} up to {EXACT_UNITS} {self.unit}s, {TESTS['ar']} below {SMALL_UNITS}, "
-                f"{TESTS['ci']} from {SMALL_UNITS}")
+        return (f"{TESTS['exact']} up to {EXACT_UNITS} {self.unit}s, {TESTS['ar']} beyond ({FIRST_TRIALS:,} to "
+                f"{self.trials:,} trials, until Monte Carlo error cannot change a verdict)")
 
     def signature(self, units: int) -> str:
         """What someone needs to reproduce the numbers, in sacrebleu's signature style (the test that ran)."""
-        return (f"test:{self.effective(units)}|unit:{self.unit}|units:{units}|resamples:{self.resamples}"
+        test = self.effective(units)
+        draws = (f"|trials:{min(FIRST_TRIALS, self.trials)}..{self.trials}" if test == "ar"
+                 else f"|patterns:{2 ** units}" if test == "exact" and units <= EXACT_UNITS else "")
+        return (f"test:{test}|unit:{self.unit}|units:{units}{draws}|resamples:{self.resamples}"
                 f"|seed:{self.seed}|ci:{LEVEL:.0%}|adaptsim:{version('adaptsim')}")
 
 
@@ -157,12 +179,75 @@ class Estimate:
 
 
 @dataclass
+class Flips:
+    """A randomisation test's swap patterns, kept to test other nulls than 0 (`Difference.p_at`): per pattern the
+    permuted difference δ' and the weight W of the units it keeps minus those it swaps (module docstring)."""
+    observed: float
+    permuted: np.ndarray
+    weight: np.ndarray
+    exact: bool       # every pattern (p = count / M) or random draws (p = (1 + count) / (N + 1))
+    floor: float      # the smallest p the units can resolve
+
+    def count(self, delta: float) -> int:
+        """Patterns at least as extreme as the observed difference under H0: δ = delta (float sums of the same
+        statistics in another order may miss by an ulp, hence the tolerance)."""
+        gap = abs(self.observed - delta)
+        return int(np.sum(np.abs(self.permuted - delta * self.weight) >= gap * (1 - 1e-9) - 1e-12))
+
+    def p(self, delta: float = 0.0) -> tuple[float, float, float]:
+        """(p, and its Monte Carlo interval) of H0: δ = delta; exact: the interval is p itself."""
+        n, c = len(self.permuted), self.count(delta)
+        if self.exact:
+            return (c / n,) * 3
+        low = beta.ppf(MC_ERROR / 2, c, n - c + 1) if c else 0.0
+        high = beta.ppf(1 - MC_ERROR / 2, c + 1, n - c) if c < n else 1.0
+        p = max((1 + c) / (n + 1), self.floor)
+        return p, float(min(max(low, self.floor), p)), float(max(high, p))
+
+    def interval(self) -> tuple[float, float]:
+        """The Δ the test does not reject at ALPHA: from each pattern's interval of Δ (a quadratic's roots), the
+        k-th smallest lower end and k-th largest upper end (module docstring)."""
+        if self.floor >= ALPHA:
+            return (-math.inf, math.inf)
+        a, w, d = self.permuted, self.weight, self.observed
+        quad, lin, const = w * w - 1, -2 * (a * w - d), a * a - d * d  # quad·Δ² + lin·Δ + const ≥ 0
+        low, high = np.full(len(a), -np.inf), np.full(len(a), np.inf)
+        curved = quad < -1e-12
+        root = np.sqrt(np.maximum(lin[curved] ** 2 - 4 * quad[curved] * const[curved], 0))
+        ends = np.sort(np.stack([(-lin[curved] + root) / (2 * quad[curved]),
+                                 (-lin[curved] - root) / (2 * quad[curved])]), axis=0)
+        low[curved], high[curved] = ends[0], ends[1]
+        line = ~curved & (np.abs(lin) > 1e-12)  # |W| = 1: a half-line
+        cut = -const[line] / lin[line]
+        low[line] = np.where(lin[line] > 0, cut, -np.inf)
+        high[line] = np.where(lin[line] > 0, np.inf, cut)
+        n = len(a)
+        need = ALPHA * n if self.exact else ALPHA * (n + 1) - 1  # patterns that must count for p ≥ ALPHA
+        k = max(math.ceil(need - 1e-9), 1)
+        return float(np.partition(low, k - 1)[k - 1]), float(-np.partition(-high, k - 1)[k - 1])
+
+
+@dataclass
 class Difference:
     diff: float                      # run − first run, in points
     ci: tuple[float, float]
     relative: float                  # diff in percent of the first run's score (NaN if that is 0)
     relative_ci: tuple[float, float]
     p: float
+    p_range: tuple[float, float] | None = None  # the Monte Carlo interval of p (None: not a Monte Carlo p)
+    trials: int | None = None        # swap patterns behind p ("exact": all 2ⁿ⁻¹ distinct ones)
+    se: float | None = None          # the randomisation standard error of δ (√ mean δ'²): one unit's σ is se·√n
+    flips: Flips | None = field(default=None, repr=False)
+
+    def p_at(self, delta: float) -> tuple[float, float, float]:
+        """(p, low, high) of H0: δ = delta under the randomisation test (low = high = p when exact)."""
+        if self.flips is None:
+            raise ValueError("p at another null needs a randomisation test")
+        return self.flips.p(delta)
+
+    def straddles(self, level: float) -> bool:
+        """Whether Monte Carlo error could put p on either side of `level`."""
+        return self.p_range is not None and self.p_range[0] < level <= self.p_range[1]
 
 
 @dataclass
@@ -175,6 +260,10 @@ class Result:
 
     def __post_init__(self):
         self.signature = self.settings.signature(self.units)
+
+    def unsettled(self) -> list[tuple[int, str]]:
+        """(run, metric) whose Monte Carlo p still straddles α (a † that the draw would decide)."""
+        return [(r, m) for r, ds in enumerate(self.differences) for m, d in ds.items() if d.straddles(ALPHA)]
 
 
 def units_of(doc_ids: Sequence[str], unit: str) -> tuple[np.ndarray, int]:
@@ -250,6 +339,14 @@ def floor(test: str, n_units: int, draws: int) -> float:
     return 1 / min(draws + 1, distinct_outcomes(test, n_units))
 
 
+def smallest_p(settings: Settings, n_units: int) -> float:
+    """The smallest p the test of `settings` can give on n units, at its most draws."""
+    test = settings.effective(n_units)
+    if test == "exact" and n_units <= EXACT_UNITS:
+        return 1 / distinct_outcomes(test, n_units)
+    return floor(test, n_units, settings.trials if test in ("ar", "exact") else settings.resamples)
+
+
 def min_units(test: str) -> int:
     """The fewest units whose distinct outcomes allow p < ALPHA (bootstrap: 4, randomisation: 6)."""
     n = 1
@@ -272,10 +369,14 @@ def _p_bootstrap(deltas: np.ndarray, observed: float) -> float:
     return float((1 + np.sum(deltas - deltas.mean() >= abs(observed))) / (len(deltas) + 1))
 
 
-def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Settings) -> Result:
+def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Settings,
+            settle: Callable[[int, str, Difference], bool] | None = None) -> Result:
     """Scores, intervals, differences to run 0 and p-values of every run and metric.
 
-    Every run and metric is resampled with the same count matrices (paired), all in one matrix product.
+    Every run and metric is resampled with the same count matrices (paired), all in one matrix product. Under
+    "ar", `settle(run, metric, difference)` says whether a difference's Monte Carlo p is still undecided for the
+    caller (default: it straddles α); such runs are tested again with four times the trials, up to
+    `settings.trials`.
     """
     runs = len(series[0].stats)
     test = settings.effective(n_units)
@@ -311,38 +412,55 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
                     observed, _interval(delta), 100 * observed / point[0] if point[0] else np.nan,
                     _interval(rel), p)
     if test in ("ar", "exact"):
+        settle = settle or (lambda r, m, d: d.straddles(ALPHA))
         for r in range(1, runs):
-            _randomise(series, x, total, where, r, n_units, settings, differences[r], test == "exact")
+            trials = min(FIRST_TRIALS, settings.trials)
+            while True:
+                _randomise(series, x, total, where, r, n_units, settings, differences[r], test == "exact", trials)
+                if trials >= settings.trials or not any(settle(r, m, d) for m, d in differences[r].items()):
+                    break
+                trials = min(4 * trials, settings.trials)
     return Result(settings, n_units, scores, differences)
 
 
 def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: dict, r: int, n_units: int,
-               settings: Settings, out: dict[str, Difference], exact: bool) -> None:
-    """Approximate randomisation of run r against run 0: swapping unit u moves x0[u] − xr[u] from run 0 to r."""
+               settings: Settings, out: dict[str, Difference], exact: bool, trials: int) -> None:
+    """Randomisation of run r against run 0: swapping unit u moves x0[u] − xr[u] from run 0 to r, and its weight
+    (the last column of `moved`, per metric) from W's kept side to its swapped side."""
     cols0 = np.concatenate([np.arange(x.shape[1])[where[s.name, 0]] for s in series])
     colsr = np.concatenate([np.arange(x.shape[1])[where[s.name, r]] for s in series])
-    moved = x[:, cols0] - x[:, colsr]
-    exact = exact and n_units <= EXACT_UNITS
-    rng = np.random.default_rng([settings.seed, r])  # its own stream per run: independent of the bootstrap's
-    shifts = (_every_shift(moved) if exact
-              else np.vstack([mask @ moved for mask in _swap_masks(rng, n_units, settings.resamples)]))
-    start = 0
+    weights = []
     for s in series:
+        w = (x[:, where[s.name, 0].start + 1] + x[:, where[s.name, r].start + 1]) / 2 \
+            if where[s.name, 0].stop - where[s.name, 0].start > 1 else np.ones(n_units)
+        weights.append(w / w.sum() if w.sum() > 0 else np.full(n_units, 1 / n_units))
+    moved = np.hstack([x[:, cols0] - x[:, colsr], np.column_stack(weights)])
+    exact = exact and n_units <= EXACT_UNITS
+    rng = np.random.default_rng([settings.seed, r, trials])  # its own stream per run and round
+    shifts = (_every_shift(moved) if exact
+              else np.vstack([mask @ moved for mask in _swap_masks(rng, n_units, trials)]))
+    start = 0
+    for i, s in enumerate(series):
         width = where[s.name, 0].stop - where[s.name, 0].start
         shift = shifts[:, start:start + width]
         start += width
-        with np.errstate(invalid="ignore"):
-            stat = np.abs(s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift))
-        stat = stat[~np.isnan(stat)]
-        observed = out[s.name].diff
-        if np.isnan(observed) or not len(stat):
-            out[s.name].p = np.nan
-        elif exact:  # every pattern counted once, the observed one among them; float sums of the same statistics
-            # in another order may miss |δ| by an ulp, hence the tolerance
-            out[s.name].p = float(np.sum(stat >= abs(observed) * (1 - 1e-9) - 1e-12) / len(stat))
-        else:
-            out[s.name].p = max(float((1 + np.sum(stat >= abs(observed))) / (len(stat) + 1)),
-                                floor("ar", n_units, len(stat)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            permuted = s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift)
+        kept = ~np.isnan(permuted)
+        d = out[s.name]
+        if np.isnan(d.diff) or not kept.any():
+            d.p, d.ci, d.relative_ci = np.nan, (np.nan, np.nan), (np.nan, np.nan)
+            continue
+        weight = 1 - 2 * shifts[kept, moved.shape[1] - len(series) + i]
+        flips = Flips(d.diff, permuted[kept], weight, exact,
+                      1 / len(permuted) if exact else floor("ar", n_units, int(kept.sum())))
+        p, low, high = flips.p(0.0)
+        d.p, d.flips, d.trials = p, flips, int(kept.sum())
+        d.p_range = None if exact else (low, high)
+        d.se = float(np.sqrt(np.mean(flips.permuted ** 2)))
+        d.ci = flips.interval()
+        first = float(s.score(total[where[s.name, 0]]))
+        d.relative_ci = tuple(sorted(100 * v / first for v in d.ci)) if first else (np.nan, np.nan)
 
 
 def prefix_bands(series: Series, index: np.ndarray, n_units: int, ends: Sequence[int],
