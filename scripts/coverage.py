@@ -1,20 +1,45 @@
-"""How the document-level tests behave at few documents: the coverage of the 95% percentile interval and how often
-each test says p < 0.05, with no difference and with a planted one, on streams of 5, 10, 20 and 100 documents
-drawn from a committed sweep's per-document statistics (docs/reports.md, "Few documents").
+"""How the document-level tests behave on few documents: how often the paired randomisation test (the reports'
+default) and the paired percentile bootstrap ("ci") say p < 0.05, and how often each one's 95% interval covers the
+true difference, under two nulls and a planted difference, on streams of 5 to 100 documents drawn from a
+committed sweep's per-document statistics (docs/reports.md, "Few documents"; docs/results/coverage.md).
 
-    python scripts/coverage.py [--sweep DIR] [--metric R0] [--methods none full] [--replications 400]
+    python scripts/coverage.py [--sweep DIR] [--compare METRIC BASELINE METHOD]... [--sizes N...]
+                               [--replications R] [--planted-replications R] [--exact-up-to N] [--trials T]
+                               [--resamples B] [--seed S] [--out FILE]
 
-A stream of n documents is n documents drawn with replacement from the sweep's. *planted*: as they were, so the
-true difference is the sweep's own (method − baseline, over all its documents); *null*: each drawn document's two
-runs swapped with probability ½, a population whose difference is 0 exactly. Per stream, `adaptsim.report.stats`
-computes the paired bootstrap (the percentile interval and its test, "ci") and the randomisation test over
-documents ("exact" up to stats.EXACT_UNITS documents, "ar" beyond), as the reports do.
+A stream of n documents is n documents drawn with replacement from the sweep's (its per-document sums of the
+metric's statistics, numerator and denominator, for the baseline and the method). Three scenarios:
+
+- *swap*: each drawn document's two runs swapped with probability ½. The population (every document once each
+  way) has a pooled difference of exactly 0; it is the randomisation test's own null, so that test holds its level
+  here by construction.
+- *shifted*: the method's numerator of every document lowered by δ·den/100 (den: the document's denominator,
+  which the two runs share for recall; δ: the sweep's pooled difference, method − baseline, over all its
+  documents), then n documents drawn. The shifted population's pooled score is the baseline's, so the true
+  difference is 0 (up to rounding, ~1e-14), while the per-document differences keep their shape: lopsided, not
+  symmetric about 0, which the randomisation test assumes and this null does not.
+- *planted*: the documents as they are; the true difference is δ.
+
+Per stream, `adaptsim.report.stats.compare` computes the percentile bootstrap ("ci": `--resamples` resamples; its
+p < 0.05 exactly when its interval excludes 0) and the randomisation test over documents with its inverted
+interval: "exact" (every swap pattern) up to `--exact-up-to` documents (default: stats.EXACT_UNITS, 20, as the
+reports), beyond that "ar" with a fixed `--trials` random patterns (default 10,000: the reports draw these first,
+then four times as many while a p's Monte Carlo interval straddles 0.05). A fixed draw only adds binomial noise
+around the full test's decision, and that barely moves a rejection rate: under a uniform p, P((1 + c)/(T + 1) < 0.05)
+with c ~ Bin(T, p) averages ⌈0.05·(T + 1) − 1⌉/(T + 1), 500/10,001 = 5.0 % at T = 10,000. The table gives each
+rate r with its Monte Carlo standard error √(r(1 − r)/streams) (0 where r is 0 or 1: then no stream of the row
+went the other way). Every row has its own seed (from --seed, the comparison, the scenario and n), so a row is the
+same whatever else is run beside it; `--out` writes the printed text (the command line, a legend, a table per
+comparison) to a file, as docs/results/coverage.md. The CPU time goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +47,21 @@ import numpy as np
 from adaptsim import PROJECT_ROOT
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.significance import Steps, scorer
-from adaptsim.report.stats import ALPHA, EXACT_UNITS, Series, Settings, compare, unit_sums, units_of
+from adaptsim.report.stats import ALPHA, EXACT_UNITS, FIRST_TRIALS, Series, Settings, compare, unit_sums, units_of
 
 SWEEP = PROJECT_ROOT / "docs" / "results" / "base-ende" / "runs" / "business_central"
+SCENARIOS = ("swap", "shifted", "planted")
+COMPARISONS = [["R0", "none", "bias"], ["R1", "none", "full"]]
+
+
+def legend(resamples: int) -> str:
+    return f"""Streams of n documents drawn with replacement from the sweep's. *swap*: each drawn document's two
+runs swapped with probability ½ (the randomisation test's own null; true Δ = 0). *shifted*: the method's numerator
+of every document lowered by δ·den/100, δ the sweep's pooled difference, so that the population's pooled difference
+is 0 while the per-document differences keep their lopsided shape (true Δ = 0). *planted*: the documents as they
+are (true Δ = δ). p < 0.05: how often the test rejects Δ = 0; covers Δ: how often its 95% interval holds the true Δ
+(the randomisation test's interval is the test inverted, the bootstrap's its percentile interval over {resamples:,}
+resamples). Randomisation: exact over every swap pattern, or Monte Carlo with a fixed number of random patterns."""
 
 
 def per_document(sweep: Path, metric: str, methods: list[str]) -> list[np.ndarray]:
@@ -38,57 +75,126 @@ def per_document(sweep: Path, metric: str, methods: list[str]) -> list[np.ndarra
     return out
 
 
-def simulate(base: np.ndarray, other: np.ndarray, metric: str, sizes: list[int], replications: int,
-             resamples: int, seed: int) -> list[dict]:
+def pooled(metric: str, base: np.ndarray, other: np.ndarray) -> float:
+    """The pooled difference, method − baseline, of documents' statistics."""
     score = scorer(metric)
-    truth = {"planted": float(score(other.sum(0)) - score(base.sum(0))), "null": 0.0}
-    rng = np.random.default_rng(seed)
+    return float(score(other.sum(0)) - score(base.sum(0)))
+
+
+def shifted(metric: str, base: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """The method's statistics with each document's numerator lowered by δ·den/100 (δ the pooled difference): the
+    population of the *shifted* null, whose pooled difference to `base` is 0. Only for recall (100·Σnum/Σden), whose
+    denominator the two runs share."""
+    if base.shape[1] != 2 or not np.array_equal(base[:, 1], other[:, 1]) or not metric.startswith("R"):
+        raise SystemExit(f"coverage.py: the shifted null needs a recall metric whose denominator the two runs share, "
+                         f"not {metric}")
+    out = other.copy()
+    out[:, 0] -= pooled(metric, base, other) * base[:, 1] / 100
+    return out
+
+
+def population(metric: str, base: np.ndarray, other: np.ndarray, scenario: str) -> tuple[np.ndarray, float]:
+    """The method's statistics a scenario draws from, and the true difference of its population."""
+    if scenario == "shifted":
+        moved = shifted(metric, base, other)
+        return moved, pooled(metric, base, moved)
+    return other, 0.0 if scenario == "swap" else pooled(metric, base, other)
+
+
+def draw(rng: np.random.Generator, base: np.ndarray, other: np.ndarray, scenario: str,
+         n: int) -> tuple[np.ndarray, np.ndarray]:
+    """One stream: n documents with replacement; under *swap* each one's two runs exchanged with probability ½."""
+    drawn = rng.integers(0, len(base), n)
+    a, b = base[drawn], other[drawn]
+    if scenario == "swap":
+        flip = rng.random(n) < 0.5
+        a, b = np.where(flip[:, None], b, a), np.where(flip[:, None], a, b)
+    return a, b
+
+
+def row_seed(seed: int, metric: str, methods: list[str], scenario: str, n: int) -> list[int]:
+    return [seed, zlib.crc32(" ".join([metric, *methods]).encode()), SCENARIOS.index(scenario), n]
+
+
+def simulate(base: np.ndarray, other: np.ndarray, metric: str, methods: list[str], sizes: list[int],
+             scenarios: dict[str, int], resamples: int, seed: int, exact_up_to: int = EXACT_UNITS,
+             trials: int = FIRST_TRIALS) -> list[dict]:
+    """A row per size and scenario (`scenarios`: scenario → streams): rejection rates and coverages."""
+    score = scorer(metric)
     rows = []
     for n in sizes:
-        test = "exact" if n <= EXACT_UNITS else "ar"
-        for scenario, true in truth.items():
-            covered = significant = randomised = 0
-            for rep in range(replications):
-                drawn = rng.integers(0, len(base), n)
-                a, b = base[drawn], other[drawn]
-                if scenario == "null":
-                    flip = rng.random(n) < 0.5
-                    a, b = np.where(flip[:, None], b, a), np.where(flip[:, None], a, b)
+        test = "exact" if n <= min(exact_up_to, EXACT_UNITS) else "ar"
+        for scenario, streams in scenarios.items():
+            method, true = population(metric, base, other, scenario)
+            rng = np.random.default_rng(row_seed(seed, metric, methods, scenario, n))
+            counts = dict.fromkeys(("rand_p", "boot_p", "rand_cover", "boot_cover"), 0)
+            for _ in range(streams):
+                a, b = draw(rng, base, method, scenario, n)
                 series = [Series(metric, score, [a, b])]
-                boot = compare(series, np.arange(n), n, Settings(resamples, "document", seed + rep, "ci"))
-                perm = compare(series, np.arange(n), n, Settings(resamples, "document", seed + rep, test))
-                d = boot.differences[1][metric]
-                covered += d.ci[0] <= true <= d.ci[1]
-                significant += d.p < ALPHA
-                randomised += perm.differences[1][metric].p < ALPHA
-            rows.append({"documents": n, "scenario": scenario, "true": true, "coverage": covered / replications,
-                         "ci": significant / replications, "randomised": randomised / replications, "test": test})
+                stream_seed = int(rng.integers(2 ** 32))
+                boot = compare(series, np.arange(n), n, Settings(resamples, "document", stream_seed, "ci"))
+                rand = compare(series, np.arange(n), n, Settings(1, "document", stream_seed, test, trials))
+                for name, d in (("boot", boot.differences[1][metric]), ("rand", rand.differences[1][metric])):
+                    counts[f"{name}_p"] += bool(d.p < ALPHA)
+                    counts[f"{name}_cover"] += bool(d.ci[0] <= true <= d.ci[1])
+            rows.append({"documents": n, "scenario": scenario, "true": true, "streams": streams,
+                         "test": test if test == "exact" else f"ar {trials:,}",
+                         **{k: v / streams for k, v in counts.items()}})
     return rows
 
 
-def markdown(rows: list[dict], metric: str, methods: list[str], replications: int) -> str:
-    lines = [f"_{methods[1]} − {methods[0]} {metric}, {replications} streams per row:_", "",
-             "| documents | scenario | true Δ | 95% interval covers it | p < 0.05: bootstrap "
-             "| p < 0.05: randomisation |",
-             "|--:|:--|--:|--:|--:|--:|"]
-    lines += [f"| {r['documents']} | {r['scenario']} | {r['true']:+.2f} | {r['coverage']:.1%} | {r['ci']:.1%} | "
-              f"{r['randomised']:.1%} ({r['test']}) |" for r in rows]
+def rate(r: float, streams: int) -> str:
+    """A rate in percent with its Monte Carlo standard error."""
+    return f"{100 * r:.1f} ± {100 * math.sqrt(r * (1 - r) / streams):.1f}"
+
+
+def markdown(rows: list[dict], metric: str, methods: list[str]) -> str:
+    lines = [f"_{methods[1]} − {methods[0]}, {metric}; rates in % ± their Monte Carlo standard error "
+             "√(r(1 − r)/streams):_", "",
+             "| documents | scenario | true Δ | streams | randomisation test | p < 0.05: randomisation "
+             "| p < 0.05: bootstrap | randomisation interval covers Δ | bootstrap interval covers Δ |",
+             "|--:|:--|--:|--:|:--|--:|--:|--:|--:|"]
+    lines += [f"| {r['documents']} | {r['scenario']} | {round(r['true'], 9) + 0.0:+.2f} | {r['streams']:,} | "
+              f"{r['test']} | {rate(r['rand_p'], r['streams'])} | {rate(r['boot_p'], r['streams'])} | "
+              f"{rate(r['rand_cover'], r['streams'])} | {rate(r['boot_cover'], r['streams'])} |" for r in rows]
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="coverage.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--sweep", type=Path, default=SWEEP)
-    p.add_argument("--metric", default="R0")
-    p.add_argument("--methods", nargs=2, default=["none", "full"], metavar=("BASELINE", "METHOD"))
-    p.add_argument("--sizes", nargs="+", type=int, default=[5, 10, 20, 100])
-    p.add_argument("--replications", type=int, default=400)
-    p.add_argument("--resamples", type=int, default=1000)
+    p = argparse.ArgumentParser(prog="coverage.py", description=__doc__.split("\n\n")[0],
+                                epilog="Scenarios (swap, shifted, planted) and the tests: see the script's docstring.")
+    p.add_argument("--sweep", type=Path, default=SWEEP, help="a sweep's runs directory (default: the committed "
+                   "Business Central records, 100 articles)")
+    p.add_argument("--compare", nargs=3, action="append", metavar=("METRIC", "BASELINE", "METHOD"),
+                   help="a metric and two methods of the sweep; repeatable (default: R0 none bias, R1 none full)")
+    p.add_argument("--sizes", nargs="+", type=int, default=[5, 10, 20, 30, 50, 100],
+                   help="documents per stream (default: 5 10 20 30 50 100)")
+    p.add_argument("--replications", type=int, default=2000, help="streams per row under the nulls (default 2000)")
+    p.add_argument("--planted-replications", type=int, default=1000, help="streams per row with the planted "
+                   "difference (default 1000; 0: no planted rows)")
+    p.add_argument("--exact-up-to", type=int, default=EXACT_UNITS, help=f"the exact randomisation test up to this "
+                   f"many documents (at most {EXACT_UNITS}, the default), Monte Carlo beyond")
+    p.add_argument("--trials", type=int, default=FIRST_TRIALS, help=f"random swap patterns per stream beyond "
+                   f"--exact-up-to (default {FIRST_TRIALS:,}, the reports' first round)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--out", type=Path, help="also write the tables there, under the command that made them")
     args = p.parse_args(argv)
-    base, other = per_document(args.sweep, args.metric, args.methods)
-    rows = simulate(base, other, args.metric, args.sizes, args.replications, args.resamples, args.seed)
-    print(markdown(rows, args.metric, args.methods, args.replications))
+    scenarios = {"swap": args.replications, "shifted": args.replications, "planted": args.planted_replications}
+    scenarios = {k: v for k, v in scenarios.items() if v > 0}
+    start = time.process_time()
+    tables = []
+    for metric, *methods in args.compare or COMPARISONS:
+        base, other = per_document(args.sweep, metric, methods)
+        rows = simulate(base, other, metric, methods, args.sizes, scenarios, args.resamples, args.seed,
+                        args.exact_up_to, args.trials)
+        tables.append(markdown(rows, metric, methods))
+    command = " ".join(["python scripts/coverage.py", *argv])
+    text = f"`{command}`\n\n{legend(args.resamples)}\n\n" + "\n\n".join(tables) + "\n"
+    print(text, end="")
+    if args.out:
+        args.out.write_text(text)
+    print(f"\n_CPU time: {time.process_time() - start:.0f} s_", file=sys.stderr)
     return 0
 
 

@@ -1,19 +1,141 @@
 """Effect sizes beside the paper's and the power to show them (`findings --effects/--power`,
-adaptsim/report/power.py): the paper's numbers are Table 5's, the documents needed shrink as the effect grows, and
-a stream that cannot tell is told apart from one where the finding fails (the sample sizes themselves:
-tests/test_verdicts.py)."""
+adaptsim/report/power.py): the paper's numbers are Table 5's; the documents printed give 80% power under the test
+that decides, at the level it is applied at (simulated); never fewer documents than the corrected test can resolve;
+finding 5's closeness power; a stream that cannot tell is told apart from one where the finding fails."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from adaptsim.cli import main
-from adaptsim.report import paper
+from adaptsim.report import paper, power
+from adaptsim.report.findings import Finding, Part
+from adaptsim.report.stats import Difference, Series, Settings, compare, ratio
 
 TED = Path(__file__).resolve().parents[1] / "docs" / "results" / "runs" / "ted"  # committed, text-free
+HOLM = 0.05 / 7  # Holm's first step over seven findings, a finding with one way
+CFG = Settings(50, "document", 1, "auto", trials=4000)
+
+
+def part(diff: float, se: float | None, sign: int = 1, plus: str = "full", metric: str = "R0") -> Part:
+    return Part(metric, plus, None, sign, Difference(diff, (diff - 1, diff + 1), 0.0, (0.0, 0.0), 0.5, se=se))
+
+
+def stream(rng: np.random.Generator, n: int, effect: float, sd: float) -> tuple[np.ndarray, np.ndarray]:
+    """One segment per document, 100 words to recall in each: the method recalls d_u ~ N(effect, sd) more words
+    in 100 than the baseline, so its R0 difference is the documents' mean d_u (an additive statistic)."""
+    base = np.c_[np.full(n, 50.0), np.full(n, 100.0)]
+    return base, base + np.c_[rng.normal(effect, sd, n), np.zeros(n)]
+
+
+def measured(base: np.ndarray, method: np.ndarray, seed: int) -> Difference:
+    n = len(base)
+    return compare([Series("R0", ratio(100), [base, method])], np.arange(n), n,
+                   Settings(50, "document", seed, "auto", trials=4000)).differences[1]["R0"]
+
+
+def rejected(n: int, effect: float, sd: float, alpha: float, reps: int, seed: int, close: bool = False) -> float:
+    """How often the real test (exact up to 20 documents, Monte Carlo beyond) is significant at `alpha` in the
+    paper's direction (close: both tests of H0: Δ = ±1 reject, finding 5's rule) on `reps` simulated streams."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for r in range(reps):
+        d = measured(*stream(rng, n, effect, sd), seed=r)
+        if close:
+            hits += Part("R0", "bias", None, 0, d).p() < alpha and abs(d.diff) < 1
+        else:
+            hits += d.p < alpha and d.diff > 0
+    return hits / reps
+
+
+@pytest.mark.parametrize("effect,low,high", [(1.1, 9, 14), (0.5, 44, 70)])  # exact test; Monte Carlo
+def test_the_documents_printed_give_80_percent_power_under_the_real_test(effect, low, high):
+    """σ from a pilot stream's randomisation standard error (400 documents, per-document sd 1); the documents needed
+    at α/7 for the planted effect; then 400 streams of that many documents through stats.compare: the test finds the
+    effect in 80% of them (within three binomial standard errors), at half the documents clearly less often."""
+    pilot = Part("R0", "full", None, 1, measured(*stream(np.random.default_rng(7), 400, effect, 1.0), seed=7))
+    sigma = power.sigma(pilot, 400)
+    assert sigma == pytest.approx(1.0, rel=0.1)  # the spread about the mean, not the root mean square …
+    assert pilot.diff.se * math.sqrt(400) == pytest.approx(math.hypot(1.0, effect), rel=0.1)  # … which se·√n is
+    n = power.needed([pilot], [effect], 400, 1.0, HOLM, power.floor(CFG, 7))
+    assert low <= n <= high  # the exact test (≤ 20 documents) in the first case, Monte Carlo in the second
+    assert power.t_power(effect, sigma, n, HOLM) >= 0.8 > power.t_power(effect, sigma, n - 1, HOLM)
+    reps = 400
+    at_n = rejected(n, effect, 1.0, HOLM, reps, seed=1)
+    assert at_n >= 0.8 - 3 * math.sqrt(0.8 * 0.2 / reps)  # 0.74
+    assert rejected(n // 2, effect, 1.0, HOLM, reps // 2, seed=2) < min(0.6, at_n - 0.2)
+
+
+def test_never_fewer_documents_than_the_corrected_test_can_resolve():
+    # exact test: smallest p 1/2ⁿ⁻¹; m · f · that < 0.05 from 6 (no correction), 9 (Holm over 7), 11 (× 5 methods)
+    assert [power.floor(CFG, k) for k in (1, 7, 35)] == [6, 9, 11]
+    assert power.floor(Settings(50, "document", 1, "auto", trials=100), 35) is None  # 35/101 ≥ 0.05 beyond 20
+    huge = [part(30.0, 0.5)]  # σ ≈ 0.5·√40: the effect is found on very few documents …
+    assert power.needed(huge, [30.0], 40, 1.0, HOLM, power.floor(CFG, 7)) == 9  # … but not fewer than the floor
+    assert power.needed(huge, [30.0], 40, 1.0, 0.05 / 35, power.floor(CFG, 35)) == 11
+    one = [part(0.0, 0.5)]
+    small, big = (power.needed(one, [e], 40, 1.0, HOLM, 9) for e in (0.5, 3.0))
+    assert 9 <= big < small  # a larger effect needs fewer documents
+    assert power.needed(one, [0.5], 40, 1.0, 0.05, 6) < small  # the uncorrected level asks for fewer
+    both = [part(0.0, 0.5), part(0.0, 0.5, plus="top")]
+    assert power.needed(both, [0.5, 0.5], 40, 1.0, HOLM, 9) > small  # two parts must both hold: joint power
+    assert power.needed(one, [-0.5], 40, 1.0, HOLM, 9) is None  # the paper's effect points the other way
+    for broken in (part(math.nan, 0.5), part(0.5, None), part(0.5, 0.0), part(0.5, math.nan)):
+        assert power.sigma(broken, 40) is None and power.needed([broken], [0.5], 40, 1.0, HOLM, 9) is None
+
+
+def test_detectable_is_the_difference_found_with_80_percent_power_not_the_half_width():
+    sigma, n = 2.0, 30
+    d = power.detectable(sigma, n, HOLM)
+    assert power.t_power(d, sigma, n, HOLM) == pytest.approx(0.8)
+    half_width = 1.96 * sigma / math.sqrt(n)  # the 95% interval's: found half of the time at α = 0.05
+    assert power.t_power(half_width, sigma, n, 0.05) == pytest.approx(0.5, abs=0.03) and d > 2 * half_width
+
+
+def test_closeness_power_at_a_true_difference_of_zero():
+    sigmas = [0.75, 0.5, 1.5]
+    powers = [power.close_power(sigmas, n, 0.05 / 7, 1.0) for n in range(2, 200)]
+    assert powers[0] == 0 and all(a <= b for a, b in zip(powers, powers[1:])) and powers[-1] > 0.9
+    way = [part(0.0, s / math.sqrt(100), sign=0, metric=m) for s, m in zip(sigmas, ("BLEU", "R0", "R1"))]
+    n = power.needed(way, [0.0, 0.0, 0.0], 100, 1.0, 0.05 / 7, 9)
+    assert power.close_power(sigmas, n, 0.05 / 7, 1.0) >= 0.8 > power.close_power(sigmas, n - 1, 0.05 / 7, 1.0)
+    # more metrics must all be close: each factor ≤ 1, so never fewer documents than the hardest metric alone
+    assert n >= power.needed(way[2:], [0.0], 100, 1.0, 0.05 / 7, 9)
+    assert power.needed(way, [0.0, 1.5, 0.0], 100, 1.0, 0.05 / 7, 9) is None  # the paper's own beyond ±1
+    wide = [part(0.0, 5000.0 / math.sqrt(100), sign=0)]  # σ = 5,000 points: ±1 is never shown
+    assert power.needed(wide, [0.0], 100, 1.0, 0.05 / 7, 9) is None
+    finding = Finding(5, "bias stays close", "", 0.5, "same direction", [wide])
+    assert power.row(finding, "Autodesk", {"R0": 40.0}, 100, 7, CFG, 1.0).endswith("| over 1,000,000 |")
+
+
+def test_closeness_power_against_the_real_test():
+    """One metric, per-document sd 0.75, true difference 0: at the documents needed (12, the exact test), both
+    tests of H0: Δ = ±1 reject at α/7 (findings.Part.p, finding 5's rule) in about 80% of streams."""
+    n = power.needed([part(0.0, 0.75 / 10, sign=0)], [0.0], 100, 1.0, HOLM, 9)
+    assert n == 12
+    reps = 300
+    assert rejected(n, 0.0, 0.75, HOLM, reps, seed=3, close=True) >= 0.8 - 3 * math.sqrt(0.8 * 0.2 / reps)
+
+
+def test_a_row_never_crashes_and_says_why_it_has_no_number():
+    scores = {"R0": 40.0, "R1": 30.0, "BLEU": 30.0}
+    cases = {  # (part, the row's end)
+        "no difference": (part(math.nan, 0.5), "| – (no σ: no randomisation test or no spread) |"),
+        "no se": (part(-1.0, None), "| – (no σ: no randomisation test or no spread) |"),
+        "other way": (part(1.0, 0.5, sign=+1), "| – (the paper: 0 or the other way) |"),
+    }
+    for name, (p, end) in cases.items():
+        text = power.row(Finding(2, name, "", 0.5, "same direction", [[p]]), "Autodesk", scores, 30, 7, CFG, 1.0)
+        assert text.endswith(end), text
+    few = power.row(Finding(2, "few", "", 0.5, "cannot tell", [[part(-1.0, 0.5, sign=-1)]]), "Autodesk", scores, 8,
+                    7, CFG, 1.0)
+    assert "| 0% | – (fewer than 9 documents) |" in few  # 8 documents cannot be significant at α/7
+    assert power.row(Finding(6, "missing", "no fixed run", None, "cannot tell"), "Autodesk", scores, 30, 7, CFG,
+                     1.0) == "| 6 | cannot tell | – | – | – | – | – |"
 
 
 def test_the_paper_column_is_table_5_and_streams_meet_their_counterpart():
@@ -33,12 +155,20 @@ def test_findings_with_effects_and_power_on_the_committed_ted_runs(capsys):
                for line in out.split("Relative to the baseline")[1].split("Power on")[0].splitlines()
                if line.startswith("| ") and "here" not in line}
     assert [effects["full"][i] for i in (1, 3, 5, 7, 9)] == ["+0", "+1", "-6", "+3", "-3"]  # Table 5, TED, full
+    table = out.split("Power on 13 documents")[1]
     rows = {int(line.split("|")[1]): [c.strip() for c in line.split("|")[2:-1]]
-            for line in out.split("Power on 13 documents")[1].splitlines() if line.startswith("| ") and "#" not in line}
+            for line in table.splitlines() if line.startswith("| ") and "#" not in line}
     assert sorted(rows) == list(range(1, 9))
-    verdict, detectable, effect, needed = rows[2]
+    # Holm's family: the findings with parts that the paper shows on TED (3, 4 and 7 are not the paper's there)
+    m = sum(verdict != "not the paper's" for verdict, *_ in rows.values())
+    assert m == 5 and f"m = {m} findings in Holm's family" in table
+    assert {rows[k][1] for k in (1, 2, 5, 6)} == {"0.01 (α/5)"} and rows[8][1] == "0.002 (α/25)"  # 8: × 5 methods
+    verdict, level, here, detectable, effect, needed = rows[2]
     assert verdict == "same direction" and effect == "full R0 -0.7"
-    # the paper's effect is smaller than what 13 talks can detect, so it needs more talks than there are
-    assert float(detectable) > 0.7 and int(needed.replace(",", "")) > 13
-    assert math.isclose(float(detectable), 1.10, abs_tol=0.01)  # half of finding 2's interval [-1.9, +0.3]
-    assert rows[3][3].startswith("– (the paper")  # on TED the paper's own bias beat lasso's R0
+    # the paper's effect is far below what 13 talks detect with 80% power at α/5, so its power here is small and
+    # it needs many more talks than there are
+    assert float(detectable) > 2 * 0.7 and int(here.rstrip("%")) < 20 and int(needed.replace(",", "")) > 4 * 13
+    assert float(detectable) == pytest.approx(2.01, abs=0.01)
+    assert rows[3][5].startswith("– (the paper")  # on TED the paper's own bias beat lasso's R0
+    assert rows[5][3] == "–" and rows[5][4].startswith("0 assumed on each metric")  # closeness: its power here
+    assert int(rows[5][5].replace(",", "")) > 13 and int(rows[8][5].replace(",", "")) >= 11  # 8: ≥ its floor

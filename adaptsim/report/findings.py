@@ -34,7 +34,8 @@ The p values of a stream's findings are adjusted by Holm's step-down method (`ho
 stream, and "k of 8" must not count the one in twenty that chance makes significant. Verdicts (`LABELS`):
 - **reproduced** / **contradicted**: the paper's way / the other way at adjusted p < α;
 - **same direction** / **opposite direction**: the paper's way / the other way, not significant;
-- **tie**: no way holds in the paper's direction and none goes against it (a difference of exactly 0);
+- **tie**: no way holds in the paper's direction and no part goes against it (a difference of exactly 0); a way
+  that ties fails without a direction, so beside ways that go against it leaves the other way at p 1;
 - **cannot tell**: the data cannot decide — too few documents (even the smallest p the test can give on them, times
   the finding's Bonferroni factor and Holm's factor for the stream, is not below α, so the direction it points
   would be printed whatever the data), a method or a score missing, or Monte Carlo error still straddling the
@@ -127,13 +128,15 @@ def verdict(ways: list[list[Part]], end: str = "p") -> tuple[int, float, Part | 
         elif any(part.way() < 0 for part in way):
             decisive = min((part for part in way if part.way() < 0), key=lambda part: part.p(end))
             against.append((min(1.0, len(way) * decisive.p(end)), decisive, len(way)))
+        else:  # tied, and nothing against: this way fails without a direction (p 1 against)
+            against.append((1.0, next(part for part in way if part.way() == 0), len(way)))
     if along:
         p, part = min(along, key=lambda a: a[0])
         return 1, min(1.0, len(ways) * p), part, len(ways)
-    if len(against) == len(ways):
-        p, part, factor = max(against, key=lambda a: a[0])
-        return -1, p, part, factor
-    return 0, 1.0, None, 1
+    if all(part.way() >= 0 for way in ways for part in way):
+        return 0, 1.0, None, 1
+    p, part, factor = max(against, key=lambda a: a[0])
+    return -1, p, part, factor
 
 
 def holm(ps: list[float]) -> list[float]:
@@ -195,8 +198,9 @@ def _settle(at: list[float], close_runs: set[int]):
     """stats.compare's `settle`: a p whose Monte Carlo interval holds one of the levels `at` is drawn on (for the
     closeness runs, also its p of H0: Δ = ±CLOSE)."""
     def straddles(r: int, metric: str, diff) -> bool:
-        ranges = [diff.p_range] + ([diff.p_at(b)[1:] for b in (-CLOSE, CLOSE)] if r in close_runs else [])
-        return any(lo < level <= hi for lo, hi in ranges if lo is not None for level in at)
+        ranges = [diff.p_range] + ([diff.p_at(b)[1:] for b in (-CLOSE, CLOSE)]
+                                   if r in close_runs and diff.flips is not None else [])
+        return any(lo < level <= hi for lo, hi in filter(None, ranges) for level in at)
     return straddles
 
 

@@ -1,42 +1,58 @@
 """Effect sizes beside the paper's, and the power of a stream to show them (`adaptsim findings --effects/--power`).
 
 `--effects`: every adapted method's difference to the baseline in percent of the baseline's score, with its 95%
-interval (the paired document bootstrap of `table --significance`, baseline and method resampled together), beside
-the paper's Table 5 number for the stream's counterpart set (adaptsim/report/paper.py).
+interval (the test inverted, as `findings` prints it), beside the paper's Table 5 number for the stream's
+counterpart set (adaptsim/report/paper.py).
 
-`--power` separates "the data contradict the paper" from "this stream cannot tell". Per finding:
-- *detectable*: the half-width of the 95% interval of its differences (points; the largest of its parts): a true
-  difference smaller than that is likely to come out "same direction" on a stream like this one;
+`--power` separates "the data contradict the paper" from "this stream cannot tell", at the level each finding is
+actually tested at. A finding's p is multiplied by its Bonferroni factor f and then by Holm's: before any other
+finding is rejected, Holm's factor is m, the findings in the stream's family (those with parts, less "not the
+paper's"). So the level used is the conservative one of Holm's first step, α' = α / (m · f), f the factor of the
+finding's rule in the paper's direction: the number of ways for "any method" (8: its methods), 1 otherwise
+("every part must hold" and closeness are intersection-union tests: each part at α', no factor). Per finding:
+
+- *σ*: one document's standard deviation of a part's difference, from the standard error of the randomisation test
+  that decides (`diff.se`, √ of the mean squared permuted difference; not a bootstrap interval, which covers ~85%
+  at 5 documents). se·√n is the documents' root mean square difference, the spread under H0: Δ = 0; the test's
+  power under an effect follows the spread about the mean (the sign-flip statistic is a monotone function of the
+  t statistic), so σ² = (n·se² − δ²) · n/(n − 1), exact for equally weighted documents. Uncentred, a stream with
+  a difference of one σ would be told 29 documents where 16 give 80% (tests/test_power.py simulates the test). A
+  part without σ (no difference, a test without randomisation, no spread) gives "–".
+- *power here*: the joint power of the paper's effect on these n documents at α': a part's power is that of a
+  t test on n − 1 degrees of freedom in the paper's direction, 1 − F(t₁₋α'/₂ − |e|·√n/σ) (`t_power`), the parts'
+  product (taken as independent); 0 where n is below the floor below (the test cannot be significant there).
+- *detectable*: the smallest true difference that one part shows with 80% power at α' on these n documents,
+  (t₁₋α'/₂ + t₀.₈)·σ/√n, the largest of the finding's parts (not the 95% half-width, which is 50% power).
 - *the paper's effect*: its Table 5 relative numbers turned into points of this stream's baseline (the paper's
-  relative difference × our baseline's score; for "lasso has the best R0" the gap between the other method's
-  and lasso's relative numbers);
-- *documents needed*: the fewest documents like these at which the paper's effect has 80% power at α = 0.05
-  (two-sided). A part's standard error at n documents is σ/√n, σ from this stream (its bootstrap half-width taken
-  as 1.96 standard errors of its n documents); its power is that of a t test on n − 1 degrees of freedom,
-  1 − F(t₀.₉₇₅ − |e|·√n/σ), which at few documents asks for more than the normal approximation did; a finding whose
-  parts must all hold needs their joint power (the product: the parts taken as independent) at 80%; finding 8 can
-  hold through any method (the method that needs the fewest). No n is below what the test can resolve
-  (stats.min_units: 6 documents for the exact test), so no n is promised at which a finding cannot be significant.
-  For finding 5 (closeness) it is the documents for every interval (t quantile) to fit within ±CLOSE around the
-  paper's difference.
-Where the paper's own number points the other way on its set, or is 0, no n is given: the paper did not show it
-there either.
+  relative difference × our baseline's score; for "lasso has the best R0" the gap between the other method's and
+  lasso's relative numbers).
+- *documents needed*: the fewest documents at which the joint power at α' reaches 80%, and never fewer than the
+  floor: the fewest n from which m · f · (the smallest p the test can give on n, `stats.smallest_p`) < α, since
+  below it no difference can be significant (m = 7, f = 1: 9 documents; f = 5: 11).
+- finding 8 (any method): the method whose way needs the fewest documents is shown.
+- finding 5 (closeness, no f): each metric's test of H0: Δ = ±CLOSE must reject both at α' = α / m; at a true
+  difference of 0 (what the finding claims) and se = σ/√n, metric k's power is P_k = max(0, 2Φ(CLOSE/se − t) − 1),
+  t = t₁₋α'/₂ on n − 1 degrees of freedom (the estimate taken as normal, the test's quantile as t); joint power
+  the product. "detectable" is "–" (the claim is a closeness, not a difference); its power here is in that column.
+Where the paper's own number points the other way on its set, or is 0 (finding 5: beyond ±CLOSE), no n is given:
+the paper did not show it there either. More than MOST documents is printed as such.
 """
 
 from __future__ import annotations
 
 import math
 
+from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from adaptsim.report import paper
 from adaptsim.report.markdown import head
 from adaptsim.report.significance import Steps
-from adaptsim.report.stats import min_units, units_of
+from adaptsim.report.stats import ALPHA, smallest_p, units_of
 
-Z_ALPHA = 1.959964  # two-sided 5%: the bootstrap half-width as this many standard errors
 POWER = 0.8
 MOST = 1_000_000  # documents beyond which "needed" is printed as more than this
+_BEYOND = 65  # from here on (2⁶⁴ distinct outcomes) the smallest p the test can give no longer changes with n
 
 
 def paper_points(part, set_name: str, baseline_score: float) -> float | None:
@@ -48,17 +64,56 @@ def paper_points(part, set_name: str, baseline_score: float) -> float | None:
     return (plus - minus) / 100 * baseline_score
 
 
-def _sigma(part, n: int) -> float:
-    """The per-document standard deviation of a part's difference, from its bootstrap interval on n documents."""
-    return (part.diff.ci[1] - part.diff.ci[0]) / 2 / Z_ALPHA * math.sqrt(n)
+def sigma(part, n: int) -> float | None:
+    """One document's standard deviation of a part's difference on n documents, from the randomisation test's
+    standard error: √((n·se² − δ²) · n/(n − 1)), se·√n centred on the observed δ (module docstring). None: no
+    difference, no randomisation standard error, fewer than 2 documents, or no spread."""
+    se, delta = part.diff.se, part.diff.diff
+    if se is None or not math.isfinite(se) or not math.isfinite(delta) or n < 2:
+        return None
+    spread = (n * se * se - delta * delta) * n / (n - 1)
+    return math.sqrt(spread) if spread > 0 else None
 
 
-def t_power(effect: float, sigma: float, n: int, alpha: float = 0.05) -> float:
-    """The power of the two-sided test at level `alpha` of a difference on n units (a t test on n − 1 degrees of
-    freedom; σ: one unit's standard deviation) against a true difference `effect`."""
+def t_power(effect: float, sigma: float, n: int, alpha: float = ALPHA) -> float:
+    """The power of the two-sided test at level `alpha` of a difference on n units in the direction of `effect`
+    (a t test on n − 1 degrees of freedom; σ: one unit's standard deviation)."""
+    if n < 2:
+        return 0.0
     if sigma == 0:
         return 1.0
     return float(student_t.sf(student_t.ppf(1 - alpha / 2, n - 1) - abs(effect) * math.sqrt(n) / sigma, n - 1))
+
+
+def detectable(sigma: float, n: int, alpha: float) -> float:
+    """The smallest true difference a t test at level `alpha` on n units finds with POWER: (t₁₋α/₂ + t_POWER)·σ/√n."""
+    return float((student_t.ppf(1 - alpha / 2, n - 1) + student_t.ppf(POWER, n - 1)) * sigma / math.sqrt(n))
+
+
+def close_power(sigmas: list[float], n: int, alpha: float, close: float) -> float:
+    """The chance that every metric's difference is shown within ±close (both tests of H0: Δ = ±close reject at
+    `alpha`) on n units when the true differences are 0: the product of max(0, 2Φ(close/se − t) − 1)."""
+    if n < 2:
+        return 0.0
+    t = student_t.ppf(1 - alpha / 2, n - 1)
+    return math.prod(max(0.0, 2 * float(norm.cdf(close * math.sqrt(n) / s - t)) - 1) for s in sigmas)
+
+
+def joint_power(way, effects: list[float], sigmas: list[float], n: int, alpha: float, close: float) -> float:
+    """The power of one way (every part must hold) on n units at `alpha`: closeness (sign 0) at a true difference
+    of 0, else the product of the parts' t powers against the paper's effects."""
+    if way[0].sign == 0:
+        return close_power(sigmas, n, alpha, close)
+    return math.prod(t_power(e, s, n, alpha) for e, s in zip(effects, sigmas))
+
+
+def floor(cfg, tests: int) -> int | None:
+    """The fewest units from which on `tests` · smallest_p(cfg, n) < ALPHA, so that a p multiplied by `tests` can be
+    significant at all (None: at no size with these settings, e.g. too few --trials)."""
+    fails = [n for n in range(1, _BEYOND + 1) if tests * smallest_p(cfg, n) >= ALPHA]
+    if _BEYOND in fails:
+        return None
+    return max(fails, default=0) + 1
 
 
 def _smallest(enough, start: int) -> int | None:
@@ -74,52 +129,97 @@ def _smallest(enough, start: int) -> int | None:
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
-    return high
+    return high if high <= MOST else None
 
 
-def needed(way, effects: list[float | None], n: int, close: float, floor: int) -> int | None:
-    """Documents for 80% joint power of one way's parts (None: the paper's number is 0 or the other way, or more
-    than MOST documents). Closeness (sign 0): every interval's half-width within what ±close leaves."""
-    if any(e is None for e in effects) or any(math.isnan(p.diff.ci[0]) for p in way):
+def shown(way, effects: list[float | None], close: float) -> bool:
+    """Whether the paper's numbers show this way: every effect in the part's direction (closeness: within ±close)."""
+    return all(e is not None and (abs(e) <= close if p.sign == 0 else p.sign * e > 0) for p, e in zip(way, effects))
+
+
+def needed(way, effects: list[float | None], n: int, close: float, alpha: float, least: int | None) -> int | None:
+    """Documents for POWER joint power of one way's parts at `alpha` (σ from this stream's n documents), never below
+    `least` (`floor`). None: the paper does not show the way, a part has no σ, no size can be significant (`least`
+    None), or more than MOST documents."""
+    sigmas = [sigma(p, n) for p in way]
+    if least is None or not shown(way, effects, close) or any(s is None for s in sigmas):
         return None
-    sigmas = [_sigma(p, n) for p in way]
-    if way[0].sign == 0:
-        rooms = [close - abs(e) for e in effects]
-        if min(rooms) <= 0:
-            return None
-        return _smallest(lambda m: all(student_t.ppf(0.975, m - 1) * s / math.sqrt(m) <= r
-                                       for s, r in zip(sigmas, rooms)), floor)
-    if any(p.sign * e <= 0 for p, e in zip(way, effects)):
-        return None
-    return _smallest(lambda m: math.prod(t_power(e, s, m) for e, s in zip(effects, sigmas)) >= POWER,
-                     floor)
+    return _smallest(lambda k: joint_power(way, effects, sigmas, k, alpha, close) >= POWER, least)
+
+
+def family(findings) -> int:
+    """m: the findings in the stream's Holm family (with parts, and not "not the paper's")."""
+    return sum(1 for f in findings if f.ways and f.verdict != "not the paper's")
+
+
+def _level(m: int, f: int) -> str:
+    return f"{ALPHA / (m * f):.2g} (α/{m * f})"
+
+
+def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float) -> str:
+    """One finding's row of the power table (module docstring); `scores`: the baseline's scores, `m`: the family."""
+    if not finding.ways:
+        return f"| {finding.number} | {finding.verdict} | – | – | – | – | – |"
+    m, f = max(m, 1), len(finding.ways)
+    alpha, least = ALPHA / (m * f), floor(cfg, m * f)
+    closeness = finding.ways[0][0].sign == 0
+    best = None  # (needed, -power here, index, way, effects, sigmas): the way that needs the fewest documents
+    for i, way in enumerate(finding.ways):
+        effects = [paper_points(p, set_name, scores.get(p.metric, math.nan)) for p in way]
+        sigmas = [sigma(p, n) for p in way]
+        usable = shown(way, effects, close) and all(s is not None for s in sigmas)
+        here = (joint_power(way, effects, sigmas, n, alpha, close)
+                if usable and least is not None and n >= least else 0.0 if usable else None)
+        need = needed(way, effects, n, close, alpha, least)
+        key = (need is None, need or 0, -(here or 0.0), i)
+        if best is None or key < best[0]:
+            best = (key, way, effects, sigmas, here, need)
+    _, way, effects, sigmas, here, need = best
+    if closeness:
+        text = (f"0 assumed on each metric (the paper's: "
+                + ", ".join(f"{p.metric} " + ("–" if e is None else f"{e:+.1f}") for p, e in zip(way, effects)) + ")")
+        seen = "–"
+    else:
+        text = "; ".join(f"{p.name} " + ("–" if e is None else f"{e:+.1f}") for p, e in zip(way, effects))
+        if any(s is None for s in sigmas) or least is None:
+            seen = "–"
+        elif n < least:  # the test cannot be significant here, whatever the difference
+            seen = f"– (fewer than {least} {cfg.unit}s)"
+        else:
+            seen = f"{max(detectable(s, n, alpha) for s in sigmas):.2f}"
+    if need is not None:
+        needs = f"{need:,}"
+    elif any(s is None for s in sigmas):
+        needs = "– (no σ: no randomisation test or no spread)"
+    elif not shown(way, effects, close):
+        needs = (f"– (the paper's own difference is beyond ±{close:g})" if closeness
+                 else "– (the paper: 0 or the other way)")
+    elif least is None:
+        needs = f"– (never significant at α/{m * f} with {cfg.trials:,} trials)"
+    else:
+        needs = f"over {MOST:,}"
+    power = "–" if here is None else f"{here:.0%}"
+    return f"| {finding.number} | {finding.verdict} | {_level(m, f)} | {power} | {seen} | {text} | {needs} |"
 
 
 def power_markdown(block, findings, baseline, cfg, close: float) -> str:
     set_name = paper.paper_set(block.dataset)
     n = units_of(Steps.of(baseline).doc_ids, cfg.unit)[1]
-    floor = min_units(cfg.effective(n))
-    lines = [f"_Power on {n} {cfg.unit}s, against the paper's Table 5 effects on {set_name} "
+    m = family(findings)
+    unit = cfg.unit
+    lines = [f"_Power on {n} {unit}s at the level each finding is tested at, α' = α / (m · f): m = {max(m, 1)} "
+             f"findings in Holm's family (its first step), f = the finding's Bonferroni factor in the paper's "
+             f"direction (finding 8: its methods; else 1); against the paper's Table 5 effects on {set_name} "
              "(adaptsim/report/power.py):_",
-             "", *head("#", ["verdict here", "detectable (95% half-width, points)", "the paper's effect here (points)",
-                             f"{cfg.unit}s needed for 80% power"])]
-    for f in findings:
-        if not f.ways:
-            lines.append(f"| {f.number} | {f.verdict} | – | – | – |")
-            continue
-        best = None  # (needed, effects text, detectable) of the way that needs the fewest documents
-        for way in f.ways:
-            effects = [paper_points(p, set_name, baseline.scores.get(p.metric, float("nan"))) for p in way]
-            need = needed(way, effects, n, close, floor)
-            text = "; ".join(f"{p.plus}{'' if p.minus is None else ' − ' + p.minus} {p.metric} "
-                             + ("–" if e is None else f"{e:+.1f}") for p, e in zip(way, effects))
-            h = max((p.diff.ci[1] - p.diff.ci[0]) / 2 for p in way)
-            if best is None or (need is not None and (best[0] is None or need < best[0])):
-                best = (need, text, h)
-        need, text, h = best
-        why = f"– (the paper's own difference is beyond ±{close:g})" if f.ways[0][0].sign == 0 \
-            else "– (the paper: 0 or the other way, or over a million)"
-        lines.append(f"| {f.number} | {f.verdict} | {h:.2f} | {text} | {why if need is None else f'{need:,}'} |")
+             "", *head("#", ["verdict here", "level α'", "power here", "detectable with 80% power (points)",
+                             "the paper's effect here (points)", f"{unit}s needed for 80% power"])]
+    lines += [row(f, set_name, baseline.scores, n, m, cfg, close) for f in findings]
+    lines += ["", f"_power here: the joint power of the paper's effect (finding 5: of every metric shown within "
+              f"±{close:g} when the true differences are 0) on these {n} {unit}s at α'; detectable: the smallest true "
+              "difference one part shows with 80% power at α', the largest of the parts (t test; σ of one "
+              f"{unit} from the randomisation test's standard error); needed: the fewest {unit}s for 80% joint power "
+              f"at α', never fewer than those at which m · f · (the test's smallest p) < {ALPHA}; finding 8: "
+              "through the method that needs the fewest._"]
     return "\n".join(lines)
 
 
