@@ -328,8 +328,8 @@ def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
     write_run(root, "1_full", "full", refs, refs, ids)
     assert findings.main([str(root), "--resamples", "100"]) == 0
     out = capsys.readouterr().out
-    assert ("| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | – | – | cannot tell | no lasso run |"
-            in out)
+    assert ("| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | – | – | cannot tell | "
+            "no lasso run |") in out
     assert "| 1 | full raises R1 |" in out and "| 6 | fixed and top lower R0 | no fixed, top run |" in out
 
 
