@@ -65,7 +65,8 @@ def _one_run(path: str) -> Run:
 
 
 def _f(v: float) -> float | None:
-    return None if v is None or math.isnan(v) else v
+    """A number for JSON: null where there is none, or an interval is unbounded (too few units to reject)."""
+    return None if v is None or not math.isfinite(v) else v
 
 
 def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> dict:
@@ -87,7 +88,9 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
                 d = result.differences[i][m]
                 row |= {"diff": _f(d.diff), "diff_ci": [_f(v) for v in d.ci], "relative": _f(d.relative),
                         "relative_ci": [_f(v) for v in d.relative_ci], "p": _f(d.p),
-                        "significant": sig.significant(d.p)}
+                        "significant": sig.significant(d.p) and not d.straddles(sig.ALPHA)}
+                if d.p_range is not None:  # a Monte Carlo p: its interval and the trials behind it
+                    row |= {"p_range": [_f(v) for v in d.p_range], "trials": d.trials}
             rows.append(row)
         out["metrics"][m] = rows
     return out
@@ -106,7 +109,8 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
                      label, f"{num(est.score)} [{num(est.ci[0])}, {num(est.ci[1])}]"]
             if i:
                 d = result.differences[i][m]
-                p = "–" if math.isnan(d.p) else f"{d.p:.4f}" + (f" {sig.MARK}" if sig.significant(d.p) else "")
+                mark = sig.UNSETTLED if d.straddles(sig.ALPHA) else sig.MARK if sig.significant(d.p) else ""
+                p = "–" if math.isnan(d.p) else f"{d.p:.4f}" + (f" {mark}" if mark else "")
                 cells += [f"{num(d.diff, True)} [{num(d.ci[0], True)}, {num(d.ci[1], True)}]", p]
             else:
                 cells += ["", ""]

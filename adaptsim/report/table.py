@@ -23,6 +23,7 @@ and quoted context pairs per segment, and the seconds a translation took: icl's 
 from __future__ import annotations
 
 import argparse
+import math
 import csv
 import io
 import sys
@@ -61,6 +62,7 @@ class Row:
     shown: list[float | None]  # what the cell shows: absolute, or relative % for adapted rows in --relative
     best: list[bool]
     p: list[float | None] | None = None  # p-value of the difference to the baseline (--significance)
+    unsettled: list[bool] | None = None  # per cell: a Monte Carlo p still straddling ALPHA (--significance)
     ci: list[tuple[float, float] | None] | None = None  # 95% interval of what the cell shows (--ci)
     cost: dict[str, float | None] | None = None  # --cost: the summary's COST figures, by key (the block's columns)
     relative: list[bool] = field(default_factory=list)  # per cell: shows a relative difference (--relative)
@@ -79,9 +81,11 @@ def parser() -> argparse.ArgumentParser:
                    f"(default: {','.join(ABSOLUTE_METRICS)}; with --relative {','.join(RELATIVE_METRICS)})")
     p.add_argument("--decimals", type=int, help="digits after the point (default: 1, relative 0; csv: unrounded)")
     p.add_argument("--significance", action="store_true",
-                   help=f"mark ({sig.MARK}) cells that differ from the baseline (--test ci, the default: whose 95%% "
-                   f"interval of the difference excludes 0; --test bs/ar: p < {sig.ALPHA})")
-    p.add_argument("--ci", action="store_true", help="show 95%% bootstrap intervals in the cells")
+                   help=f"mark ({sig.MARK}) cells that differ from the baseline at p < {sig.ALPHA} (the default "
+                   "test: paired randomisation over documents, whose inverted 95%% interval then excludes 0; "
+                   f"{sig.UNSETTLED}: a Monte Carlo p still within its error of {sig.ALPHA} at the most trials)")
+    p.add_argument("--ci", action="store_true", help="show 95%% intervals in the cells (a score's: bootstrap; with "
+                   "--relative, the difference's: the test's)")
     p.add_argument("--bands-by-match", action="store_true",
                    help="also R1 and R1+ split by the fuzzy match (100, 95–99, 75–94, <75) between the sentence and "
                    "the one where the word was last seen, with intervals (needs a baseline run)")
@@ -163,6 +167,7 @@ def rows(block: Block, metrics: list[str], rel: bool, result=None, marks: bool =
                   places=[CXMI_PLACES if m in cxmi.METRICS else None for m in metrics])
         if result is not None and marks and not is_base:
             row.p = [result.differences[i][m].p for m in metrics]
+            row.unsettled = [result.differences[i][m].straddles(sig.ALPHA) for m in metrics]
         if result is not None and intervals:
             row.ci = [result.differences[i][m].relative_ci if is_rel else result.scores[i][m].ci
                       for m, is_rel in zip(metrics, row.relative)]
@@ -173,6 +178,8 @@ def rows(block: Block, metrics: list[str], rel: bool, result=None, marks: bool =
 def _number(v: float | None, rel_cell: bool, decimals: int | None, empty: str) -> str:
     if v is None:
         return empty
+    if math.isinf(v):  # an interval the test cannot bound (too few units to reject any difference)
+        return "+∞" if v > 0 else "−∞"
     d = decimals if decimals is not None else (0 if rel_cell else 1)
     text = f"{v:+.{d}f}" if rel_cell else f"{v:.{d}f}"
     return f"{0:.{d}f}" if rel_cell and float(text) == 0 else text  # no "+0"/"-0": unchanged
@@ -208,7 +215,7 @@ def _cell(r: Row, j: int, v: float | None, decimals: int | None, empty: str) -> 
 
 def _extras(r: Row, j: int, decimals: int | None, empty: str, mark: str) -> str:
     """What --significance and --ci add after a cell's number: the mark, the interval."""
-    text = mark if r.p is not None and sig.significant(r.p[j]) else ""
+    text = "" if r.p is None else sig.UNSETTLED if r.unsettled[j] else mark if sig.significant(r.p[j]) else ""
     if r.ci is not None and r.ci[j] is not None and _nan(r.ci[j][0]) is not None:
         low, high = (_cell(r, j, _nan(v), decimals, empty) for v in r.ci[j])
         text += f" [{low}, {high}]"
@@ -316,7 +323,8 @@ def _tex_extras(text: str) -> str:
     if " [" not in text:
         return text
     mark, interval = text.split(" [", 1)
-    bounds = [b if b == "--" else b.replace("-", "$-$") for b in interval.rstrip("]").split(", ")]
+    tex = {"−∞": r"$-\infty$", "+∞": r"$+\infty$"}
+    bounds = [b if b == "--" else tex.get(b) or b.replace("-", "$-$") for b in interval.rstrip("]").split(", ")]
     return mark + r"\,[" + ", ".join(bounds) + "]"
 
 
