@@ -27,8 +27,9 @@ How the parts combine (`verdict`), each rule named in the table's "decided by":
   (`Difference.p_at`; its p the larger of the two, so p < α when the part's interval lies within ±CLOSE); every
   metric must be close (intersection-union, the largest p), and one metric beyond ±CLOSE is the other way at its
   p times five;
-- where the rule's answer hides a part (the other way without significance while another part is significantly
-  the paper's way), the "why" column says so: the label follows the rule, the parts are all shown.
+- where the rule's answer hides a part of a finding whose parts must all hold (the finding the other way or tied
+  while a part is significantly the paper's way on its own: its p times the parts and Holm's factor below α), the
+  "why" column says "mixed" and names it: the label follows the rule, the parts are all shown.
 
 The p values of a stream's findings are adjusted by Holm's step-down method (`holm`): eight findings on one
 stream, and "k of 8" must not count the one in twenty that chance makes significant. Verdicts (`LABELS`):
@@ -311,13 +312,11 @@ def _label(tested: list[Finding], set_name: str, baseline: Run, least: float, n:
                      f"{max(a[i] for a in adjusted.values()):.4f} after the most trials")
         else:
             f.verdict = labels.pop()
-        if f.verdict in ("opposite direction", "contradicted", "tie"):
-            along = [p.name for way in f.ways for p in way
-                     if p.way() > 0 and len(way) * m * p.p() < sig.ALPHA]
+        if f.verdict in ("opposite direction", "contradicted", "tie") and len(f.ways) == 1:
+            along = [p.name for p in f.ways[0] if p.way() > 0 and len(f.ways[0]) * m * p.p() < sig.ALPHA]
             if along:
-                f.why = (f"mixed: {', '.join(along)} significantly the paper's way on its own; the rule "
-                         f"({'every part must hold' if f.factor == 1 or len(f.ways) == 1 else 'any method'}) "
-                         "decides")
+                f.why = (f"mixed: {', '.join(along)} significantly the paper's way on its own; the rule (every "
+                         "part must hold) decides")
 
 
 def _name(direction: int, adjusted: float) -> str:
