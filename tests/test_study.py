@@ -163,7 +163,7 @@ def planted(translators: int, blocks: int, effect: float, studies: int, seed: in
 
 
 def test_the_plan_s_difference_is_found_about_as_often_as_it_promises():
-    """--plan's figure (a t approximation, as findings --power) against the design's randomisation test on studies
+    """--plan's figure (a t approximation) against the design's randomisation test on studies
     with that difference planted: found in about 80% of them; with none, in about 5%."""
     effect = study.detectable(2, 4, 8)  # 4 translators, 16 documents
     assert 0.7 <= planted(4, 8, effect, 300) <= 0.9

@@ -18,11 +18,18 @@ finding's rule in the paper's direction: the number of ways for "any method" (8:
   t statistic), so σ² = (n·se² − δ²) · n/(n − 1), exact for equally weighted documents. Uncentred, a stream with
   a difference of one σ would be told 29 documents where 16 give 80% (tests/test_power.py simulates the test). A
   part without σ (no difference, a test without randomisation, no spread) gives "–".
-- *power here*: the joint power of the paper's effect on these n documents at α': a part's power is that of a
-  t test on n − 1 degrees of freedom in the paper's direction, 1 − F(t₁₋α'/₂ − |e|·√n/σ) (`t_power`), the parts'
-  product (taken as independent); 0 where n is below the floor below (the test cannot be significant there).
-- *detectable*: the smallest true difference that one part shows with 80% power at α' on these n documents,
-  (t₁₋α'/₂ + t₀.₈)·σ/√n, the largest of the finding's parts (not the 95% half-width, which is 50% power).
+- *power here*: the joint power of the paper's effect on these n documents at α', the product of the parts' (taken
+  as independent); 0 below the floor (see *documents needed*). A part's power against a true difference e is the
+  randomisation test's, modelled on normal per-document differences: beyond SIMULATED = 12 documents that of a t
+  test on n − 1 degrees of freedom in the paper's direction, P(T′ > t₁₋α'/₂), T′ noncentral t with noncentrality
+  |e|·√n/σ (the sign-flip statistic is a monotone function of the t statistic; the shifted central t,
+  1 − F(t₁₋α'/₂ − |e|·√n/σ) of `t_power`, is 1 to 2 points too high); up to 12, where the exact test at α/7 is
+  nearly a sign test and a t test promises too much (at 9 documents 87% where the test has 62%), the exact test
+  itself on 2,000 simulated streams (`_exact_power`). Against stats.compare on simulated streams
+  (tests/test_power.py) it is within the simulation's error, about 2 points.
+- *detectable*: the smallest true difference that one part shows with 80% power at α' on these n documents (beyond
+  12 documents a little above (t₁₋α'/₂ + t₀.₈)·σ/√n), the largest of the finding's parts; not the 95% half-width,
+  which is found half of the time at α = 0.05.
 - *the paper's effect*: its Table 5 relative numbers turned into points of this stream's baseline (the paper's
   relative difference × our baseline's score; for "lasso has the best R0" the gap between the other method's and
   lasso's relative numbers).
@@ -30,10 +37,14 @@ finding's rule in the paper's direction: the number of ways for "any method" (8:
   floor: the fewest n from which m · f · (the smallest p the test can give on n, `stats.smallest_p`) < α, since
   below it no difference can be significant (m = 7, f = 1: 9 documents; f = 5: 11).
 - finding 8 (any method): the method whose way needs the fewest documents is shown.
-- finding 5 (closeness, no f): each metric's test of H0: Δ = ±CLOSE must reject both at α' = α / m; at a true
-  difference of 0 (what the finding claims) and se = σ/√n, metric k's power is P_k = max(0, 2Φ(CLOSE/se − t) − 1),
-  t = t₁₋α'/₂ on n − 1 degrees of freedom (the estimate taken as normal, the test's quantile as t); joint power
-  the product. "detectable" is "–" (the claim is a closeness, not a difference); its power here is in that column.
+- finding 5 (closeness, no f): each metric's tests of H0: Δ = ±CLOSE must both reject at α' = α / m, and every
+  metric must hold; power at a true difference of 0 (what the finding claims), the metrics' product. With se = σ/√n
+  and the estimate taken as normal, P_k = max(0, 2Φ(CLOSE/se − t) − 1); t is the randomisation test's threshold on
+  the estimate's scale, z·√((n − 1)/(n − z²)), z = z₁₋α'/₂, not t₁₋α'/₂: its null spread is the root mean square
+  of the documents' differences to ±CLOSE, which includes the distance CLOSE itself (solving δ − CLOSE against z
+  times that spread gives it). With t₁₋α'/₂ the power is 3 to 7 points too high from 12 to 30 documents; with it,
+  1 to 2 points too high at 80 to 150 and too low below 20 (up to 12: the simulated exact test). "detectable" is
+  "–" (a closeness, not a difference); the power is in "power here".
 Where the paper's own number points the other way on its set, or is 0 (finding 5: beyond ±CLOSE), no n is given:
 the paper did not show it there either. More than MOST documents is printed as such.
 """
@@ -41,8 +52,10 @@ the paper did not show it there either. More than MOST documents is printed as s
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
-from scipy.stats import norm
+import numpy as np
+from scipy.stats import nct, norm
 from scipy.stats import t as student_t
 
 from adaptsim.report import paper
@@ -52,6 +65,8 @@ from adaptsim.report.stats import ALPHA, smallest_p, units_of
 
 POWER = 0.8
 MOST = 1_000_000  # documents beyond which "needed" is printed as more than this
+SIMULATED = 12  # up to this many documents the power is the exact test's, simulated (module docstring)
+DRAWS = 2000  # samples of that simulation
 _BEYOND = 65  # from here on (2⁶⁴ distinct outcomes) the smallest p the test can give no longer changes with n
 
 
@@ -85,26 +100,86 @@ def t_power(effect: float, sigma: float, n: int, alpha: float = ALPHA) -> float:
     return float(student_t.sf(student_t.ppf(1 - alpha / 2, n - 1) - abs(effect) * math.sqrt(n) / sigma, n - 1))
 
 
+@lru_cache(maxsize=4096)
+def _exact_power(shift: float, n: int, alpha: float, closeness: bool) -> float:
+    """The power of the exact randomisation test (every one of the 2ⁿ⁻¹ swap patterns, as stats.py's "exact") on n
+    equally weighted documents whose differences are normal with sd 1, from DRAWS samples (seeded by n: common
+    draws, so the power grows with `shift`). Directional: mean `shift`, p < alpha and the difference > 0.
+    Closeness: mean 0, |difference| < `shift` and both H0: Δ = ±shift rejected at alpha (findings.Part.p)."""
+    d = np.random.default_rng(n).standard_normal((DRAWS, n)) + (0.0 if closeness else shift)
+    signs = 1.0 - 2 * ((np.arange(2 ** (n - 1))[:, None] >> np.arange(n)) & 1)  # the last unit always kept
+    permuted, observed = d @ signs.T, d.sum(axis=1)
+    nulls = (-shift, shift) if closeness else (0.0,)
+    reject = np.abs(observed) < shift * n if closeness else observed > 0
+    for null in nulls:
+        gap = np.abs(observed - null * n)[:, None]
+        count = np.sum(np.abs(permuted - null * signs.sum(axis=1)) >= gap * (1 - 1e-9) - 1e-12, axis=1)
+        reject &= count / 2 ** (n - 1) < alpha
+    return float(reject.mean())
+
+
+def direction_power(shift: float, n: int, alpha: float) -> float:
+    """The power of one part's test at `alpha` on n documents against a true difference of `shift` σ in the paper's
+    direction: the exact test simulated up to SIMULATED documents, a t test beyond (module docstring)."""
+    if n < 2:
+        return 0.0
+    if n <= SIMULATED:
+        return _exact_power(round(abs(shift), 4), n, alpha, False)
+    return float(nct.sf(student_t.ppf(1 - alpha / 2, n - 1), n - 1, abs(shift) * math.sqrt(n)))
+
+
+def _threshold(n: int, alpha: float) -> float:
+    """The randomisation test of H0: Δ = ±CLOSE on the estimate's t scale: z·√((n − 1)/(n − z²)), z = z₁₋α/₂
+    (its null spread includes the distance to the null; module docstring); infinite where n ≤ z²."""
+    z = float(norm.ppf(1 - alpha / 2))
+    return z * math.sqrt((n - 1) / (n - z * z)) if n > z * z else math.inf
+
+
+def closeness_power(room: float, n: int, alpha: float) -> float:
+    """The power of one metric's closeness test at `alpha` on n documents at a true difference of 0, `room` = CLOSE/σ:
+    the exact test simulated up to SIMULATED documents, max(0, 2Φ(room·√n − t) − 1) beyond (t: `_threshold`)."""
+    if n < 2:
+        return 0.0
+    if n <= SIMULATED:
+        return _exact_power(round(room, 4), n, alpha, True)
+    return max(0.0, 2 * float(norm.cdf(room * math.sqrt(n) - _threshold(n, alpha))) - 1)
+
+
+def _optimistic(way, effects, sigmas, n: int, alpha: float, close: float) -> float:
+    """A bound above the simulated power up to SIMULATED documents (the t test's, measured above it: module
+    docstring), so that the simulation runs only where 80% is within reach."""
+    if way[0].sign == 0:
+        t = student_t.ppf(1 - alpha / 2, n - 1)
+        return math.prod(max(0.0, 2 * float(norm.cdf(close * math.sqrt(n) / s - t)) - 1) for s in sigmas)
+    return math.prod(t_power(e, s, n, alpha) for e, s in zip(effects, sigmas))
+
+
 def detectable(sigma: float, n: int, alpha: float) -> float:
-    """The smallest true difference a t test at level `alpha` on n units finds with POWER: (t₁₋α/₂ + t_POWER)·σ/√n."""
-    return float((student_t.ppf(1 - alpha / 2, n - 1) + student_t.ppf(POWER, n - 1)) * sigma / math.sqrt(n))
+    """The smallest true difference one part's test at `alpha` on n documents finds with POWER (`direction_power`,
+    bisected; beyond SIMULATED documents a little above (t₁₋α/₂ + t_POWER)·σ/√n)."""
+    low, high = 0.0, 1.0
+    while direction_power(high, n, alpha) < POWER:
+        if high > 64:
+            return math.inf
+        low, high = high, 2 * high
+    while high - low > 1e-4 * high:
+        mid = (low + high) / 2
+        low, high = (low, mid) if direction_power(mid, n, alpha) >= POWER else (mid, high)
+    return high * sigma
 
 
 def close_power(sigmas: list[float], n: int, alpha: float, close: float) -> float:
-    """The chance that every metric's difference is shown within ±close (both tests of H0: Δ = ±close reject at
-    `alpha`) on n units when the true differences are 0: the product of max(0, 2Φ(close/se − t) − 1)."""
-    if n < 2:
-        return 0.0
-    t = student_t.ppf(1 - alpha / 2, n - 1)
-    return math.prod(max(0.0, 2 * float(norm.cdf(close * math.sqrt(n) / s - t)) - 1) for s in sigmas)
+    """The chance that every metric is shown within ±close (both tests of H0: Δ = ±close reject at `alpha`) on n
+    documents when the true differences are 0: the product of the metrics' `closeness_power`."""
+    return math.prod(closeness_power(close / s, n, alpha) for s in sigmas)
 
 
 def joint_power(way, effects: list[float], sigmas: list[float], n: int, alpha: float, close: float) -> float:
-    """The power of one way (every part must hold) on n units at `alpha`: closeness (sign 0) at a true difference
-    of 0, else the product of the parts' t powers against the paper's effects."""
+    """The power of one way (every part must hold) on n documents at `alpha`: closeness (sign 0) at a true
+    difference of 0, else the product of the parts' powers against the paper's effects."""
     if way[0].sign == 0:
         return close_power(sigmas, n, alpha, close)
-    return math.prod(t_power(e, s, n, alpha) for e, s in zip(effects, sigmas))
+    return math.prod(direction_power(abs(e) / s, n, alpha) for e, s in zip(effects, sigmas))
 
 
 def floor(cfg, tests: int) -> int | None:
@@ -144,7 +219,12 @@ def needed(way, effects: list[float | None], n: int, close: float, alpha: float,
     sigmas = [sigma(p, n) for p in way]
     if least is None or not shown(way, effects, close) or any(s is None for s in sigmas):
         return None
-    return _smallest(lambda k: joint_power(way, effects, sigmas, k, alpha, close) >= POWER, least)
+    for k in range(least, SIMULATED + 1):  # simulated where a t test would already reach POWER
+        if (_optimistic(way, effects, sigmas, k, alpha, close) >= POWER
+                and joint_power(way, effects, sigmas, k, alpha, close) >= POWER):
+            return k
+    return _smallest(lambda k: joint_power(way, effects, sigmas, k, alpha, close) >= POWER,
+                     max(least, SIMULATED + 1))
 
 
 def family(findings) -> int:
@@ -163,7 +243,7 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float)
     m, f = max(m, 1), len(finding.ways)
     alpha, least = ALPHA / (m * f), floor(cfg, m * f)
     closeness = finding.ways[0][0].sign == 0
-    best = None  # (needed, -power here, index, way, effects, sigmas): the way that needs the fewest documents
+    best = None  # (sort key, way, effects, σs, power here, needed): the way that needs the fewest documents
     for i, way in enumerate(finding.ways):
         effects = [paper_points(p, set_name, scores.get(p.metric, math.nan)) for p in way]
         sigmas = [sigma(p, n) for p in way]
@@ -176,7 +256,7 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float)
             best = (key, way, effects, sigmas, here, need)
     _, way, effects, sigmas, here, need = best
     if closeness:
-        text = (f"0 assumed on each metric (the paper's: "
+        text = ("0 assumed on each metric (the paper's: "
                 + ", ".join(f"{p.metric} " + ("–" if e is None else f"{e:+.1f}") for p, e in zip(way, effects)) + ")")
         seen = "–"
     else:
@@ -216,10 +296,11 @@ def power_markdown(block, findings, baseline, cfg, close: float) -> str:
     lines += [row(f, set_name, baseline.scores, n, m, cfg, close) for f in findings]
     lines += ["", f"_power here: the joint power of the paper's effect (finding 5: of every metric shown within "
               f"±{close:g} when the true differences are 0) on these {n} {unit}s at α'; detectable: the smallest true "
-              "difference one part shows with 80% power at α', the largest of the parts (t test; σ of one "
-              f"{unit} from the randomisation test's standard error); needed: the fewest {unit}s for 80% joint power "
-              f"at α', never fewer than those at which m · f · (the test's smallest p) < {ALPHA}; finding 8: "
-              "through the method that needs the fewest._"]
+              "difference one part shows with 80% power at α', the largest of the parts; both for the randomisation "
+              f"test on normal differences (noncentral t; up to {SIMULATED} {unit}s the exact test simulated), σ of "
+              f"one {unit} from the test's standard error; needed: the fewest {unit}s for 80% joint power at α', never "
+              f"fewer than those at which m · f · (the test's smallest p) < {ALPHA}; finding 8: through the method "
+              "that needs the fewest._"]
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ square, and cannot make one look better. The draws are enumerated where there ar
 (p then exact; its smallest value is stated, and a comparison whose smallest possible p is not below 0.05 says
 "cannot tell"), else `--draws` random ones (p = (1 + #)/(draws + 1)).
 
-`--plan` sizes a study before it is run, by the calculation `findings --power` uses (adaptsim/report/power.py): for
+`--plan` sizes a study before it is run, by a t test's power (`power.t_power`; `findings --power` refines it): for
 each number of translators and documents, the smallest true difference between two methods that the study finds with
 80% power at α = 0.05, in standard deviations σ of one cell's score (what varies from cell to cell once the design has
 removed each translator's and each document's level; a pilot's cells estimate it). A block of k documents gives each
