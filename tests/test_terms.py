@@ -182,7 +182,7 @@ def test_terms_command_prints_a_row_per_method_and_the_post_edits(tmp_path, dict
     # renders a: Akte, Akte, Datei and b: Datei, Datei, Akte, 2 renderings each. full: consistent at a2, a3, b2,
     # neither at b3 (Dokument); one rendering per document. Each document gives the same figures under none, so
     # its intervals are points; full's consistency.all is 2/2 in a and 1/2 in b: 75, 50 to 100 over resamples.
-    # Two documents have 2 distinct randomisations (the default test below 100 documents): no difference can be
+    # Two documents have 2 distinct randomisations (the default test): no difference can be
     # marked, and the note says so.
     assert "2 terms" in out and "4 judged occurrences" in out and "en-de.tsv" in out
     assert "| baseline | 50.0 [50.0, 50.0] | 50.0 [50.0, 50.0] | 2.00 [2.00, 2.00] | 2 / 2 / 0 | 2 |" in out

@@ -104,7 +104,7 @@ TESTS = {"auto": "paired randomisation (exact up to EXACT_UNITS units, Monte Car
          "ci": "paired bootstrap, percentile interval", "bs": "paired bootstrap, sacrebleu's statistic",
          "ar": "paired approximate randomisation", "exact": "paired randomisation over every swap pattern"}
 EXACT_UNITS = 20  # "exact" counts 2ⁿ swap patterns up to here (half of them computed, about a million at 20: about
-# a second for two runs and seven metrics, docs/reports.md)
+# 1.6 s for two runs and seven metrics with the inverted intervals, docs/reports.md)
 FIRST_TRIALS = 10_000  # "ar" draws this many swap patterns first, then four times as many while a p is unsettled
 MAX_TRIALS = 2_560_000  # … up to this many (FIRST_TRIALS · 4⁴; the default of --trials)
 MC_ERROR = 0.001  # a Monte Carlo p's interval (`Difference.p_range`) is its Clopper–Pearson interval at 1 − this
