@@ -126,7 +126,7 @@ def test_significance_on_a_real_sweep(basic, capsys):
     assert table.main([str(basic), "--significance", "--ci", "--unit", "segment", "--resamples", "200",
                        "--format", "csv", "--metrics", "BLEU,SBLEU,TER,chrF,R0,R0+1"]) == 0
     rows = {r["method"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
-    assert rows["full"]["significance"].startswith("test:exact|unit:segment|units:8|resamples:200|")  # 8 units: exact
+    assert rows["full"]["significance"].startswith("test:exact|unit:segment|units:8|patterns:256|resamples:200|")
     for row in rows.values():
         assert float(row["BLEU low"]) <= float(row["BLEU"]) <= float(row["BLEU high"]) + 1e-9
     step = json.loads((basic / "1_none" / "steps.jsonl").read_text().splitlines()[0])
