@@ -3,7 +3,8 @@
 Builds synthetic per-segment sufficient statistics of that size (no text, no metric: the statistics a run
 writes to steps.jsonl, with realistic ranges) for R0, R1, R0+1, SBLEU, BLEU, TER and chrF, then times
 adaptsim.report.stats.compare (five runs against the first, intervals and p-values for every run and metric) for
-each unit and test, and the learning-curve bands of one metric. Usage:
+each unit and test ("ar" with as many random swap patterns as resamples), and the learning-curve bands of one
+metric. Usage:
 
     python scripts/bench_stats.py [--runs 6] [--segments 10000] [--documents 500] [--resamples 1000]
 """
@@ -58,7 +59,7 @@ def main() -> None:
         index, n = units_of(doc_ids, unit)
         for test in ("ci", "bs", "ar"):
             t = time.perf_counter()
-            compare(series, index, n, Settings(args.resamples, unit, 12345, test))
+            compare(series, index, n, Settings(args.resamples, unit, 12345, test, trials=args.resamples))
             print(f"compare  unit={unit:<8} test={test}: {time.perf_counter() - t:.2f} s")
         t = time.perf_counter()
         ends = sorted({round(args.segments * (k + 1) / 500) for k in range(500)})
