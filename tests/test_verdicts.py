@@ -180,3 +180,14 @@ def test_the_paper_not_showing_a_finding_is_its_own_label(monkeypatch):
     f = findings.Finding(7, "c", "e", None, "", [_stream(20, 20)])
     findings._label([f], "TED", None, 1 / 2 ** 19, 20, "document")
     assert f.verdict == "not the paper's" and f.adjusted is None and "Table 5 (TED)" in f.why
+
+
+def test_findings_refuse_a_bootstrap_test_in_one_line(capsys):
+    """The verdicts' closeness, intervals and floors are the randomisation test's: --test ci is refused, not half
+    applied."""
+    from adaptsim.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["findings", str(PAGES), "--test", "ci"])
+    assert exit_.value.code != 0
+    assert "findings decides by the randomisation test" in capsys.readouterr().err

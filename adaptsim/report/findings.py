@@ -366,6 +366,9 @@ def report(block: Block, cfg: sig.Settings, effects: bool, power: bool) -> str:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     cfg = sig.settings(args)
+    if cfg.test in ("ci", "bs"):  # the verdicts' rules (closeness, intervals, floors) are the randomisation test's
+        raise UserError(f"findings decides by the randomisation test (--test auto, ar or exact), not --test "
+                        f"{cfg.test}; the bootstrap's p is in `table --significance --test ci`")
     texts = [report(block, cfg, args.effects, args.power)
              for block in blocks(finished_runs(args.dirs, "findings").runs)]
     print("\n\n".join(texts) + f"\n\n_p: {cfg.describe()}, two-sided, seed {cfg.seed}; intervals: the test "
