@@ -177,8 +177,10 @@ def _ci(ci: tuple[float, float]) -> str:
     return "[" + ", ".join("−∞" if v == -math.inf else "+∞" if v == math.inf else f"{v:+.1f}" for v in ci) + "]"
 
 
-def _d(part: Part) -> str:
-    return f"{part.name} {part.diff.diff:+.1f} {_ci(part.diff.ci)} p {_p(part.p())}"
+def _d(part: Part, labelled: bool) -> str:
+    """A part as the evidence shows it; `labelled`: with its own direction (a finding of several parts)."""
+    way = {1: "the paper's way", -1: "the other way", 0: "tie"}[part.way()] if labelled else ""
+    return f"{part.name} {part.diff.diff:+.1f} {_ci(part.diff.ci)} p {_p(part.p())}" + (f", {way}" if way else "")
 
 
 def _by_method(block: Block) -> dict[str, Run]:
@@ -233,7 +235,9 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
         return bool(why)
 
     def add(number: int, claim: str, ways: list[list[Part]]) -> None:
-        out.append(Finding(number, claim, "; ".join(_d(part) for way in ways for part in way), None, "", ways))
+        labelled = sum(len(way) for way in ways) > 1
+        out.append(Finding(number, claim, "; ".join(_d(part, labelled) for way in ways for part in way), None, "",
+                           ways))
 
     def direction(number: int, claim: str, methods: tuple[str, ...], metric: str, sign: int) -> None:
         if not missing(number, claim, methods, (metric,)):
@@ -328,7 +332,8 @@ def _name(direction: int, adjusted: float) -> str:
 
 def markdown(block: Block, findings: list[Finding]) -> str:
     lines = [f"**{block.dataset} · {block.segments} segments · data {block.fingerprint} · model {block.model}**", "",
-             "| # | the paper's finding | here: Δ in points [95% CI], p | decided by | p | p (Holm) | verdict | why |",
+             "| # | the paper's finding | here: Δ in points [95% CI], p (each part's direction) | decided by | p | "
+             "p (Holm) | verdict | why |",
              "|--:|:--|:--|:--|--:|--:|:--|:--|"]
     lines += [f"| {f.number} | {f.claim} | {f.evidence} | {f.decided_by} | {_p(f.p)} | {_p(f.adjusted)} | "
               f"{f.verdict} | {f.why or '–'} |" for f in findings]
