@@ -98,7 +98,7 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
 
 def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimals: int) -> str:
     def num(v: float, signed: bool = False) -> str:
-        return "–" if v is None or math.isnan(v) else (f"{v:+.{places}f}" if signed else f"{v:.{places}f}")
+        return "–" if v is None or math.isnan(v) else sig.bound(v, places, signed)
 
     table = [["metric", "run", "score [95% CI]", f"Δ to {labels[0]} [95% CI]", "p"]]
     for m in metrics:

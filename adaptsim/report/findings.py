@@ -37,11 +37,11 @@ stream, and "k of 8" must not count the one in twenty that chance makes signific
 - **same direction** / **opposite direction**: the paper's way / the other way, not significant;
 - **tie**: no way holds in the paper's direction and no part goes against it (a difference of exactly 0); a way
   that ties fails without a direction, so beside ways that go against it leaves the other way at p 1;
-- **cannot tell**: the data cannot decide — too few documents (even the smallest p the test can give on them, times
-  the finding's Bonferroni factor and Holm's factor for the stream, is not below α, so the direction it points
-  would be printed whatever the data), a method or a score missing, or Monte Carlo error still straddling the
-  level after the most trials (never decided by the draw: the labels are computed at both ends of every p's
-  Monte Carlo interval, and they must agree);
+- **cannot tell**: the data cannot decide — too few documents (the smallest p the test can give on them times
+  max(Holm's factor m, the finding's Bonferroni factor), the least Holm can reach, is not below α, so the direction
+  it points would be printed whatever the data), a method or a score missing, or Monte Carlo error still straddling
+  a level after the most trials (the labels are computed at both ends of every p's Monte Carlo interval, and they
+  must agree, so no label rests on where one draw put a p);
 - **not the paper's**: the paper's own Table 5 number for the stream's counterpart set is 0 or points the other
   way (the paper did not show the finding there either); tested and shown, outside the count.
 """
@@ -64,6 +64,10 @@ from adaptsim.report.stats import smallest_p
 ADAPTED = ("bias", "full", "lasso", "fixed", "top")
 METRICS = ["BLEU", "TER", "R0", "R1", "R0+1"]
 CLOSE = 1.0  # finding 5: points within which every difference of bias to the baseline must lie
+DIRECTIONAL = ((1, "full raises R1", ("full",), "R1", +1), (2, "full lowers R0", ("full",), "R0", -1),
+               (6, "fixed and top lower R0", ("fixed", "top"), "R0", -1),
+               (7, "full, lasso and fixed raise BLEU", ("full", "lasso", "fixed"), "BLEU", +1))
+FACTOR = max(len(ADAPTED), len(METRICS))  # the largest Bonferroni factor of a finding (8's methods, 5's metrics)
 LABELS = ("reproduced", "same direction", "tie", "opposite direction", "contradicted", "cannot tell",
           "not the paper's")
 ENDS = ("p", "low", "high")  # a part's p, and the ends of its Monte Carlo interval
@@ -174,13 +178,15 @@ def _p(p: float | None) -> str:
 
 
 def _ci(ci: tuple[float, float]) -> str:
-    return "[" + ", ".join("−∞" if v == -math.inf else "+∞" if v == math.inf else f"{v:+.1f}" for v in ci) + "]"
+    return f"[{sig.bound(ci[0])}, {sig.bound(ci[1])}]"
 
 
 def _d(part: Part, labelled: bool) -> str:
-    """A part as the evidence shows it; `labelled`: with its own direction (a finding of several parts)."""
+    """A part as the evidence shows it; `labelled`: with its own direction (a finding of several parts). A closeness
+    part's p is that of its test against ±CLOSE."""
     way = {1: "the paper's way", -1: "the other way", 0: "tie"}[part.way()] if labelled else ""
-    return f"{part.name} {part.diff.diff:+.1f} {_ci(part.diff.ci)} p {_p(part.p())}" + (f", {way}" if way else "")
+    p = f"p(|Δ| < {CLOSE:g})" if part.sign == 0 else "p"
+    return f"{part.name} {part.diff.diff:+.1f} {_ci(part.diff.ci)} {p} {_p(part.p())}" + (f", {way}" if way else "")
 
 
 def _by_method(block: Block) -> dict[str, Run]:
@@ -197,10 +203,12 @@ def _by_method(block: Block) -> dict[str, Run]:
     return {m: rs[0] for m, rs in runs.items()}
 
 
-def _settle(at: list[float], close_runs: set[int]):
-    """stats.compare's `settle`: a p whose Monte Carlo interval holds one of the levels `at` is drawn on (for the
-    closeness runs, also its p of H0: Δ = ±CLOSE)."""
+def _settle(at: list[float], used: set[tuple[int, str]], close_runs: set[int]):
+    """stats.compare's `settle`: a p that some finding uses (`used`: run, metric) and whose Monte Carlo interval
+    holds one of the levels `at` is drawn on (for the closeness runs, also its p of H0: Δ = ±CLOSE)."""
     def straddles(r: int, metric: str, diff) -> bool:
+        if (r, metric) not in used:
+            return False
         ranges = [diff.p_range] + ([diff.p_at(b)[1:] for b in (-CLOSE, CLOSE)]
                                    if r in close_runs and diff.flips is not None else [])
         return any(lo < level <= hi for lo, hi in filter(None, ranges) for level in at)
@@ -210,14 +218,19 @@ def _settle(at: list[float], close_runs: set[int]):
 def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], sig.Result]:
     """The eight findings on one block, labelled and adjusted (module docstring); and the adapted methods present
     with their analysis against the baseline (for --effects)."""
+    if cfg.test in ("ci", "bs"):  # the verdicts' rules (closeness, intervals, floors) are the randomisation test's
+        raise UserError(f"findings decides by the randomisation test (--test auto, ar or exact), not --test "
+                        f"{cfg.test}; the bootstrap's p is in `table --significance --test ci`")
     runs = _by_method(block)
     baseline = block.need_baseline("findings")
     present = [m for m in ADAPTED if m in runs]
     metrics = [m for m in METRICS if all(m in r.scores for r in (baseline, *(runs[k] for k in present)))]
-    at = levels(8, max(len(present), 2))
-    close = {present.index("bias") + 1} if "bias" in present else set()
+    at = levels(8, FACTOR)
+    row = {m: i + 1 for i, m in enumerate(present)}  # a method's run in the analysis against the baseline
+    used = {(row[m], metric) for *_, methods, metric, _ in DIRECTIONAL for m in methods if m in row}
+    used |= {(row[m], k) for m in present for k in ("BLEU", "R0")} | {(row.get("bias"), k) for k in METRICS}
     result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings",
-                         settle=_settle(at, close))
+                         settle=_settle(at, used, {row["bias"]} if "bias" in row else set()))
     vs_base = {m: result.differences[i + 1] for i, m in enumerate(present)}
     n = result.units
     set_name = paper.paper_set(block.dataset)
@@ -243,8 +256,8 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
         if not missing(number, claim, methods, (metric,)):
             add(number, claim, [[Part(metric, m, None, sign, vs_base[m][metric]) for m in methods]])
 
-    direction(1, "full raises R1", ("full",), "R1", +1)
-    direction(2, "full lowers R0", ("full",), "R0", -1)
+    for spec in DIRECTIONAL[:2]:
+        direction(*spec)
     for number, metric in ((3, "R0"), (4, "R0+1")):
         claim = f"lasso has the best {metric} of the adapted methods"
         others = tuple(m for m in present if m != "lasso")
@@ -255,14 +268,14 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
                                why="no other adapted method"))
             continue
         against = sig.analyse([runs["lasso"], *(runs[m] for m in others)], [metric], cfg, "findings", warn=False,
-                              settle=_settle(at, set()))
+                              settle=_settle(at, {(i + 1, metric) for i in range(len(others))}, set()))
         add(number, claim, [[Part(metric, m, "lasso", -1, against.differences[i + 1][metric])
                              for i, m in enumerate(others)]])
     claim = f"bias stays close to the baseline (every difference within ±{CLOSE:g} points)"
     if not missing(5, claim, ("bias",), tuple(METRICS)):
         add(5, claim, [[Part(m, "bias", None, 0, vs_base["bias"][m]) for m in METRICS]])
-    direction(6, "fixed and top lower R0", ("fixed", "top"), "R0", -1)
-    direction(7, "full, lasso and fixed raise BLEU", ("full", "lasso", "fixed"), "BLEU", +1)
+    for spec in DIRECTIONAL[2:]:
+        direction(*spec)
     claim = "BLEU and R0 disagree for some method (BLEU up, R0 down)"
     if not present:
         out.append(Finding(8, claim, "no adapted method", None, "cannot tell", why="no adapted method"))
@@ -275,9 +288,9 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
 
 def _rule(f: Finding, part: Part | None) -> str:
     if part is None:
-        return "no part either way"
+        return "a part tied (Δ = 0), none the other way"
     if f.ways[0][0].sign == 0:
-        return f"{part.name}: " + ("the largest p of every metric within ±1" if f.direction > 0
+        return f"{part.name}: " + (f"the largest p of every metric within ±{CLOSE:g}" if f.direction > 0
                                    else f"beyond ±{CLOSE:g}, × {f.factor}")
     if f.direction > 0:
         return part.name + (f": the smallest p of {f.factor} methods, × {f.factor}" if f.factor > 1
@@ -303,24 +316,25 @@ def _label(tested: list[Finding], set_name: str, baseline: Run, least: float, n:
     for i, f in enumerate(family):
         f.adjusted = adjusted["p"][i]
         labels = {_name(f.direction, adjusted[end][i]) for end in ENDS}
-        reachable = m * f.factor * least
+        reachable = max(m, f.factor) * least  # Holm's step: m × the smallest q, and this finding's q ≥ f × least
         if f.direction == 0:
             f.verdict = "tie"
         elif reachable >= sig.ALPHA:
             f.verdict = "cannot tell"
-            f.why = (f"too few {unit}s: {n} give p ≥ {least:.2g}, × {f.factor} × {m} (Holm) = "
-                     f"{min(reachable, 1):.2g}, never below {sig.ALPHA}")
+            f.why = (f"too few {unit}s: {n} give p ≥ {least:.2g}, and after the rule's × {f.factor} and Holm's "
+                     f"× {m} the smallest reachable is {min(reachable, 1):.2g}, never below {sig.ALPHA}")
         elif len(labels) > 1:
             f.verdict = "cannot tell"
             f.why = (f"Monte Carlo error: adjusted p between {min(a[i] for a in adjusted.values()):.4f} and "
                      f"{max(a[i] for a in adjusted.values()):.4f} after the most trials")
         else:
             f.verdict = labels.pop()
-        if f.verdict in ("opposite direction", "contradicted", "tie") and len(f.ways) == 1:
-            along = [p.name for p in f.ways[0] if p.way() > 0 and len(f.ways[0]) * m * p.p() < sig.ALPHA]
+        if f.verdict in ("opposite direction", "contradicted", "tie"):  # what the rule's label does not show
+            along = [p.name for way in f.ways for p in way
+                     if p.way() > 0 and len(f.ways) * len(way) * m * p.p() < sig.ALPHA]
             if along:
-                f.why = (f"mixed: {', '.join(along)} significantly the paper's way on its own; the rule (every "
-                         "part must hold) decides")
+                f.why = (f"mixed: {', '.join(along)} significantly the paper's way on its own; the rule "
+                         f"({'every part must hold' if len(f.ways) == 1 else 'some method, both parts'}) decides")
 
 
 def _name(direction: int, adjusted: float) -> str:
@@ -371,9 +385,6 @@ def report(block: Block, cfg: sig.Settings, effects: bool, power: bool) -> str:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     cfg = sig.settings(args)
-    if cfg.test in ("ci", "bs"):  # the verdicts' rules (closeness, intervals, floors) are the randomisation test's
-        raise UserError(f"findings decides by the randomisation test (--test auto, ar or exact), not --test "
-                        f"{cfg.test}; the bootstrap's p is in `table --significance --test ci`")
     texts = [report(block, cfg, args.effects, args.power)
              for block in blocks(finished_runs(args.dirs, "findings").runs)]
     print("\n\n".join(texts) + f"\n\n_p: {cfg.describe()}, two-sided, seed {cfg.seed}; intervals: the test "

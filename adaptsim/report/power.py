@@ -34,8 +34,10 @@ finding's rule in the paper's direction: the number of ways for "any method" (8:
   relative difference × our baseline's score; for "lasso has the best R0" the gap between the other method's and
   lasso's relative numbers).
 - *documents needed*: the fewest documents at which the joint power at α' reaches 80%, and never fewer than the
-  floor: the fewest n from which m · f · (the smallest p the test can give on n, `stats.smallest_p`) < α, since
-  below it no difference can be significant (m = 7, f = 1: 9 documents; f = 5: 11).
+  floor: the fewest n from which max(m, f) · (the smallest p the test can give on n, `stats.smallest_p`) < α,
+  the smallest p Holm's adjustment can reach (every other finding at the smallest p, this one last), since below it
+  no difference can be significant (m = 7: 9 documents, finding 8's f = 5 too). α' = α/(m·f) is conservative: the
+  level of Holm's first step, below what a finding later in Holm's order is tested at.
 - finding 8 (any method): the method whose way needs the fewest documents is shown.
 - finding 5 (closeness, no f): each metric's tests of H0: Δ = ±CLOSE must both reject at α' = α / m, and every
   metric must hold; power at a true difference of 0 (what the finding claims), the metrics' product. With se = σ/√n
@@ -60,7 +62,7 @@ from scipy.stats import t as student_t
 
 from adaptsim.report import paper
 from adaptsim.report.markdown import head
-from adaptsim.report.significance import Steps
+from adaptsim.report.significance import Steps, bound
 from adaptsim.report.stats import ALPHA, smallest_p, units_of
 
 POWER = 0.8
@@ -241,7 +243,7 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float)
     if not finding.ways:
         return f"| {finding.number} | {finding.verdict} | – | – | – | – | – |"
     m, f = max(m, 1), len(finding.ways)
-    alpha, least = ALPHA / (m * f), floor(cfg, m * f)
+    alpha, least = ALPHA / (m * f), floor(cfg, max(m, f))  # the level: conservative; the floor: what Holm reaches
     closeness = finding.ways[0][0].sign == 0
     best = None  # (sort key, way, effects, σs, power here, needed): the way that needs the fewest documents
     for i, way in enumerate(finding.ways):
@@ -314,7 +316,7 @@ def effects_markdown(block, methods: list[str], result, metrics: list[str]) -> s
         for metric in metrics:
             d = result.differences[i][metric]
             ours = ("–" if math.isnan(d.relative)
-                    else f"{d.relative:+.0f} [{d.relative_ci[0]:+.0f}, {d.relative_ci[1]:+.0f}]")
+                    else f"{d.relative:+.0f} [{bound(d.relative_ci[0], 0)}, {bound(d.relative_ci[1], 0)}]")
             theirs = paper.relative(set_name, method, metric)
             cells += [ours, "–" if theirs is None else f"{theirs:+.0f}"]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")

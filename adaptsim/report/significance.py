@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from functools import partial
 
@@ -209,6 +210,13 @@ def warn_few(n_units: int, cfg: Settings, command: str) -> None:
               file=sys.stderr)
 
 
+def bound(v: float, digits: int = 1, signed: bool = True) -> str:
+    """An interval's end as the reports print it: ±∞ where the test cannot bound it (too few units to reject)."""
+    if math.isinf(v):
+        return "+∞" if v > 0 else "−∞"
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
 def significant(p: float | None) -> bool:
     return p is not None and not np.isnan(p) and p < ALPHA
 
@@ -233,9 +241,10 @@ def footer(result: Result) -> str:
     few = unresolvable(result.units, cfg)
     if test == "exact" and result.units <= EXACT_UNITS:
         draws = f"all {2 ** result.units:,} swap patterns"
-    elif test in ("ar", "exact"):
+    elif test == "ar":
         used = [d.trials for ds in result.differences for d in ds.values() if d.trials]
-        draws = f"{min(used, default=0):,}–{max(used, default=0):,} random swap patterns"
+        low, high = min(used, default=0), max(used, default=0)
+        draws = f"{low:,}{'' if low == high else f'–{high:,}'} random swap patterns"
     else:
         draws = f"{cfg.resamples} resamples"
     unsettled = (f"; {UNSETTLED}: p within Monte Carlo error of {ALPHA} after {cfg.trials:,} trials"

@@ -39,7 +39,7 @@ Tests, all paired (all runs resampled with the same units):
   trials, then four times as many, up to `Settings.trials`, until the Monte Carlo interval of every p (Clopper–
   Pearson at 1 − MC_ERROR, `Difference.p_range`) lies on one side of every level the caller names (`compare`'s
   `settle`: α for a table's †, every adjusted level for `findings`). A p still straddling a level at the cap is
-  reported as such, never decided by the draw.
+  reported as such, not decided by the draw.
 - "ci", the percentile interval of the paired bootstrap as a test: p = 2 · min(#{δ*_b ≤ 0}, #{δ*_b ≥ 0}) / m
   (at most 1), δ*_b the difference to the first run in resample b; p < α exactly when the bootstrap's 95% interval
   of the difference excludes 0. Too liberal at few documents (docs/reports.md, "Few documents").
@@ -143,8 +143,8 @@ class Settings:
                 raise UserError(f"{name} must be a positive integer, not {value!r}")
 
     def effective(self, units: int) -> str:
-        """The test that decides on `units` units: "auto" is "exact" up to EXACT_UNITS, "ar" beyond."""
-        if self.test != "auto":
+        """The test that decides on `units` units: "auto" and "exact" are "exact" up to EXACT_UNITS, "ar" beyond."""
+        if self.test not in ("auto", "exact"):
             return self.test
         return "exact" if units <= EXACT_UNITS else "ar"
 
@@ -159,7 +159,7 @@ class Settings:
         """What someone needs to reproduce the numbers, in sacrebleu's signature style (the test that ran)."""
         test = self.effective(units)
         draws = (f"|trials:{min(FIRST_TRIALS, self.trials)}..{self.trials}" if test == "ar"
-                 else f"|patterns:{2 ** units}" if test == "exact" and units <= EXACT_UNITS else "")
+                 else f"|patterns:{2 ** units}" if test == "exact" else "")
         return (f"test:{test}|unit:{self.unit}|units:{units}{draws}|resamples:{self.resamples}"
                 f"|seed:{self.seed}|ci:{LEVEL:.0%}|adaptsim:{version('adaptsim')}")
 
@@ -211,6 +211,8 @@ class Flips:
             return (-math.inf, math.inf)
         a, w, d = self.permuted, self.weight, self.observed
         quad, lin, const = w * w - 1, -2 * (a * w - d), a * a - d * d  # quad·Δ² + lin·Δ + const ≥ 0
+        tied = np.abs(a) >= abs(d) * (1 - 1e-9) - 1e-12  # counted at Δ = 0 (`count`'s tolerance): 0 is inside
+        const = np.where(tied, np.maximum(const, 0), const)
         low, high = np.full(len(a), -np.inf), np.full(len(a), np.inf)
         curved = quad < -1e-12
         root = np.sqrt(np.maximum(lin[curved] ** 2 - 4 * quad[curved] * const[curved], 0))
@@ -428,7 +430,8 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
 def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: dict, r: int, n_units: int,
                settings: Settings, out: dict[str, Difference], exact: bool, trials: int) -> None:
     """Randomisation of run r against run 0: swapping unit u moves x0[u] − xr[u] from run 0 to r, and its weight
-    (the last column of `moved`, per metric) from W's kept side to its swapped side."""
+    (per metric, one of the last columns of `moved`) from W's kept side to its swapped side. Patterns are scored a
+    chunk at a time, so memory holds one chunk's shifts and each metric's permuted differences."""
     cols0 = np.concatenate([np.arange(x.shape[1])[where[s.name, 0]] for s in series])
     colsr = np.concatenate([np.arange(x.shape[1])[where[s.name, r]] for s in series])
     weights = []
@@ -437,25 +440,28 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
             if where[s.name, 0].stop - where[s.name, 0].start > 1 else np.ones(n_units)
         weights.append(w / w.sum() if w.sum() > 0 else np.full(n_units, 1 / n_units))
     moved = np.hstack([x[:, cols0] - x[:, colsr], np.column_stack(weights)])
-    exact = exact and n_units <= EXACT_UNITS
     rng = np.random.default_rng([settings.seed, r, trials])  # its own stream per run and round
-    shifts = (_every_shift(moved) if exact
-              else np.vstack([mask @ moved for mask in _swap_masks(rng, n_units, trials)]))
-    start = 0
+    chunks = [_every_shift(moved)] if exact else (mask @ moved for mask in _swap_masks(rng, n_units, trials))
+    permuted: list[list[np.ndarray]] = [[] for _ in series]
+    weight: list[list[np.ndarray]] = [[] for _ in series]
+    for shifts in chunks:
+        start = 0
+        for i, s in enumerate(series):
+            width = where[s.name, 0].stop - where[s.name, 0].start
+            shift = shifts[:, start:start + width]
+            start += width
+            with np.errstate(invalid="ignore", divide="ignore"):
+                permuted[i].append(s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift))
+            weight[i].append(1 - 2 * shifts[:, moved.shape[1] - len(series) + i])
     for i, s in enumerate(series):
-        width = where[s.name, 0].stop - where[s.name, 0].start
-        shift = shifts[:, start:start + width]
-        start += width
-        with np.errstate(invalid="ignore", divide="ignore"):
-            permuted = s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift)
-        kept = ~np.isnan(permuted)
+        a, w = np.concatenate(permuted[i]), np.concatenate(weight[i])
+        kept = ~np.isnan(a)
         d = out[s.name]
         if np.isnan(d.diff) or not kept.any():
             d.p, d.ci, d.relative_ci = np.nan, (np.nan, np.nan), (np.nan, np.nan)
             continue
-        weight = 1 - 2 * shifts[kept, moved.shape[1] - len(series) + i]
-        flips = Flips(d.diff, permuted[kept], weight, exact,
-                      1 / len(permuted) if exact else floor("ar", n_units, int(kept.sum())))
+        flips = Flips(d.diff, a[kept], w[kept], exact,
+                      1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())))
         p, low, high = flips.p(0.0)
         d.p, d.flips, d.trials = p, flips, int(kept.sum())
         d.p_range = None if exact else (low, high)

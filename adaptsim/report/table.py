@@ -7,10 +7,11 @@ with the baseline competing, so both modes mark the same cells; TER and the tran
 WSR, MAR: `metrics.interactive`) are best when lowest. Failed and
 missing runs are listed on stderr, so stdout stays a clean table.
 
---significance marks (†) the cells of adapted runs that differ from the baseline (by default: whose 95% interval
-of the difference to the baseline excludes 0) and --ci adds 95% intervals (of the score; with --relative, of the
-relative difference), both computed from the same resamples of the per-segment statistics in steps.jsonl
-(adaptsim.report.stats); the footer names the test and its signature.
+--significance marks (†) the cells of adapted runs that differ from the baseline at p < 0.05 (by default the paired
+randomisation test over documents, whose inverted 95% interval then excludes 0; ? where a Monte Carlo p is still
+within its error of 0.05 at the most trials) and --ci adds 95% intervals (of the score: bootstrap; with --relative,
+of the relative difference: the test's), from the per-segment statistics in steps.jsonl (adaptsim.report.stats);
+the footer names the test and its signature.
 
 --cost adds what each method costs (summary.json `cost`): the median milliseconds per adaptation step (an SGD
 step, or memory's store of a pair) and the median bytes to store one document's adapted state (the changed
