@@ -70,7 +70,6 @@ def test_sigma_is_the_spread_of_the_documents_differences_from_the_randomisation
     diff = measured(base, method, seed=1)
     assert diff.se * 4 == pytest.approx(np.sqrt(np.mean(d ** 2)))
     assert power.sigma(Part("R0", "full", None, 1, diff), 16) == pytest.approx(np.std(d, ddof=1))
-    assert power.sigma(part(0.5, 2.0), 40) == pytest.approx(2.0)  # the helper `part` above
 
 
 @pytest.mark.parametrize("effect,size", [

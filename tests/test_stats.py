@@ -406,7 +406,7 @@ def test_few_documents_give_no_mark_and_the_note_says_so(tmp_path, capsys, docs,
     captured = capsys.readouterr()
     numbers = captured.out.split("\n\n†:")[0]
     d = 2 ** (docs - 1)  # the default test at few documents is the exact randomisation test
-    note = f"only {d} distinct randomisations, so p ≥ {1 / d:.2g} and no difference is marked (that needs at least 6"
+    note = f"only {d} distinct randomisations, so p ≥ {1 / d:.3g} and no difference is marked (that needs at least 6"
     if marked:
         assert "†" in numbers and "distinct randomisations" not in captured.out + captured.err
     else:

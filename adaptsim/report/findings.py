@@ -321,7 +321,7 @@ def _label(tested: list[Finding], set_name: str, baseline: Run, least: float, n:
             f.verdict = "tie"
         elif reachable >= sig.ALPHA:
             f.verdict = "cannot tell"
-            f.why = (f"too few {unit}s: {n} give p ≥ {least:.2g}, and after the rule's × {f.factor} and Holm's "
+            f.why = (f"too few {unit}s: {n} give p ≥ {least:.3g}, and after the rule's × {f.factor} and Holm's "
                      f"× {m} the smallest reachable is {min(reachable, 1):.2g}, never below {sig.ALPHA}")
         elif len(labels) > 1:
             f.verdict = "cannot tell"

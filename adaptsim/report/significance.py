@@ -197,7 +197,7 @@ def unresolvable(n_units: int, cfg: Settings) -> str | None:
         return None
     outcomes = "resamples" if test in ("ci", "bs") else "randomisations"
     d = distinct_outcomes(test, n_units)
-    return (f"{n_units} {cfg.unit}{'s' if n_units != 1 else ''}: only {d} distinct {outcomes}, so p ≥ {1 / d:.2g} "
+    return (f"{n_units} {cfg.unit}{'s' if n_units != 1 else ''}: only {d} distinct {outcomes}, so p ≥ {1 / d:.3g} "
             f"and no difference is marked (that needs at least {min_units(test)} {cfg.unit}s)")
 
 
@@ -206,7 +206,8 @@ def warn_few(n_units: int, cfg: Settings, command: str) -> None:
     if few or n_units < FEW_UNITS:
         print(f"adaptsim {command}: "
               + (few or f"only {n_units} {cfg.unit}s to resample: the test can find only large differences significant")
-              + (" (--unit segment treats segments as independent; they are not)" if cfg.unit == "document" else ""),
+              + (" (more documents, not --unit segment, are the remedy: segments of a document are not independent)"
+                 if cfg.unit == "document" else ""),
               file=sys.stderr)
 
 
@@ -239,8 +240,8 @@ def footer(result: Result) -> str:
     meaning = (f"the {LEVEL:.0%} interval of the difference to the baseline excludes 0" if test == "ci"
                else f"differs from the baseline at p < {ALPHA}")
     few = unresolvable(result.units, cfg)
-    if test == "exact" and result.units <= EXACT_UNITS:
-        draws = f"all {2 ** result.units:,} swap patterns"
+    if test == "exact":
+        draws = f"all {2 ** result.units:,} swap patterns ({2 ** (result.units - 1):,} distinct |δ'|)"
     elif test == "ar":
         used = [d.trials for ds in result.differences for d in ds.values() if d.trials]
         low, high = min(used, default=0), max(used, default=0)
