@@ -88,10 +88,12 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """`write_json_atomic` for bytes as they are."""
+    """`write_json_atomic` for bytes as they are. The file gets the mode an ordinary write would give it (0666 less
+    the process's umask), not mkstemp's 0600, so colleagues on a shared machine can read every record of a run."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -100,6 +102,13 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def alive(pid) -> bool:

@@ -163,3 +163,18 @@ def test_progress_in_a_log_file_is_lines_not_a_redrawn_bar(tmp_path):
     lines = [line for line in r.stdout.splitlines() if "none: " in line and " segs (" in line]
     assert "none: 1/15 segs (7%)" in lines[0] and "remaining ~" in lines[0]
     assert "none: 15/15 segs (100%)" in lines[-1] and "R0 " in lines[-1] and "BLEU " in lines[-1]
+
+
+def test_every_file_of_a_run_has_the_mode_the_umask_gives(tmp_path, base):
+    """Colleagues on a shared machine read a whole run or none of it: the atomically written records (summary.json)
+    get the process's umask like every other file, not mkstemp's 0600."""
+    import os
+    import stat
+
+    old = os.umask(0o002)
+    try:
+        out = run(tmp_path, *base, "method=none")
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.rglob("*") if p.is_file()}
+    assert "summary.json" in modes and set(modes.values()) == {0o664}, modes
