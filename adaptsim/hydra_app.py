@@ -340,8 +340,8 @@ _KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w.+-]*):(?:\s+(?:[^#]*?))?\s*(?:#\s?(.
 
 
 def _meanings(cfg) -> dict[str, str]:
-    """{dotted key: the first line of its comment} from the YAML files the config was composed of: the primary
-    config and those it extends, and each group's chosen option (with the group's _common.yaml)."""
+    """{dotted key: its comment, with the comment lines aligned below it} from the YAML files the config was composed
+    of: the primary config and those it extends, and each group's chosen option (with the group's _common.yaml)."""
     from omegaconf import OmegaConf
 
     files: list[tuple[Path, str]] = []
@@ -359,14 +359,20 @@ def _meanings(cfg) -> dict[str, str]:
     out: dict[str, str] = {}
     for path, package in reversed(files):  # the primary config last: its words win
         stack: list[tuple[int, str]] = []
+        last = None  # (dotted key, column of its comment's #): comment lines below at that column continue it
         for line in path.read_text(encoding="utf-8").splitlines():
+            if last and line.lstrip().startswith("#") and line.index("#") == last[1]:
+                out[last[0]] += " " + line.strip().lstrip("#").strip()
+                continue
+            last = None
             found = _KEY_LINE.match(line)
             if not found or line.lstrip().startswith("#"):
                 continue
             indent, key, comment = len(found[1]), found[2], found[3]
             stack = [(i, k) for i, k in stack if i < indent] + [(indent, key)]
             if comment and stack[0][1] != "defaults":
-                out[".".join(filter(None, [package, *(k for _, k in stack)]))] = comment.strip()
+                dotted = ".".join(filter(None, [package, *(k for _, k in stack)]))
+                out[dotted], last = comment.strip(), (dotted, line.index("#", len(found[1]) + len(key)))
     return out
 
 

@@ -39,7 +39,7 @@ log = logging.getLogger("adaptsim")
 
 # The files whose presence means a directory belongs to a run.
 RUN_FILES = ("summary.json", "steps.jsonl", "steps.jsonl.xz")
-# The records a finished run may store xz-compressed (run.yaml `compress`): a quarter of their size, so that the
+# The records a finished run may store xz-compressed (run.yaml `compress`): a fifth of their size or less, so that the
 # committed records stay small enough for the working tree to travel to a GPU machine (docs/performance.md). xz, not
 # gzip: 22 MB against 29 MB for the base-ende records of docs/results.
 COMPRESSIBLE = ("steps.jsonl", "curves.csv")

@@ -178,3 +178,13 @@ def test_every_file_of_a_run_has_the_mode_the_umask_gives(tmp_path, base):
         os.umask(old)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.rglob("*") if p.is_file()}
     assert "summary.json" in modes and set(modes.values()) == {0o664}, modes
+
+
+def test_run_help_keeps_a_comment_that_goes_on_below_its_key(capsys):
+    """A key's meaning continued on aligned comment lines is shown whole, not cut mid-sentence."""
+    from adaptsim.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("compress:"))
+    assert line.endswith("every report reads either; adaptsim/outputs.py compress_records)"), line
