@@ -161,13 +161,6 @@ class CausalModel(Model):
         return logits
 
     # -- translating ---------------------------------------------------------------------------------
-    def translate(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
-                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
-                  dtype: str = _DECODE["dtype"], context: Sequence[Pair] = ()) -> Translation:
-        """The best hypothesis for `source` after the prompt (with `context`): transformers' generate."""
-        return self.translate_together([self], source, beam_size, max_length, length_penalty, search, dtype,
-                                       context)[0]
-
     def translate_together(self, models: list[CausalModel], source: str, beam_size: int = _DECODE["beam_size"],
                            max_length: int = _DECODE["max_length"], length_penalty: float = _DECODE["length_penalty"],
                            search: str = _DECODE["search"], dtype: str = _DECODE["dtype"],

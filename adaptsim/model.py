@@ -167,7 +167,8 @@ class Model:
     `Architecture`; the trainable tensors; a pair's per-token loss from the logits the network computes; the output
     layer's inputs and the loss from them (`bias`); the second output bias; the vocabulary index of the simulated
     translator. A subclass says how a pair is laid out and fed (`pair`, `_forward_inputs`, `output_labels`), what
-    follows the output layer (`_logits`), and how it translates (`translate`, `translate_together`, `completions`)."""
+    follows the output layer (`_logits`), and how it translates (`translate_together`, `completions`; `translate` is
+    `translate_together` alone)."""
 
     reads_context = False  # whether earlier (source, post-edit) pairs can go into its input (icl)
     languages = NO_LANGUAGES  # a multilingual seq2seq checkpoint's language tokens (`Seq2SeqModel`)
@@ -235,6 +236,30 @@ class Model:
         architecture applies after it (`_logits`), in the same order of operations as transformers' forward, so the
         values are identical."""
         return token_nll(self._logits(hidden), self.output_labels(labels))
+
+    # -- translating (what the stepper, lockstep, serve and the simulated translator call) -------------------
+    def translate(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
+                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
+                  dtype: str = _DECODE["dtype"], context: Sequence[tuple[str, str]] = ()) -> Translation:
+        """The best hypothesis for `source` (after `context`, earlier pairs, where the model reads them): this model's
+        `translate_together` alone."""
+        return self.translate_together([self], source, beam_size, max_length, length_penalty, search, dtype,
+                                       context)[0]
+
+    def translate_together(self, models: list[Model], source: str, beam_size: int = _DECODE["beam_size"],
+                           max_length: int = _DECODE["max_length"], length_penalty: float = _DECODE["length_penalty"],
+                           search: str = _DECODE["search"], dtype: str = _DECODE["dtype"],
+                           context: Sequence[tuple[str, str]] = ()) -> list[Translation]:
+        """`translate` for several clones of this model at once (lockstep's runs, adaptsim/lockstep.py), each
+        model's hypothesis the one it gives alone."""
+        raise NotImplementedError
+
+    def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
+                    length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
+                    dtype: str = "float32", context: Sequence[tuple[str, str]] = ()) -> Completions:
+        """What the system proposes for `source` while a translator corrects its hypothesis (`metrics.interactive`,
+        adaptsim/interactive.py; `adaptsim serve`)."""
+        raise NotImplementedError
 
     # -- parameters --------------------------------------------------------------------------------
     def named_parameters(self) -> dict[str, nn.Parameter]:
@@ -376,19 +401,13 @@ class Seq2SeqModel(Model):
         return {k: v.to(self.device) for k, v in batch.items()}
 
     # -- inference and loss ------------------------------------------------------------------------
-    def translate(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
-                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
-                  dtype: str = _DECODE["dtype"], context: Sequence[tuple[str, str]] = ()) -> Translation:
-        """Beam search (adaptsim/decode: `search` lean, or transformers' generate) for the best hypothesis."""
-        return self.translate_together([self], source, beam_size, max_length, length_penalty, search, dtype,
-                                       context)[0]
-
     def translate_together(self, models: list["Seq2SeqModel"], source: str, beam_size: int = _DECODE["beam_size"],
                            max_length: int = _DECODE["max_length"], length_penalty: float = _DECODE["length_penalty"],
                            search: str = _DECODE["search"], dtype: str = _DECODE["dtype"],
                            context: Sequence[tuple[str, str]] = ()) -> list[Translation]:
         """`translate` for several clones of this model at once (lockstep runs, adaptsim/lockstep.py): one lean
-        beam search over all of them, each model's hypothesis the one it gives alone. `dtype` bfloat16: the
+        beam search over all of them (or transformers' generate, `search`), each model's hypothesis the one it gives
+        alone. `dtype` bfloat16: the
         network's products under bf16 autocast; the beam's scores stay float32 (docs/performance.md: what it
         changes)."""
         _no_context(context)
