@@ -228,7 +228,8 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
     at = levels(8, FACTOR)
     row = {m: i + 1 for i, m in enumerate(present)}  # a method's run in the analysis against the baseline
     used = {(row[m], metric) for *_, methods, metric, _ in DIRECTIONAL for m in methods if m in row}
-    used |= {(row[m], k) for m in present for k in ("BLEU", "R0")} | {(row.get("bias"), k) for k in METRICS}
+    used |= {(row[m], k) for m in present for k in ("BLEU", "R0")}
+    used |= {(row["bias"], k) for k in METRICS if "bias" in row}
     result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings",
                          settle=_settle(at, used, {row["bias"]} if "bias" in row else set()))
     vs_base = {m: result.differences[i + 1] for i, m in enumerate(present)}
@@ -302,14 +303,12 @@ def _label(tested: list[Finding], set_name: str, baseline: Run, least: float, n:
     """Direction, p, Holm's adjustment and the label of every finding with parts (module docstring)."""
     family = []
     for f in tested:
-        if not paper_shows(f.ways, set_name, baseline):
-            f.verdict, f.why = "not the paper's", f"the paper's Table 5 ({set_name}) does not show it"
-            f.direction, f.p, part, f.factor = verdict(f.ways)
-            f.decided_by = _rule(f, part)
-            continue
         f.direction, f.p, part, f.factor = verdict(f.ways)
         f.decided_by = _rule(f, part)
-        f.ends = {end: verdict(f.ways, end)[1] for end in ENDS}
+        if not paper_shows(f.ways, set_name, baseline):
+            f.verdict, f.why = "not the paper's", f"the paper's Table 5 ({set_name}) does not show it"
+            continue
+        f.ends = {"p": f.p, **{end: verdict(f.ways, end)[1] for end in ENDS[1:]}}
         family.append(f)
     m = len(family)
     adjusted = {end: holm([f.ends[end] for f in family]) for end in ENDS}

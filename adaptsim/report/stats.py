@@ -347,9 +347,9 @@ def floor(test: str, n_units: int, draws: int) -> float:
 def smallest_p(settings: Settings, n_units: int) -> float:
     """The smallest p the test of `settings` can give on n units, at its most draws."""
     test = settings.effective(n_units)
-    if test == "exact" and n_units <= EXACT_UNITS:
+    if test == "exact":
         return 1 / distinct_outcomes(test, n_units)
-    return floor(test, n_units, settings.trials if test in ("ar", "exact") else settings.resamples)
+    return floor(test, n_units, settings.trials if test == "ar" else settings.resamples)
 
 
 def min_units(test: str) -> int:
@@ -400,6 +400,7 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
 
     scores: list[dict[str, Estimate]] = [{} for _ in range(runs)]
     differences: list[dict[str, Difference]] = [{} for _ in range(runs)]
+    randomised = test in ("ar", "exact")  # the difference's p and interval: the randomisation test's, below
     for s in series:
         point = [float(s.score(total[where[s.name, r]])) for r in range(runs)]
         sampled = [s.score(boot[:, where[s.name, r]]) for r in range(runs)]
@@ -407,16 +408,17 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
             scores[r][s.name] = Estimate(point[r], _interval(sampled[r]))
         with np.errstate(divide="ignore", invalid="ignore"):
             for r in range(1, runs):
-                delta = sampled[r] - sampled[0]
                 observed = point[r] - point[0]
+                relative = 100 * observed / point[0] if point[0] else np.nan
+                if randomised:
+                    differences[r][s.name] = Difference(observed, (np.nan, np.nan), relative, (np.nan, np.nan), np.nan)
+                    continue
+                delta = sampled[r] - sampled[0]
                 rel = np.where(sampled[0] != 0, 100 * delta / sampled[0], np.nan)
-                p = (_p_interval(delta) if test == "ci" else _p_bootstrap(delta, observed)
-                     if test == "bs" else np.nan)  # "ar", "exact": _randomise
+                p = _p_interval(delta) if test == "ci" else _p_bootstrap(delta, observed)
                 p = max(p, floor(test, n_units, int(np.sum(~np.isnan(delta))))) if not np.isnan(p) else p
-                differences[r][s.name] = Difference(
-                    observed, _interval(delta), 100 * observed / point[0] if point[0] else np.nan,
-                    _interval(rel), p)
-    if test in ("ar", "exact"):
+                differences[r][s.name] = Difference(observed, _interval(delta), relative, _interval(rel), p)
+    if randomised:
         settle = settle or (lambda r, m, d: d.straddles(ALPHA))
         for r in range(1, runs):
             trials, pending = min(FIRST_TRIALS, settings.trials), series
@@ -424,6 +426,11 @@ def compare(series: list[Series], index: np.ndarray, n_units: int, settings: Set
                 _randomise(pending, x, total, where, r, n_units, settings, differences[r], test == "exact", trials)
                 pending = [s for s in pending if trials < settings.trials and settle(r, s.name, differences[r][s.name])]
                 trials = min(4 * trials, settings.trials)
+            for s in series:  # the interval from the patterns that settled the p: once, after the last round
+                d, first = differences[r][s.name], scores[0][s.name].score
+                if d.flips is not None:
+                    d.ci = d.flips.interval()
+                    d.relative_ci = tuple(sorted(100 * v / first for v in d.ci)) if first else (np.nan, np.nan)
     return Result(settings, n_units, scores, differences)
 
 
@@ -458,7 +465,7 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
         kept = ~np.isnan(a)
         d = out[s.name]
         if np.isnan(d.diff) or not kept.any():
-            d.p, d.ci, d.relative_ci = np.nan, (np.nan, np.nan), (np.nan, np.nan)
+            d.p, d.flips = np.nan, None
             continue
         flips = Flips(d.diff, a[kept], w[kept], exact,
                       1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())))
@@ -466,9 +473,6 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
         d.p, d.flips, d.trials = p, flips, int(kept.sum())
         d.p_range = None if exact else (low, high)
         d.se = float(np.sqrt(np.mean(flips.permuted ** 2)))
-        d.ci = flips.interval()
-        first = float(s.score(total[where[s.name, 0]]))
-        d.relative_ci = tuple(sorted(100 * v / first for v in d.ci)) if first else (np.nan, np.nan)
 
 
 def prefix_bands(series: Series, index: np.ndarray, n_units: int, ends: Sequence[int],
