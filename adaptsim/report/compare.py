@@ -88,7 +88,7 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
                 d = result.differences[i][m]
                 row |= {"diff": _f(d.diff), "diff_ci": [_f(v) for v in d.ci], "relative": _f(d.relative),
                         "relative_ci": [_f(v) for v in d.relative_ci], "p": _f(d.p),
-                        "significant": sig.significant(d.p) and not d.straddles(sig.ALPHA)}
+                        "significant": sig.mark(d) == sig.MARK}
                 if d.p_range is not None:  # a Monte Carlo p: its interval and the trials behind it
                     row |= {"p_range": [_f(v) for v in d.p_range], "trials": d.trials}
             rows.append(row)
@@ -109,8 +109,7 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
                      label, f"{num(est.score)} [{num(est.ci[0])}, {num(est.ci[1])}]"]
             if i:
                 d = result.differences[i][m]
-                mark = sig.UNSETTLED if d.straddles(sig.ALPHA) else sig.MARK if sig.significant(d.p) else ""
-                p = "–" if math.isnan(d.p) else f"{d.p:.4f}" + (f" {mark}" if mark else "")
+                p = "–" if math.isnan(d.p) else f"{d.p:.4f}" + (f" {sig.mark(d)}" if sig.mark(d) else "")
                 cells += [f"{num(d.diff, True)} [{num(d.ci[0], True)}, {num(d.ci[1], True)}]", p]
             else:
                 cells += ["", ""]

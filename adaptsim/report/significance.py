@@ -222,6 +222,11 @@ def significant(p: float | None) -> bool:
     return p is not None and not np.isnan(p) and p < ALPHA
 
 
+def mark(diff) -> str:
+    """A difference's mark: UNSETTLED where Monte Carlo error still straddles ALPHA, MARK where p < ALPHA, else ""."""
+    return UNSETTLED if diff.straddles(ALPHA) else MARK if significant(diff.p) else ""
+
+
 def cell(result: Result, run: int, metric: str, digits: int = 1, tested: bool = True) -> str:
     """One score as the reports print it: the value, † if it differs from run 0's (`tested`: a row that is compared
     with the baseline at all), the 95% interval ("–": none)."""
@@ -229,8 +234,8 @@ def cell(result: Result, run: int, metric: str, digits: int = 1, tested: bool = 
     if np.isnan(est.score):
         return "–"
     diff = result.differences[run].get(metric) if run else None
-    mark = "" if not (tested and diff) else UNSETTLED if diff.straddles(ALPHA) else MARK if significant(diff.p) else ""
-    return f"{est.score:.{digits}f}{mark} [{est.ci[0]:.{digits}f}, {est.ci[1]:.{digits}f}]"
+    shown = mark(diff) if tested and diff else ""
+    return f"{est.score:.{digits}f}{shown} [{est.ci[0]:.{digits}f}, {est.ci[1]:.{digits}f}]"
 
 
 def footer(result: Result) -> str:
