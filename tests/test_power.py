@@ -81,7 +81,7 @@ def test_the_documents_printed_give_80_percent_power_under_the_real_test(effect,
     """Per-document sd 1, the planted effect in the paper's direction, one part at α/7: the documents printed, then
     400 streams of that many documents through stats.compare: the test finds the effect in 80% of them (within three
     binomial standard errors)."""
-    n = power.needed([part(effect, 1.0)], [effect], 40, 1.0, HOLM, power.floor(CFG, 7))
+    n = power.needed([part(effect, 1.0)], [effect], 40, 1.0, HOLM, power.fewest_units(CFG, 7))
     assert n == size
     assert power.joint_power([part(effect, 1.0)], [effect], [1.0], n, HOLM, 1.0) >= POWER
     reps = 400
@@ -102,11 +102,11 @@ def test_the_t_test_alone_would_promise_too_much_near_the_floor():
 
 def test_never_fewer_documents_than_the_corrected_test_can_resolve():
     # exact test: smallest p 1/2ⁿ⁻¹; m · f · that < 0.05 from 6 (no correction), 9 (Holm over 7), 11 (× 5 methods)
-    assert [power.floor(CFG, k) for k in (1, 7, 35)] == [6, 9, 11]
-    assert power.floor(Settings(50, "document", 1, "auto", trials=100), 35) is None  # 35/101 ≥ 0.05 beyond 20
+    assert [power.fewest_units(CFG, k) for k in (1, 7, 35)] == [6, 9, 11]
+    assert power.fewest_units(Settings(50, "document", 1, "auto", trials=100), 35) is None  # 35/101 ≥ 0.05 beyond 20
     huge = [part(30.0, 1.0)]  # the effect is found on very few documents …
-    assert power.needed(huge, [30.0], 40, 1.0, HOLM, power.floor(CFG, 7)) == 9  # … but not fewer than the floor
-    assert power.needed(huge, [30.0], 40, 1.0, 0.05 / 35, power.floor(CFG, 35)) == 11
+    assert power.needed(huge, [30.0], 40, 1.0, HOLM, power.fewest_units(CFG, 7)) == 9  # … but not fewer than the floor
+    assert power.needed(huge, [30.0], 40, 1.0, 0.05 / 35, power.fewest_units(CFG, 35)) == 11
     one = [part(0.0, 1.0)]
     small, big = (power.needed(one, [e], 40, 1.0, HOLM, 9) for e in (0.5, 1.5))
     assert 9 <= big < small  # a larger effect needs fewer documents

@@ -184,7 +184,7 @@ def joint_power(way, effects: list[float], sigmas: list[float], n: int, alpha: f
     return math.prod(direction_power(abs(e) / s, n, alpha) for e, s in zip(effects, sigmas))
 
 
-def floor(cfg, tests: int) -> int | None:
+def fewest_units(cfg, tests: int) -> int | None:
     """The fewest units from which on `tests` · smallest_p(cfg, n) < ALPHA, so that a p multiplied by `tests` can be
     significant at all (None: at no size with these settings, e.g. too few --trials)."""
     fails = [n for n in range(1, _BEYOND + 1) if tests * smallest_p(cfg, n) >= ALPHA]
@@ -216,8 +216,8 @@ def shown(way, effects: list[float | None], close: float) -> bool:
 
 def needed(way, effects: list[float | None], n: int, close: float, alpha: float, least: int | None) -> int | None:
     """Documents for POWER joint power of one way's parts at `alpha` (σ from this stream's n documents), never below
-    `least` (`floor`). None: the paper does not show the way, a part has no σ, no size can be significant (`least`
-    None), or more than MOST documents."""
+    `least` (`fewest_units`). None: the paper does not show the way, a part has no σ, no size can be significant
+    (`least` None), or more than MOST documents."""
     sigmas = [sigma(p, n) for p in way]
     if least is None or not shown(way, effects, close) or any(s is None for s in sigmas):
         return None
@@ -243,7 +243,7 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float)
     if not finding.ways:
         return f"| {finding.number} | {finding.verdict} | – | – | – | – | – |"
     m, f = max(m, 1), len(finding.ways)
-    alpha, least = ALPHA / (m * f), floor(cfg, max(m, f))  # the level: conservative; the floor: what Holm reaches
+    alpha, least = ALPHA / (m * f), fewest_units(cfg, max(m, f))  # level: conservative; floor: what Holm reaches
     closeness = finding.ways[0][0].sign == 0
     best = None  # (sort key, way, effects, σs, power here, needed): the way that needs the fewest documents
     for i, way in enumerate(finding.ways):
