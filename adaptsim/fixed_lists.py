@@ -1,6 +1,6 @@
 """Where `fixed`'s tensor lists are (adaptsim/methods/fixed.py reads them, `select-fixed` writes them): the ones a
 checkout ships and versions in configs/fixed_lists, a user's in ~/.config/adaptsim/fixed_lists where adaptsim is
-installed. Apart from the method, which needs torch: a resume fingerprints a list (adaptsim/inputs.py) without it.
+installed. Apart from the method, which needs torch: a resume fingerprints a list (adaptsim/fingerprints.py) without it.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ import time
 
 import torch
 
-from adaptsim import interactive
-from adaptsim.model import Seq2SeqModel
+from adaptsim.loop import interactive
+from adaptsim.models import Seq2SeqModel
 
 
 def timed(fn):

@@ -4,7 +4,8 @@
         --data ../shared/data/ted/iwslt17.tst2016.en-de.tsv --warm 5 --segments 15
     python scripts/bench_lockstep.py --model data/demo/model --data data/demo/docs.tsv --name demo --segments 30
 
-The runs (default: the paper's six methods) are built as `hydra/launcher=lockstep` builds them (adaptsim/lockstep.py),
+The runs (default: the paper's six methods) are built as `hydra/launcher=lockstep` builds them
+(adaptsim/loop/lockstep.py),
 adapted on the first `--warm` segments so that their parameters differ, then for each further segment
 translated one by one and together (then adapted on it). Prints the CPU seconds per segment of both, for all
 runs, and whether every run's hypothesis was the same both ways.
@@ -19,9 +20,9 @@ from pathlib import Path
 
 import torch
 
-from adaptsim import lockstep
-from adaptsim.hydra_app import compose
-from adaptsim.model import Seq2SeqModel
+from adaptsim.launch.hydra_app import compose
+from adaptsim.loop import lockstep
+from adaptsim.models import Seq2SeqModel
 
 
 def main() -> None:

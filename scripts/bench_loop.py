@@ -75,9 +75,9 @@ def main() -> None:
                 print(naive_step(net, tok, opt, row["source"], row["reference"], args.beam)[0], file=out, flush=True)
         return
     from adaptsim import methods
-    from adaptsim.hydra_app import compose
-    from adaptsim.model import Seq2SeqModel
-    from adaptsim.update import Snapshot, Updater
+    from adaptsim.launch.hydra_app import compose
+    from adaptsim.loop.update import Snapshot, Updater
+    from adaptsim.models import Seq2SeqModel
 
     print(f"{len(rows)} segments, beam {args.beam}, 1 thread, CPU seconds per segment (medians; total: mean of "
           "translate + update; ratio: adaptsim's total CPU time / naive's)")

@@ -17,7 +17,7 @@ import time
 import torch
 from torch.nn.functional import linear
 
-from adaptsim.model import Seq2SeqModel
+from adaptsim.models import Seq2SeqModel
 
 
 def main() -> None:

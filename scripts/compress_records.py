@@ -1,5 +1,5 @@
 """Compress the finished runs' large records below each directory given: steps.jsonl and curves.csv become
-steps.jsonl.xz and curves.csv.xz (adaptsim/outputs.py `compress_records`; every report reads either form).
+steps.jsonl.xz and curves.csv.xz (adaptsim/records/ `compress_records`; every report reads either form).
 
     python scripts/compress_records.py docs/results          # what a run with compress=true does at its end
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from adaptsim.errors import UserError
-from adaptsim.outputs import COMPRESSIBLE, compress_records
+from adaptsim.records import COMPRESSIBLE, compress_records
 
 
 def run_dirs(root: Path) -> list[Path]:

@@ -109,8 +109,8 @@ def make_data(work: Path) -> dict:
 
 
 def train_model(work: Path) -> dict:
-    from adaptsim.hydra_app import compose
     from adaptsim.basemodel.trainer import train
+    from adaptsim.launch.hydra_app import compose
 
     overrides = ["model=demo", f"train.source={work}/train.en", f"train.target={work}/train.de",
                  f"train.valid_source={work}/valid.en", f"train.valid_target={work}/valid.de",

@@ -13,7 +13,7 @@ its context, a little").
     python scripts/make_demo_lm.py --evaluate      # only measure the committed model again (about 1 minute)
 
 What `method=icl` needs from a model: before translating segment i of a document, the k earlier (source,
-post-edit) pairs are put into its prompt (adaptsim/prompt.py), and a term's translation shown there should be
+post-edit) pairs are put into its prompt (adaptsim/models/prompt.py), and a term's translation shown there should be
 used. This script is to make a model small enough to commit that does so on the embedded demo stream
 (data/demo/docs.tsv), the way data/demo/model (scripts/make_demo.py) is the one for the adaptation methods.
 
@@ -122,9 +122,9 @@ def sha256(path: Path) -> str:
 
 
 def prompt_from_config():
-    """adaptsim.prompt.Prompt from configs/model/demo-lm.yaml, as adaptsim composes it."""
-    from adaptsim.hydra_app import compose
-    from adaptsim.prompt import Prompt
+    """adaptsim.models.prompt.Prompt from configs/model/demo-lm.yaml, as adaptsim composes it."""
+    from adaptsim.launch.hydra_app import compose
+    from adaptsim.models.prompt import Prompt
 
     return Prompt.from_config(compose("run", ["model=demo-lm"]).model.prompt)
 

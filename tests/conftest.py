@@ -63,7 +63,7 @@ def pytest_configure(config):
 
 
 def describe_device(device: str) -> str:
-    from adaptsim.learner import describe_device as named  # as a run's summary.json names it
+    from adaptsim.loop.learner import describe_device as named  # as a run's summary.json names it
 
     if device == "cpu":
         return f"device: cpu (torch {torch.__version__}, {torch.get_num_threads()} thread(s))"
@@ -250,7 +250,7 @@ def tiny_sweep(tmp_path, tiny_model_dir, tiny_tsv) -> list[str]:
     file that model.name names (a sweep over methods cannot give `method.params` to fixed alone)."""
     from omegaconf import OmegaConf
 
-    from adaptsim.model import Seq2SeqModel
+    from adaptsim.models import Seq2SeqModel
 
     chosen = tmp_path / "tiny.yaml"
     signature = Seq2SeqModel.load(str(tiny_model_dir)).signature()

@@ -10,11 +10,11 @@ import json
 
 import pytest
 import torch
+from tiny_multilingual import KINDS, build
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
-from adaptsim.model import Languages, Seq2SeqModel
-from tiny_multilingual import KINDS, build
+from adaptsim.models import Languages, Seq2SeqModel
 
 
 @pytest.fixture(scope="session")
@@ -102,7 +102,7 @@ def test_missing_or_unknown_language_tokens_stop_with_one_line(tiny_dirs):
 def test_model_configs_load_from_a_local_directory_and_set_their_language_tokens():
     from omegaconf import OmegaConf
 
-    from adaptsim.model import languages_from_config
+    from adaptsim.models import languages_from_config
 
     def compose(name):
         common = OmegaConf.load(CONFIG_DIR / "model" / "_common.yaml")

@@ -11,10 +11,10 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR, methods
 from adaptsim.errors import UserError
-from adaptsim.model import Seq2SeqModel
-from adaptsim.offsets import offsets, offsets_bytes
+from adaptsim.loop.offsets import offsets, offsets_bytes
+from adaptsim.loop.update import Snapshot, Updater
+from adaptsim.models import Seq2SeqModel
 from adaptsim.report import table
-from adaptsim.update import Snapshot, Updater
 
 NEW = ["lora", "memory", "l2"]
 # the tiny model's decoder states are 32-dimensional, ~100 apart (squared): a temperature of that size makes the

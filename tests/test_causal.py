@@ -1,4 +1,4 @@
-"""Decoder-only language models (adaptsim/causal.py) on tiny models of the GPT-2, Llama, Qwen2 and Gemma families
+"""Decoder-only language models (adaptsim/models/causal.py) on tiny models of the GPT-2, Llama, Qwen2 and Gemma families
 built offline (tests/tiny_causal.py: two prompted plain, two through a chat template): what each adapter reports,
 that the labels mask exactly the prompt, that context pairs go into the prompt in order, that translating is what
 transformers' generate gives, the methods through the whole `run` command (what each trains, θ0 at every document
@@ -12,14 +12,14 @@ import math
 import pytest
 import torch
 from omegaconf import OmegaConf
+from tiny_causal import KINDS, build_net
 
 from adaptsim import CONFIG_DIR, methods
-from adaptsim.causal import CausalModel
 from adaptsim.errors import UserError
-from adaptsim.lockstep import share
-from adaptsim.model import Seq2SeqModel, load_model
-from adaptsim.prompt import Prompt, model_config
-from tiny_causal import KINDS, build_net
+from adaptsim.loop.lockstep import share
+from adaptsim.models import Seq2SeqModel, load_model
+from adaptsim.models.causal import CausalModel
+from adaptsim.models.prompt import Prompt, model_config
 
 SOURCE, REFERENCE = "The man sees the dog.", "Der Mann sieht den Hund."
 CONTEXT = [("The woman likes the cat.", "Die Frau mag die Katze."),

@@ -9,11 +9,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import script_module
 
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
-from adaptsim.outputs import COMPRESSIBLE, compress_records, read_record, record_file
-from conftest import script_module
+from adaptsim.records import COMPRESSIBLE, compress_records, read_record, record_file
 
 GNOME = PROJECT_ROOT / "docs" / "results" / "base-ende" / "runs" / "gnome_help"
 

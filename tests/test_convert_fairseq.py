@@ -17,10 +17,10 @@ import sentencepiece as spm
 import torch
 import torch.nn.functional as F
 
-from adaptsim.cli import main
 from adaptsim.basemodel.convert import convert
+from adaptsim.cli import main
 from adaptsim.errors import UserError
-from adaptsim.model import Seq2SeqModel
+from adaptsim.models import Seq2SeqModel
 
 D, HEADS, FFN, ENC, DEC, PAD = 16, 2, 32, 2, 2, 1
 

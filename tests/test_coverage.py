@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import script_module
 
 coverage = script_module("scripts/coverage.py")

@@ -9,7 +9,7 @@ from adaptsim.data import load_documents
 from adaptsim.data.options import common_defaults
 from adaptsim.data.readers import FORMATS
 from adaptsim.errors import DataError
-from adaptsim.hydra_app import compose
+from adaptsim.launch.hydra_app import compose
 
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 MINE = sorted(p.stem for p in (CONFIG_DIR / "dataset").glob("*.yaml") if p.stem not in ("_common", "demo"))

@@ -7,8 +7,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from adaptsim import cli
-from adaptsim.data import load_documents
 from adaptsim.commands.data_stats import compute, format_text, main
+from adaptsim.data import load_documents
 
 TSV = ("doc_id\tseg_id\tsource\treference\n"
        "A\t1\tdog dog cat\tHund Hund Katze\n"

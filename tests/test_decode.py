@@ -1,4 +1,4 @@
-"""The lean beam search (adaptsim/decode) gives exactly the hypotheses of transformers' `generate`: on trained
+"""The lean beam search (adaptsim/models/decode) gives exactly the hypotheses of transformers' `generate`: on trained
 and untrained (random) Marian models, tied and untied, for several beam sizes, length penalties and maximum
 lengths (so that hypotheses end by </s>, by the forced last token and by the length limit), with the methods'
 hooks on modules acting on it (`bias`, `lora`), and on the real small-ende-probe model and TED when
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from adaptsim import decode, methods
-from adaptsim.hydra_app import compose
-from adaptsim.model import Seq2SeqModel
 from conftest import TINY_ARCH
+
+from adaptsim import methods
+from adaptsim.launch.hydra_app import compose
+from adaptsim.models import Seq2SeqModel, decode
 
 PROBE = Path(__file__).resolve().parents[2] / "shared" / "models" / "small-ende-probe"
 TED = Path(__file__).resolve().parents[2] / "shared" / "data" / "ted" / "iwslt17.tst2016.en-de.tsv"
@@ -163,7 +163,7 @@ def test_bfloat16_decoding_runs_the_products_in_bf16(search, device):
 
 def test_bfloat16_decoding_is_refused_with_the_simulated_translator():
     from adaptsim.errors import UserError
-    from adaptsim.validate import validate
+    from adaptsim.loop.settings import validate
 
     with pytest.raises(UserError, match="decode.dtype=bfloat16: the simulated translator's prefix search"):
         validate(compose("run", ["decode.dtype=bfloat16", "metrics.interactive=word"]), "run")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import script_module
 
 from adaptsim import DATA_DIR
-from conftest import script_module
 
 DEMO = DATA_DIR / "demo"
 needs_demo = pytest.mark.skipif(not (DEMO / "docs.tsv").exists(), reason="data/demo not generated")
@@ -19,7 +19,7 @@ def _make_demo():
 
 
 def _compose(config: str, *overrides: str):
-    from adaptsim.hydra_app import compose
+    from adaptsim.launch.hydra_app import compose
 
     return compose(config, overrides)
 
@@ -66,8 +66,8 @@ def test_demo_model_is_small_loads_and_translates_general_text():
 @needs_model
 def test_full_adaptation_acquires_the_demo_vocabulary(tmp_path):
     """What the demo is for: fine-tuning on each correction raises one-shot recall and BLEU over no adaptation."""
-    from adaptsim.outputs import JobSummary
-    from adaptsim.simulate import simulate
+    from adaptsim.loop.simulation import simulate
+    from adaptsim.records import JobSummary
 
     scores = {m: simulate(_compose("run", f"method={m}", "progress=false", "threads=1"),
                           JobSummary(tmp_path / m, {}))["scores"]

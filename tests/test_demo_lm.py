@@ -2,7 +2,7 @@
 
 What method=icl relies on: a focus term whose translation an earlier post-edit of the document showed is more
 often translated that way with those pairs in the prompt than without them. Loaded with transformers directly
-(float32, one thread), prompted with adaptsim.prompt.Prompt from configs/model/demo-lm.yaml, greedy.
+(float32, one thread), prompted with adaptsim.models.prompt.Prompt from configs/model/demo-lm.yaml, greedy.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import json
 
 import pytest
 import torch
+from conftest import script_module
 
 from adaptsim import DATA_DIR
-from conftest import script_module
 
 LM = DATA_DIR / "demo" / "lm"
 
@@ -35,8 +35,8 @@ def lm():
 
 @pytest.fixture(scope="module")
 def prompt():
-    from adaptsim.hydra_app import compose
-    from adaptsim.prompt import Prompt
+    from adaptsim.launch.hydra_app import compose
+    from adaptsim.models.prompt import Prompt
 
     cfg = compose("run", ["model=demo-lm"])
     assert cfg.model.path == str(LM)
@@ -46,7 +46,7 @@ def prompt():
 @pytest.fixture(scope="module")
 def icl_k():
     """The earlier pairs method=icl quotes (configs/method/icl.yaml)."""
-    from adaptsim.hydra_app import compose
+    from adaptsim.launch.hydra_app import compose
 
     return compose("run", ["model=demo-lm", "method=icl"]).method.k
 

@@ -11,12 +11,12 @@ import tarfile
 
 import pytest
 import torch
+from conftest import FIXED_TENSORS, make_tiny_corpus, script_module, tsv_of
 from omegaconf import OmegaConf
 from safetensors import safe_open
 
 from adaptsim import PROJECT_ROOT
-from adaptsim.model import Seq2SeqModel
-from conftest import FIXED_TENSORS, make_tiny_corpus, script_module, tsv_of
+from adaptsim.models import Seq2SeqModel
 
 
 @pytest.fixture
@@ -24,8 +24,9 @@ def toy_carry(tmp_path, tiny_model_dir, tiny_corpus):
     """What scripts/device/pack.sh would carry, at toy size: the tiny model's tokenizer for base-ende's, the tiny
     corpus for base-train (xz) and validation, two documents for the Business Central articles, and a fixed list
     for the architecture the toy training builds (demo's, on the tiny vocabulary)."""
-    from adaptsim.basemodel.scratch_model import build_model
     from transformers import MarianTokenizer
+
+    from adaptsim.basemodel.scratch_model import build_model
 
     carry = tmp_path / "carry"
     (carry / "base-train").mkdir(parents=True)

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import check_device_option
 
 from adaptsim import PROJECT_ROOT
-from conftest import check_device_option
 
 FACTORIES = {"tensor", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint", "eye", "linspace"}
 

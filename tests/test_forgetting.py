@@ -8,7 +8,6 @@ import json
 import re
 
 import pytest
-
 from test_resume import cut, last_error, run
 
 
@@ -108,7 +107,7 @@ def test_the_forgetting_report_puts_the_probe_beside_the_stream(tmp_path, probed
 def test_a_probe_interval_that_is_no_whole_number_is_one_line(tmp_path, tiny_model_dir, stream, probe, common, capsys,
                                                               setting):
     """1.5 was taken as 1 and recorded so: a whole number of at least 1 or a one-line refusal (the settings' rules,
-    adaptsim/validate.py), before translating."""
+    adaptsim/loop/settings.py), before translating."""
     run(tmp_path / "bad", *common(tiny_model_dir, stream, f"metrics.probe.path={probe}", setting), code=1)
     key, value = setting.split("=")
     assert last_error(capsys) == f"adaptsim run: error: {key}={value}: must be an integer ≥ 1"
@@ -119,7 +118,7 @@ def test_a_probe_interval_that_is_no_whole_number_is_one_line(tmp_path, tiny_mod
 def test_a_probe_line_longer_than_the_model_accepts_follows_on_too_long(tmp_path, tiny_model_dir, stream, probe,
                                                                         common, capsys):
     """A one-line error naming the line, or the line skipped and counted."""
-    from adaptsim.model import Seq2SeqModel
+    from adaptsim.models import Seq2SeqModel
     limit = Seq2SeqModel.load(str(tiny_model_dir)).max_tokens
     lines = probe.with_suffix(".en").read_text().splitlines()
     lines[1] = " ".join(["the dog"] * limit)

@@ -22,7 +22,7 @@ def fake_model(encoder_decoder: bool = False):
 
 
 def icl_config(*overrides):
-    from adaptsim.hydra_app import compose
+    from adaptsim.launch.hydra_app import compose
 
     return compose("run", ["method=icl", *overrides]).method
 
@@ -122,7 +122,7 @@ def steps_of(out):
 @pytest.mark.parametrize("kind", ["llama", "qwen2"])  # a plain prompt and a chat template
 def test_icl_quotes_the_documents_earlier_post_edits_and_records_what_the_context_gave(
         run_adaptsim, causal_dirs, tiny_tsv, kind):
-    from adaptsim.causal import CausalModel
+    from adaptsim.models.causal import CausalModel
 
     out, summary = run_adaptsim(f"icl-{kind}", f"model.path={causal_dirs(kind)}", "dataset=tsv",
                                 f"dataset.path={tiny_tsv}", "method=icl", "method.k=2")
@@ -186,9 +186,9 @@ def test_icl_on_an_encoder_decoder_is_one_line(tmp_path, tiny_model_dir, tiny_ts
 def test_the_context_logprobs_are_the_models_whatever_the_weights_method_keeps_between_pairs(causal_dirs, weights):
     """`bias` scores the output layer's inputs its `start_pair` kept: the reference with context must be scored on its
     own, not on the pair adapted before it."""
-    from adaptsim.causal import CausalModel
-    from adaptsim.hydra_app import compose
-    from adaptsim.learner import Learner
+    from adaptsim.launch.hydra_app import compose
+    from adaptsim.loop.learner import Learner
+    from adaptsim.models.causal import CausalModel
 
     cfg = compose("run", ["method=icl", f"method@method.weights={weights}"])
     model = CausalModel.load(str(causal_dirs("llama")))
@@ -205,8 +205,8 @@ def test_the_context_logprobs_are_the_models_whatever_the_weights_method_keeps_b
 def test_icl_in_lockstep_writes_what_each_run_writes_alone_and_quotes_what_fits(tmp_path, causal_dirs, tiny_tsv):
     """k = 1 and 3, fuzzy and document (up to 6 pairs) over the whole stream: the longer prompts are cut to what the
     model's positions allow (the first pairs left out), in lockstep as alone, and no run fails for another's."""
-    from adaptsim.causal import CausalModel
     from adaptsim.cli import main
+    from adaptsim.models.causal import CausalModel
 
     sweep = [f"model.path={causal_dirs('llama')}", "dataset=tsv", f"dataset.path={tiny_tsv}", "method=icl",
              "method.retrieval=both", "method.k=1,3", "reset=never", "progress=false", "decode.max_length=20"]
@@ -233,7 +233,7 @@ def test_every_method_can_be_the_weights_method_or_says_why_in_one_line(causal_d
     """Composed as a Hydra default, the inner method's interpolations (fixed's list: ${model.name}, tm's languages)
     resolve against the run's config."""
     from adaptsim import CONFIG_DIR
-    from adaptsim.causal import CausalModel
+    from adaptsim.models.causal import CausalModel
 
     for name in sorted(p.stem for p in (CONFIG_DIR / "method").glob("*.yaml") if p.stem != "icl"):
         cfg = icl_config(f"method@method.weights={name}", f"model.path={causal_dirs('llama')}")

@@ -1,4 +1,4 @@
-"""Every file a command reads is known by content (adaptsim/inputs.py): each file-valued setting of every config
+"""Every file a command reads is known by content (adaptsim/fingerprints.py): each file-valued setting of every config
 group, of train, select-fixed and serve is fingerprinted, and a changed file changes its fingerprint."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
-from adaptsim.hydra_app import compose
-from adaptsim.inputs import WRITTEN, fingerprints
+from adaptsim.fingerprints import WRITTEN, fingerprints
+from adaptsim.launch.hydra_app import compose
 from adaptsim.rules import flatten
 
 # Setting names that may hold a file (the last part of the key); a new setting named so must be listed below.

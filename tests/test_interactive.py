@@ -1,5 +1,5 @@
-"""The simulated translator of `metrics.interactive` (adaptsim/interactive.py) and the prefix-constrained search it
-drives (adaptsim/decode/prefix.py): hand-computed counts of both modes, the search against the lean search and
+"""The simulated translator of `metrics.interactive` (adaptsim/loop/interactive.py) and the prefix-constrained search it
+drives (adaptsim/models/decode/prefix.py): hand-computed counts of both modes, the search against the lean search and
 against `generate` with the same prefix forced, and the simulation inside the loop (every method's record, lockstep,
 resume, reports)."""
 
@@ -10,15 +10,15 @@ import shutil
 
 import pytest
 import torch
-from transformers import LogitsProcessorList
-
-from adaptsim import decode, interactive
-from adaptsim.cli import main
-from adaptsim.decode.prefix import WORD_START, PieceIndex, PrefixSearch, Spelling
-from adaptsim.metrics.effort import Effort
-from adaptsim.model import Seq2SeqModel
 from test_decode import PROBE, TED, random_model
 from test_tm import run, summary
+from transformers import LogitsProcessorList
+
+from adaptsim.cli import main
+from adaptsim.loop import interactive
+from adaptsim.metrics.effort import Effort
+from adaptsim.models import Seq2SeqModel, decode
+from adaptsim.models.decode.prefix import WORD_START, PieceIndex, PrefixSearch, Spelling
 
 
 def scripted(answers: dict[str, str]):

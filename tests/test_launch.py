@@ -1,5 +1,5 @@
-"""adaptsim's launch of a command (adaptsim/hydra_app.py) against Hydra's own `hydra.main`: the same record of the
-run, and the command line read as Hydra reads it."""
+"""adaptsim's launch of a command (adaptsim/launch/hydra_app.py) against Hydra's own `hydra.main`: the same record of
+the run, and the command line read as Hydra reads it."""
 
 import sys
 
@@ -7,7 +7,7 @@ import hydra
 import pytest
 
 from adaptsim import CONFIG_DIR
-from adaptsim.hydra_app import launch
+from adaptsim.launch.hydra_app import launch
 
 HYDRA_FILES = ("config.yaml", "overrides.yaml", "hydra.yaml")
 

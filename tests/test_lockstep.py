@@ -1,4 +1,4 @@
-"""Lockstep runs (`hydra/launcher=lockstep`, adaptsim/lockstep.py): a sweep's runs in one process, decoded
+"""Lockstep runs (`hydra/launcher=lockstep`, adaptsim/loop/lockstep.py): a sweep's runs in one process, decoded
 together, each writing exactly what it writes alone; frozen tensors shared between the runs, trained ones
 private; settings the runs must share checked; a failing run closed as failed while the others finish.
 
@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from adaptsim.cli import main
-from adaptsim.hydra_app import compose
-from adaptsim.model import Seq2SeqModel
 from conftest import FIXED_TENSORS
 
+from adaptsim.cli import main
+from adaptsim.launch.hydra_app import compose
+from adaptsim.models import Seq2SeqModel
 
 
 def run(tmp_path, name: str, *overrides: str, launcher: str = "basic") -> int:
@@ -78,7 +77,7 @@ def log_lines(run_dir) -> list[str]:
 
 
 def test_frozen_tensors_are_shared_and_trained_ones_private(tiny_model_dir, device):
-    from adaptsim import lockstep
+    from adaptsim.loop import lockstep
 
     base = Seq2SeqModel.load(str(tiny_model_dir), device)
     fixed = f"method.params=[{','.join(FIXED_TENSORS)}]"

@@ -12,9 +12,9 @@ import time
 
 import pytest
 import torch
+from conftest import tsv_of
 
 from adaptsim.cli import main
-from conftest import tsv_of
 
 
 @pytest.fixture
@@ -190,7 +190,7 @@ def test_hypotheses_cut_at_max_length_are_flagged_and_counted(tmp_path, tiny_mod
 
 
 def test_an_interrupted_run_has_its_learning_curves_so_far(tmp_path, tiny_model_dir, two_docs, monkeypatch):
-    from adaptsim import simulate
+    from adaptsim.loop import simulation as simulate
 
     args = common(tiny_model_dir, two_docs[0], "method=full")
     whole = list(csv.DictReader((run(tmp_path / "whole", *args) / "curves.csv").open()))

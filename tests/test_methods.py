@@ -11,10 +11,10 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR, methods
 from adaptsim.errors import UserError
+from adaptsim.loop.offsets import load_offsets, save_offsets
+from adaptsim.loop.update import Snapshot, Updater
 from adaptsim.methods.bias import OUTPUT_BIAS
-from adaptsim.model import Seq2SeqModel
-from adaptsim.offsets import load_offsets, save_offsets
-from adaptsim.update import Snapshot, Updater
+from adaptsim.models import Seq2SeqModel
 
 PAIRS = [("The dog sees the man.", "Der Hund sieht den Mann."),
          ("My friend buys a book.", "Mein Freund kauft ein Buch."),

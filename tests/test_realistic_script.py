@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from adaptsim import PROJECT_ROOT
-from adaptsim.outputs import read_record
+from adaptsim.records import read_record
 
 SHARED = Path(os.environ.get("ADAPTSIM_SHARED", PROJECT_ROOT.parent / "shared"))
 SCRIPT = PROJECT_ROOT / "scripts" / "experiments" / "realistic_ende.sh"

@@ -19,8 +19,8 @@ import torch
 
 from adaptsim.cli import main
 from adaptsim.errors import DataError, UserError
-from adaptsim.hydra_app import compose
-from adaptsim.outputs import JobSummary, RecordWriter
+from adaptsim.launch.hydra_app import compose
+from adaptsim.records import JobSummary, RecordWriter
 
 
 def cli_inproc(capsys, *args) -> tuple[int, str]:
@@ -181,7 +181,7 @@ def composed(*overrides):
      "decode.beams=4: unknown setting; decode.* are: beam_size, dtype, length_penalty, max_length"),
 ])
 def test_invalid_settings_are_one_line_naming_key_value_and_rule(overrides, message):
-    from adaptsim.validate import validate
+    from adaptsim.loop.settings import validate
 
     with pytest.raises(UserError) as e:
         validate(composed(*overrides))
@@ -189,7 +189,7 @@ def test_invalid_settings_are_one_line_naming_key_value_and_rule(overrides, mess
 
 
 def test_valid_settings_pass(caplog):
-    from adaptsim.validate import validate
+    from adaptsim.loop.settings import validate
 
     for overrides in ([], ["method=none"], ["+experiment=paper_methods"], ["threads=2", "metrics.scope=corpus"],
                       ["metrics.sacrebleu=[]"],
@@ -201,7 +201,7 @@ def test_valid_settings_pass(caplog):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
 def test_cuda_without_cuda_is_one_line():
-    from adaptsim.validate import validate
+    from adaptsim.loop.settings import validate
 
     with pytest.raises(UserError, match=r"^device='cuda:1': CUDA is not available here .*use device=cpu$"):
         validate(composed("device=cuda:1"))
@@ -382,7 +382,7 @@ def test_killing_a_joblib_sweep_stops_its_workers(tmp_path, tiny_model_dir, long
 def test_broken_model_directory_names_the_file(tmp_path, tiny_model_dir, damage):
     import shutil
 
-    from adaptsim.model import Seq2SeqModel
+    from adaptsim.models import Seq2SeqModel
 
     model = tmp_path / "model"
     if damage == "only_config":
@@ -413,7 +413,7 @@ def test_a_file_in_the_way_of_the_run_directory(tmp_path, base, capsys):
 
 def test_a_full_disk_never_leaves_half_a_line(tmp_path, base, capsys, monkeypatch):
     """The third step's write runs out of space halfway: steps.jsonl keeps two whole lines, one error line."""
-    import adaptsim.outputs as outputs
+    import adaptsim.records.steps as steps
 
     real_write, calls = os.write, []
 
@@ -425,7 +425,7 @@ def test_a_full_disk_never_leaves_half_a_line(tmp_path, base, capsys, monkeypatc
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(fd, data)
 
-    monkeypatch.setattr(outputs.os, "write", write)
+    monkeypatch.setattr(steps.os, "write", write)
     out = tmp_path / "run"
     code, err = cli_inproc(capsys, "run", f"hydra.run.dir={out}", "method=none", *base)
     assert code == 1

@@ -1,4 +1,5 @@
-"""A run directory that never lies (adaptsim/resume.py, docs/design.md §6): a resume with anything that can change an
+"""A run directory that never lies (adaptsim/launch/resume.py, docs/design.md §6): a resume with anything that can
+change an
 output refused before anything is written, the directory left byte for byte; a model known by its files; a resumed
 run's summary the uninterrupted run's, for every method.
 
@@ -11,10 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import tsv_of
 
 from adaptsim.cli import main
-from adaptsim.jobs import SWEEP_CLAIM
-from conftest import tsv_of
+from adaptsim.launch.jobs import SWEEP_CLAIM
 
 
 @pytest.fixture
@@ -156,11 +157,11 @@ def test_data_changed_in_a_folder_no_setting_names_is_refused(tmp_path, tiny_mod
     (folder / "doc1.txt").write_text(original)
     run(out, *args, "resume=true")
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
-    import adaptsim.model
+    import adaptsim.models
 
     finished = files(whole)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(adaptsim.model, "load_model", lambda *_: pytest.fail("the model was loaded"))
+        patch.setattr(adaptsim.models, "load_model", lambda *_: pytest.fail("the model was loaded"))
         run(whole, *args, "resume=true")
     assert "finished already; nothing to resume" in capsys.readouterr().err and files(whole) == finished
 
@@ -307,7 +308,7 @@ def comparable(d) -> tuple[dict, list, bytes]:
 
 def interrupt_after(monkeypatch, steps: int):
     """Interrupt the loop (as SIGINT does) once a run has written `steps` steps: mid-document 2."""
-    from adaptsim import simulate
+    from adaptsim.loop import simulation as simulate
 
     step = simulate.Simulation.step
 

@@ -59,7 +59,7 @@ def test_outputs_of_a_run(tmp_path, base, tiny_tsv):
 
 def test_a_runs_summary_has_the_schema_its_readers_and_the_docs_share(tmp_path, base):
     from adaptsim import PROJECT_ROOT
-    from adaptsim.outputs import JOB_KEYS, RUN_KEYS
+    from adaptsim.records import JOB_KEYS, RUN_KEYS
     from adaptsim.report.runs import READ_KEYS
 
     _, summary = read(run(tmp_path, *base, "method=lasso"))
@@ -87,7 +87,7 @@ def test_every_document_starts_again_from_theta0(tmp_path, tiny_model_dir, tiny_
 
 def test_the_paper_setting_is_one_stream_and_the_metric_scope_follows_reset(tmp_path, tiny_model_dir):
     """paper_methods: reset=never, and R0/R1 count over the whole stream; an explicit scope still wins."""
-    from adaptsim.hydra_app import compose
+    from adaptsim.launch.hydra_app import compose
 
     paper = compose("run", ["+experiment=paper_methods"])
     assert paper.reset == "never" and paper.metrics.scope is None
@@ -187,4 +187,4 @@ def test_run_help_keeps_a_comment_that_goes_on_below_its_key(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("compress:"))
-    assert line.endswith("every report reads either; adaptsim/outputs.py compress_records)"), line
+    assert line.endswith("every report reads either; adaptsim/records/ compress_records)"), line

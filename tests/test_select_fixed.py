@@ -9,10 +9,10 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR, methods
 from adaptsim.cli import main
+from adaptsim.commands.select_fixed import blocks
 from adaptsim.errors import UserError
 from adaptsim.methods.fixed import Fixed
-from adaptsim.model import Seq2SeqModel
-from adaptsim.commands.select_fixed import blocks
+from adaptsim.models import Seq2SeqModel
 
 
 def fixed_cfg(**overrides):
@@ -99,7 +99,7 @@ def test_select_fixed_checks_its_settings_before_loading(tmp_path, capsys):
 
 def test_by_default_the_list_is_chosen_on_held_out_documents_in_the_papers_setting():
     from adaptsim.data import load_documents
-    from adaptsim.hydra_app import compose
+    from adaptsim.launch.hydra_app import compose
 
     cfg = compose("select_fixed")
     assert cfg.reset == "never" and cfg.method.name == "fixed"

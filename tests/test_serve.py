@@ -74,7 +74,7 @@ def test_a_session_records_what_a_simulation_of_its_references_records(tmp_path)
     run = tmp_path / "s" / "full"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["command"] == "serve" and summary["segments"] == 4
-    from adaptsim.outputs import JOB_KEYS, RUN_KEYS
+    from adaptsim.records import JOB_KEYS, RUN_KEYS
 
     assert set(summary) <= {*JOB_KEYS, *RUN_KEYS}  # a run's schema, nothing undeclared
     records = steps(run)
@@ -409,7 +409,7 @@ def test_translators_get_the_methods_in_a_latin_square(tmp_path):
     for a in square:  # and each translator's blocks stay balanced
         assert all(sorted(list(a.values())[i:i + 3]) == sorted(methods) for i in range(0, 6, 3))
     assert study.assign(docs, methods, seed=3, translator=4) == square[1]
-    from adaptsim.validate import validate
+    from adaptsim.loop.settings import validate
 
     # serve's settings are checked by the one rules table, with every other setting
     for setting, said in (("serve.translator=-1", "serve.translator=-1: must be an integer ≥ 0"),

@@ -267,8 +267,8 @@ def test_compare_text(runs, capsys):
 
 
 def test_plot_bands_end_at_the_corpus_interval(runs, data, tmp_path, capsys):
-    from adaptsim.report.significance import bands
     from adaptsim.report.runs import discover
+    from adaptsim.report.significance import bands
 
     found = {r.method: r for r in discover([runs["root"]]).runs}
     n = len(data[0])

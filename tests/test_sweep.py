@@ -47,7 +47,7 @@ def summaries(out: Path) -> dict[str, dict]:
 def basic(tmp_path_factory, tiny_model_dir, data_tsv) -> Path:
     """Default (sequential) launcher; the experiment lists six methods, the command line narrows them.
 
-    Every method also runs with decode.beam_size=0, which fails (refused by adaptsim.validate, in the job).
+    Every method also runs with decode.beam_size=0, which fails (refused by adaptsim.loop.settings, in the job).
     """
     out = tmp_path_factory.mktemp("basic") / "sweep"
     proc = sweep(out, tiny_model_dir, data_tsv, "+experiment=paper_methods", f"method={','.join(METHODS)}",

@@ -4,9 +4,9 @@ import json
 import shutil
 
 import pytest
+from conftest import tsv_of
 
 from adaptsim.cli import main
-from conftest import tsv_of
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from rapidfuzz import fuzz
 
 from adaptsim import CONFIG_DIR, PROJECT_ROOT
 from adaptsim.cli import main
+from adaptsim.data.types import Segment
 from adaptsim.errors import UserError
 from adaptsim.methods import check_method
-from adaptsim.data.types import Segment
 from adaptsim.methods.tm import Tm, read_external
 
 
@@ -354,7 +354,8 @@ def test_the_overrides_the_tm_hints_give_are_the_ones_hydra_takes(tmp_path):
     """A hint names `+method.external.KEY=…` where tm.yaml's `external` has no KEY (Hydra refuses a new key without
     the +) and no + where it has one; a <tu> in another language pair is named by its line and can be skipped."""
     from hydra.errors import ConfigCompositionException
-    from adaptsim.hydra_app import compose
+
+    from adaptsim.launch.hydra_app import compose
 
     write_tmx(tmp_path / "mixed.tmx", PAIRS)
     text = (tmp_path / "mixed.tmx").read_text(encoding="utf-8").replace('<tuv xml:lang="de-DE"><seg>Schließen',

@@ -17,11 +17,11 @@ from conftest import _OBJECTS, _SUBJECTS, _VERBS
 from transformers import MarianMTModel, MarianTokenizer
 
 from adaptsim import PROJECT_ROOT
-from adaptsim.errors import UserError
-from adaptsim.hydra_app import compose
-from adaptsim.inputs import model_fingerprint as fingerprint
 from adaptsim.basemodel import trainer as trainer_module
 from adaptsim.basemodel.trainer import encode, inverse_sqrt, make_batches, train
+from adaptsim.errors import UserError
+from adaptsim.fingerprints import model_fingerprint as fingerprint
+from adaptsim.launch.hydra_app import compose
 
 _BIG = {"den Hund": "den großen Hund", "die Katze": "die große Katze", "das Haus": "das große Haus",
         "den Tisch": "den großen Tisch", "ein Buch": "ein großes Buch", "den Schlüssel": "den großen Schlüssel"}
@@ -104,7 +104,7 @@ def test_train_loss_falls_and_checkpoint_translates(text_files, tmp_path, device
     assert (out / "last" / "trainer_state.pt").exists() and (out / "training.json").exists()
 
     # the project's model layer loads it like any local Marian model
-    from adaptsim.model import Seq2SeqModel
+    from adaptsim.models import Seq2SeqModel
 
     assert isinstance(Seq2SeqModel.load(str(out)).translate("The woman likes the cat.", beam_size=2).text, str)
 

@@ -9,8 +9,8 @@ import torch
 from omegaconf import OmegaConf
 
 from adaptsim import methods
-from adaptsim.model import Seq2SeqModel
-from adaptsim.update import Snapshot, Updater, clip_per_tensor_
+from adaptsim.loop.update import Snapshot, Updater, clip_per_tensor_
+from adaptsim.models import Seq2SeqModel
 
 FULL = OmegaConf.create({"_target_": "adaptsim.methods.full.Full", "name": "full", "lr": 1e-2})
 NONE = OmegaConf.create({"_target_": "adaptsim.methods.none.NoAdaptation", "name": "none", "lr": 0.0})

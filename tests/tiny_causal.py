@@ -11,7 +11,7 @@ Tokenizers are each family's own class over a vocabulary trained on the tiny cor
   chat template (a plain prompt); Gemma: its ids <pad>=0 <eos>=1 <bos>=2 <unk>=3, <start_of_turn>/<end_of_turn>
   special tokens and a Gemma-style chat template.
 
-So two families are prompted plain and two through a chat template (adaptsim/prompt.py `chat: auto`), two
+So two families are prompted plain and two through a chat template (adaptsim/models/prompt.py `chat: auto`), two
 tokenizers are byte-level and two sentencepiece. Models: 2 blocks, width 32, 2 heads, positions 128, tied
 embeddings (GPT-2, Qwen2, Gemma) or not (Llama), briefly trained (full-batch Adam) on the corpus's pairs as
 adaptsim lays them out with the default prompt, so that they translate something and end it.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from adaptsim.causal import CausalModel
+from adaptsim.models.causal import CausalModel
 
 KINDS = ("gpt2", "llama", "qwen2", "gemma")
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -55,9 +55,8 @@ def byte_level(corpus, work: Path):
 
 
 def sentencepiece(corpus, work: Path, specials: list[str]):
-    from transformers.tokenization_utils_base import generate_merges
-
     from tiny_multilingual import train_spm
+    from transformers.tokenization_utils_base import generate_merges
 
     work.mkdir(parents=True, exist_ok=True)
     body = train_spm(texts_of(corpus), work / "spm", "bpe")[3:]  # without sentencepiece's <unk> <s> </s>
@@ -84,8 +83,16 @@ def build_tokenizer(kind: str, corpus, work: Path):
 
 
 def build_net(kind: str, tokenizer, seed: int = 1):
-    from transformers import (GemmaConfig, GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                              LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM)
+    from transformers import (
+        GemmaConfig,
+        GemmaForCausalLM,
+        GPT2Config,
+        GPT2LMHeadModel,
+        LlamaConfig,
+        LlamaForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
     torch.manual_seed(seed)
     s, vocab = SIZE, len(tokenizer)

@@ -27,7 +27,7 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from adaptsim.model import Languages, Seq2SeqModel
+from adaptsim.models import Languages, Seq2SeqModel
 
 # kind -> (languages towards German, languages towards English or None, a decoder tensor for `fixed`)
 KINDS = {
@@ -76,9 +76,16 @@ def build_tokenizer(kind: str, texts: list[str], work: Path):
 
 
 def build_net(kind: str, tokenizer):
-    from transformers import (M2M100Config, M2M100ForConditionalGeneration, MBartConfig,
-                              MBartForConditionalGeneration, MT5Config, MT5ForConditionalGeneration, T5Config,
-                              T5ForConditionalGeneration)
+    from transformers import (
+        M2M100Config,
+        M2M100ForConditionalGeneration,
+        MBartConfig,
+        MBartForConditionalGeneration,
+        MT5Config,
+        MT5ForConditionalGeneration,
+        T5Config,
+        T5ForConditionalGeneration,
+    )
 
     s = SIZE
     # M2M100's language tokens sit after its vocab.json, outside len(tokenizer); 8 "madeup words" follow

@@ -8,7 +8,7 @@ reproduce a fairseq model's logits. `FSMTForConditionalGeneration` is transforme
 architecture (post-norm, scaled embeddings, fairseq's sinusoidal table and offset, separate source/target
 vocabularies, an output projection tied to the target embeddings or not), so the model is written as FSMT
 and the tokenizer as Marian's (source.spm/target.spm + vocab.json [+ target_vocab.json]): the same
-`save_pretrained` layout and tokenizer `run` reads for Marian models. adaptsim/arch `fsmt` describes it.
+`save_pretrained` layout and tokenizer `run` reads for Marian models. adaptsim/models/arch.py `fsmt` describes it.
 
 Supported: post-norm (`encoder/decoder_normalize_before` false, fairseq's `transformer` default and the
 paper's setting), sinusoidal positions, no embedding layer norm, shared or separate embeddings. Anything

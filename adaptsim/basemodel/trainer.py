@@ -34,9 +34,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from adaptsim import allocator, inputs
-from adaptsim.errors import DataError, UserError
+from adaptsim import allocator
+from adaptsim import fingerprints as inputs
 from adaptsim.basemodel.scratch_model import build_model, count_parameters, train_tokenizer, vocab_sizes
+from adaptsim.errors import DataError, UserError
 from adaptsim.progress import progress
 
 log = logging.getLogger("adaptsim.train")
@@ -256,7 +257,7 @@ def train(cfg: DictConfig) -> dict:
 
 def check_settings(cfg: DictConfig) -> None:
     """What can be checked before anything is read or written."""
-    from adaptsim.validate import DTYPES, check_device, check_threads
+    from adaptsim.loop.settings import DTYPES, check_device, check_threads
 
     if "arch" not in cfg.model or cfg.model.arch is None:
         raise UserError(f"model={cfg.model.get('name')}: no `arch` block, so there is nothing to train "
@@ -321,7 +322,7 @@ def identity(cfg: DictConfig) -> str:
 def check_resume(cfg: DictConfig, saved: dict, out: Path) -> None:
     """Refuse (one line, before anything is written) to resume a training with other settings or other files than
     its own: a training recorded under one learning rate and continued under another is neither."""
-    from adaptsim.resume import differences
+    from adaptsim.launch.resume import differences
 
     where = f"train.resume=true: cannot resume {out / 'last'}"
     if "identity" not in saved:

@@ -10,17 +10,17 @@ import resource
 
 from omegaconf import DictConfig
 
-from adaptsim.outputs import JobSummary
+from adaptsim.records import JobSummary
 
 
 def main(argv: list[str]) -> int:
-    from adaptsim.hydra_app import launch
+    from adaptsim.launch.hydra_app import launch
 
     return launch(task, "bench", argv, "bench")
 
 
 def task(cfg: DictConfig, job: JobSummary) -> None:
-    from adaptsim.simulate import simulate
+    from adaptsim.loop.simulation import simulate
 
     s = simulate(cfg, job, limit=cfg.segments)
     t = s["timing"]

@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
     as_json = "--json" in argv
     overrides = [a for a in argv if a != "--json"]
     unknown = [a for a in overrides if a.startswith("-")]
-    from adaptsim.hydra_app import check_overrides, compose
+    from adaptsim.launch.hydra_app import check_overrides, compose
 
     error = f"unknown option {unknown[0]}" if unknown else check_overrides("run", overrides)
     if error:

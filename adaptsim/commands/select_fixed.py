@@ -41,18 +41,18 @@ from omegaconf import DictConfig, OmegaConf
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.fixed_lists import list_path
+from adaptsim.loop.learner import Learner, load
 from adaptsim.methods.budget import fill_budget, resolve_budget
 from adaptsim.methods.fixed import pair_key
-from adaptsim.model import Model, load_model
-from adaptsim.outputs import SIMULATIONS, JobSummary
+from adaptsim.models import Model, load_model
 from adaptsim.progress import progress
-from adaptsim.learner import Learner, load
+from adaptsim.records import SIMULATIONS, JobSummary
 
 log = logging.getLogger("adaptsim")
 
 
 def main(argv: list[str]) -> int:
-    from adaptsim.hydra_app import launch
+    from adaptsim.launch.hydra_app import launch
 
     return launch(task, "select_fixed", argv, "select-fixed")
 

@@ -25,7 +25,7 @@ USAGE = "usage: adaptsim serve [key=value …]   (run's settings and serve.*: co
 
 def configs(argv: list[str]) -> dict:
     """One composed config per method of the session, all naming the same session directory (resolved once)."""
-    from adaptsim.hydra_app import compose
+    from adaptsim.launch.hydra_app import compose
     from adaptsim.serve.study import methods_of
 
     try:
@@ -81,9 +81,9 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S")
     import uvicorn
 
+    from adaptsim.loop.settings import validate
     from adaptsim.serve.app import create_app
     from adaptsim.serve.state import ServeSession
-    from adaptsim.validate import validate
 
     cfgs = configs(argv)
     first = next(iter(cfgs.values()))

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 
 def main(argv: list[str]) -> int:
-    from adaptsim.hydra_app import launch
+    from adaptsim.launch.hydra_app import launch
 
     return launch(task, "train", argv, "train")
 

@@ -17,10 +17,10 @@ documents / min_segments / max_documents → max_segments → detokenize. Option
 
 from __future__ import annotations
 
+from adaptsim.data import readers
 from adaptsim.data.detok import detokenize
 from adaptsim.data.lengths import check_lengths
 from adaptsim.data.options import resolve
-from adaptsim.data import readers
 from adaptsim.data.readers import FORMATS
 from adaptsim.data.select import prepare
 from adaptsim.data.types import Dataset, Document, Segment

@@ -12,7 +12,6 @@ from hydra.utils import get_class, instantiate
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 
-
 INSTANTIATION = ("_target_", "_recursive_")  # Hydra's keys of a method config, not the class's (icl's inner method:
 # `_recursive_: false`, so that it is built with the model, by `build`)
 

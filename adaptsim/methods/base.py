@@ -1,6 +1,6 @@
 """The interface between the simulation loop and an adaptation method.
 
-The loop owns the paper's update rule (adaptsim/update.py: SGD, tensor-wise clipping, the perplexity
+The loop owns the paper's update rule (adaptsim/loop/update.py: SGD, tensor-wise clipping, the perplexity
 stopping rule) and the reset to θ0. A method only says *what* is trained and may act around each SGD
 step (e.g. lasso's proximal step, or restricting embedding rows):
 
@@ -22,7 +22,7 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs, or
                                     an external TM's, to fine-tune on for a moment (tm's retrieval; default none)
                                     with the rate and stopping rule `method.moment`; the learner adapts, translates
-                                    and restores θ (adaptsim/learner.py `adapted_for`)
+                                    and restores θ (adaptsim/loop/learner.py `adapted_for`)
     method.context(source, doc_id) -> before the segment is translated: earlier (source, post-edit, step) pairs to
                                     put into the prompt of a model that reads context (icl's retrieval; default none)
     method.revealed(source, reference, doc_id, step) -> once per pair, after its update: the post-edit is revealed
@@ -30,7 +30,7 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.check_stream(segments) -> before the run: refuse (UserError) a stream the method must not be tested on
                                     (fixed: the held-out data its list was chosen on)
     method.state_bytes(offset_bytes) -> bytes to store one document's adapted state; `offset_bytes` is the size
-                                    of the trainable tensors' offsets θ − θ0 that changed (adaptsim/offsets.py),
+                                    of the trainable tensors' offsets θ − θ0 that changed (adaptsim/loop/offsets.py),
                                     the default; a method with state outside its parameters adds it
     method.info()                -> method-specific figures for summary.json
 """

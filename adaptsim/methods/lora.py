@@ -12,7 +12,7 @@ from the second step on; at the first step A gets no gradient because B = 0).
 
 Own code, not peft. peft (0.21) would inject the same computation but (a) it replaces the chosen nn.Linear
 modules with its own wrapper classes and wraps the model in a PeftModel, which renames every parameter
-(`base_model.model.…`) and moves the modules adaptsim's architecture descriptions point at (adaptsim/arch:
+(`base_model.model.…`) and moves the modules adaptsim's architecture descriptions point at (adaptsim/models/arch.py:
 layers, the output layer where `bias`/`lasso`/`memory` hook in, the tensor names `fixed` lists and θ0
 snapshots use); (b) it is not installed and would add a dependency, tied to transformers versions, for about
 twenty lines of arithmetic. Here the adapters are forward hooks on the unchanged modules: names, modules and
@@ -24,7 +24,7 @@ Choices the sources leave open for this setting (all settings, configs/method/lo
 
 - `modules`: shell patterns over the names of the network's linear maps (nn.Linear, and transformers' Conv1D, GPT-2's
   linear map with its weight stored in × out); each must match at least one. Default `auto`: the architecture's
-  attention and feed-forward maps (adaptsim/arch `Architecture.adapted_maps`: q, k, v, output of self- and
+  attention and feed-forward maps (adaptsim/models/arch.py `Architecture.adapted_maps`: q, k, v, output of self- and
   cross-attention and the feed-forward maps of every layer, by each architecture's names: Marian's q_proj … fc2,
   T5's q … wo, GPT-2's c_attn … c_proj, Llama's q_proj … down_proj). Hu et al. adapt only W_q and W_v of a large
   language model; immediate adaptation asks for new target words, so the decoder's feed-forward and

@@ -32,7 +32,7 @@ Choices the sources leave open or that differ from kNN-MT (settings in configs/m
 
 - keys are the output layer's input (the decoder's final states as the architecture feeds them to the output
   projection), not the input of the last feed-forward block that Khandelwal et al. used: it is the state the
-  output distribution is computed from, exposed uniformly for every architecture (adaptsim/arch), and the one
+  output distribution is computed from, exposed uniformly for every architecture (adaptsim/models/arch.py), and the one
   later kNN-MT variants commonly use. The keys are the states of the model as it is (θ0: the model never
   changes under `memory`), computed with teacher forcing on the reference, as in kNN-MT's datastore.
 - every target position is stored, including the final </s> (a reference's end is a post-edit too). A

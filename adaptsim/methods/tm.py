@@ -4,9 +4,9 @@ Farajian et al. 2017, "Multi-domain Neural Machine Translation through Unsupervi
 The memory is the stream's earlier (source, post-edit) pairs, emptied where θ0 is restored (every document under
 reset=document). Before segment i is translated, the k most similar earlier sources with a fuzzy score ≥
 `threshold` are retrieved; the model is fine-tuned on them for a moment, best match first, each pair with the
-update rule of adaptsim/update.py (SGD, tensor-wise clipping, repeated until the pair's perplexity is low enough)
+update rule of adaptsim/loop/update.py (SGD, tensor-wise clipping, repeated until the pair's perplexity is low enough)
 at the learning rate `moment_lr` · score/100, so a closer match teaches more (ModernMT's rule of thumb); segment i
-is translated; and every tensor is put back exactly as it was (adaptsim/learner.py `Learner.adapted_for`). Without
+is translated; and every tensor is put back exactly as it was (adaptsim/loop/learner.py `Learner.adapted_for`). Without
 a match ≥ `threshold` the segment is translated with θ unchanged. The moment has its own stopping rule
 (`moment_ppl_threshold`, `moment_max_updates`): with the paper's (perplexity ≤ 2, three updates at γ = 0.01) an
 exact match was translated as its post-edit for 12 of 60 held-out pairs, no more than θ0 alone; the setting chosen
@@ -142,7 +142,7 @@ class Tm(Method):
         super().__init__(model, **common)
         self.k, self.threshold, self.online = int(k), float(threshold), bool(online)
         self.moment = (float(moment_lr), (float(moment_ppl_threshold), int(moment_max_updates)))
-        self.gradient_steps = self.online  # false: the update rule only measures the pair (adaptsim/update.py)
+        self.gradient_steps = self.online  # false: the update rule only measures the pair (adaptsim/loop/update.py)
         self.sources: list[str] = []  # the stream's pairs, emptied with θ0
         self.references: list[str] = []
         self.external_sources, self.external_references, self.external_info, self.external_origins = read_external(

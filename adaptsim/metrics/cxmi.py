@@ -42,8 +42,8 @@ Against neulab/contextual-mt's contextual_mt/docmt_cxmi.py (the authors' code, `
   contexts the paper does not use (nor its `--random-context`, l. 104–106);
 - their sentence score is fairseq's SequenceScorer `score`, the mean log-probability over the target tokens with
   </s> (l. 148–154), the difference contextual − baseline per sentence (l. 156) averaged over sentences (l. 247):
-  `CXMI.sent` here, over the prompt's target tokens and its end token (adaptsim/prompt.py; the prompt's own tokens
-  are never scored);
+  `CXMI.sent` here, over the prompt's target tokens and its end token (adaptsim/models/prompt.py; the prompt's own
+  tokens are never scored);
 - a document's first sentence has an empty context at both sizes (`create_context` of no lines) and counts with a
   difference of 0; so does a step here whose prompt quoted nothing (`context_values` gives it zeros);
 - P-CXMI per token is their `word_level=True` run: `positional_scores` instead of `score` (l. 152, 248–260), the

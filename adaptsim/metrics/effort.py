@@ -1,4 +1,4 @@
-"""The translator's effort in interactive-predictive translation (`metrics.interactive`, adaptsim/interactive.py):
+"""The translator's effort in interactive-predictive translation (`metrics.interactive`, adaptsim/loop/interactive.py):
 per segment the counts the simulated user spends, over a corpus the rates of the IMT literature (Barrachina et
 al. 2009; Knowles & Koehn 2016; Peris & Casacuberta 2019, NMT-Keras' simulation scripts), in percent, lower is
 better:

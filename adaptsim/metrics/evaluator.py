@@ -34,7 +34,7 @@ from pathlib import Path
 from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
-from adaptsim.inputs import file_fingerprint
+from adaptsim.fingerprints import file_fingerprint
 from adaptsim.metrics.effort import RATES, Effort, numerators
 from adaptsim.metrics.novel import load_known, novelty
 from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict

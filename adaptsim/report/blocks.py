@@ -18,9 +18,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from adaptsim.errors import UserError
+from adaptsim.launch.resume import FREE
 from adaptsim.metrics.effort import RATES
 from adaptsim.report.runs import Run
-from adaptsim.resume import FREE
 
 BASELINE = "none"
 LOWER_IS_BETTER = {"TER", *RATES}  # TER and the translator's effort (KSMR, KSR, WSR, MAR)

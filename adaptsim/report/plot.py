@@ -93,7 +93,6 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
 
     matplotlib.use("Agg")  # files only: no display needed, works on a cluster node
     import matplotlib.pyplot as plt
-
     from matplotlib.ticker import MaxNLocator
 
     n = len(metrics)

@@ -20,11 +20,11 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from adaptsim.errors import UserError
-from adaptsim.jobs import basic_sweep_jobs
+from adaptsim.launch.jobs import basic_sweep_jobs
+from adaptsim.records import JOB_KEYS, RUN_KEYS, alive, read_record, record_file, recorded_process
 from adaptsim.rules import flatten
-from adaptsim.outputs import JOB_KEYS, RUN_KEYS, alive, read_record, record_file, recorded_process
 
-# what the reports need from a finished run's summary.json (its schema: adaptsim/outputs.py)
+# what the reports need from a finished run's summary.json (its schema: adaptsim/records/)
 READ_KEYS = ("method", "dataset", "model_path", "data_fingerprint", "segments", "scores", "signatures")
 assert set(READ_KEYS) <= {*JOB_KEYS, *RUN_KEYS}
 _SKIP = {".hydra", ".submitit"}
@@ -143,7 +143,7 @@ def _load(d: Path) -> tuple[Run | None, Problem | None]:
     return Run(d, summary, _config(d, summary), _overrides(d, summary)), None
 
 
-# --- run liveness (adaptsim.outputs.RecordWriter records the process of a running run) ---------------
+# --- run liveness (adaptsim.records.RecordWriter records the process of a running run) ---------------
 def _why_unfinished(summary: dict) -> str:
     """SIGKILL leaves `running` behind: a run whose recorded process is gone (on this host) was killed."""
     if summary.get("status") == "interrupted":

@@ -19,11 +19,27 @@ from adaptsim.errors import UserError
 from adaptsim.metrics import cxmi
 from adaptsim.metrics.effort import RATES, SECONDS_PER_WORD, Effort, counting, numerators, seconds_per_word
 from adaptsim.metrics.sacre import METRICS, SacreMetrics
-from adaptsim.outputs import read_record, record_file
+from adaptsim.records import read_record, record_file
 from adaptsim.report.blocks import check_joinable
 from adaptsim.report.runs import Run
-from adaptsim.report.stats import (ALPHA, EXACT_UNITS, FIRST_TRIALS, LEVEL, MAX_TRIALS, TESTS, UNITS, Result, Series,
-                                   Settings, compare, distinct_outcomes, min_units, prefix_bands, ratio, units_of)
+from adaptsim.report.stats import (
+    ALPHA,
+    EXACT_UNITS,
+    FIRST_TRIALS,
+    LEVEL,
+    MAX_TRIALS,
+    TESTS,
+    UNITS,
+    Result,
+    Series,
+    Settings,
+    compare,
+    distinct_outcomes,
+    min_units,
+    prefix_bands,
+    ratio,
+    units_of,
+)
 
 MARK = "†"  # a cell whose p is below ALPHA: whose interval of the difference excludes 0
 UNSETTLED = "?"  # a cell whose Monte Carlo p still straddles ALPHA after the most trials: neither † nor not

@@ -24,9 +24,9 @@ and quoted context pairs per segment, and the seconds a translation took: icl's 
 from __future__ import annotations
 
 import argparse
-import math
 import csv
 import io
+import math
 import sys
 from dataclasses import dataclass, field
 

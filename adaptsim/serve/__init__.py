@@ -1,9 +1,9 @@
 """`adaptsim serve`: a real translator in the simulation's place (docs/serve.md).
 
 - `study`: which method adapts on which document (one method, or a blind balanced assignment), study.json;
-- `human`: a simulation's bookkeeping (adaptsim/simulate.py `Simulation`) whose references arrive one at a time,
+- `human`: a simulation's bookkeeping (adaptsim/loop/simulation.py `Simulation`) whose references arrive one at a time,
   and the effort the page measured;
-- `state`: the session — the loop of adaptsim/simulate.py cut at the translator: show θ_{i−1}'s translation,
+- `state`: the session — the loop of adaptsim/loop/simulation.py cut at the translator: show θ_{i−1}'s translation,
   complete prefixes, and on validation adapt and record exactly as a simulation does;
 - `app`: the web server (Starlette), the page (page.html, no build step), and the checks every request passes.
 """

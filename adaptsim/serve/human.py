@@ -1,5 +1,5 @@
-"""A simulation's bookkeeping (adaptsim/simulate.py `Simulation`) for a translator in the loop, and the effort the
-page measures.
+"""A simulation's bookkeeping (adaptsim/loop/simulation.py `Simulation`) for a translator in the loop, and the effort
+the page measures.
 
 A simulation knows every reference before it starts; here each arrives when the translator validates it. So the
 evaluator is rebuilt at every step over the references validated so far (their truecasing is trained on them, as a
@@ -27,10 +27,10 @@ from pathlib import Path
 
 from adaptsim.data.types import Document, fingerprint
 from adaptsim.errors import UserError
+from adaptsim.loop.simulation import Simulation
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
-from adaptsim.outputs import write_bytes_atomic, written_steps
-from adaptsim.simulate import Simulation
+from adaptsim.records import write_bytes_atomic, written_steps
 
 HUMAN_FILE = "human.jsonl"  # per step: the completions the page asked for and those accepted
 HUMAN = "human"  # Effort.level and Effort.costs of a translator's measured effort

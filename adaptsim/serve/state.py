@@ -1,18 +1,18 @@
-"""A serve session: the simulated post-editing loop (adaptsim/simulate.py `loop`) cut where its translator acts.
+"""A serve session: the simulated post-editing loop (adaptsim/loop/simulation.py `loop`) cut where its translator acts.
 
 Each segment goes through the steps of a simulation's (`Simulation.begin` and `commit`, the one definition of the
 per-segment order): the run begins the segment the page shows (its document started, θ0 where `reset` says; the
 method's moment of adaptation entered, tm's) and its source is translated by θ_{i−1}; while the translator edits,
 `complete` runs the prefix-constrained search the simulated translator uses (`Model.completions`,
-adaptsim/decode/prefix.py) on that same θ; on validation the run commits the validated text (the moment left, the
+adaptsim/models/decode/prefix.py) on that same θ; on validation the run commits the validated text (the moment left, the
 method adapted on (source, validated text), the step recorded: adaptsim/serve/human.py), on disk before the next
 segment is translated.
 
 A session killed at any point goes on with `resume=true serve.dir=DIR`: each run's steps are replayed as `resume=true`
 replays a simulation's (`Simulation.recall`, `Simulation.replay_next`: the updates done again and checked against
 the recorded perplexities), which restores θ exactly, and the page shows the first segment not validated. Before
-anything is written, a resumed run's recorded settings must be the requested ones (adaptsim/resume.py `differences`;
-the server's address may change) and its model's and data's fingerprints the recorded ones.
+anything is written, a resumed run's recorded settings must be the requested ones (adaptsim/launch/resume.py
+`differences`; the server's address may change) and its model's and data's fingerprints the recorded ones.
 
 Every change happens under one lock: the model is one, and a completion computed for one θ must not be served for
 another (each answer names the position it was computed for; a request for another position is refused).
@@ -38,17 +38,17 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from adaptsim import resume
 from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
-from adaptsim.inputs import model_fingerprint
-from adaptsim.model import Translation
-from adaptsim.outputs import JobSummary, RecordWriter, job_fields, write_bytes_atomic
+from adaptsim.fingerprints import model_fingerprint
+from adaptsim.launch import resume
+from adaptsim.loop.learner import Learner, load
+from adaptsim.loop.settings import validate
+from adaptsim.loop.simulation import ReplayRefused, Turn
+from adaptsim.models import Translation
+from adaptsim.records import JobSummary, RecordWriter, job_fields, write_bytes_atomic
 from adaptsim.serve import study
 from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, effort_of
-from adaptsim.learner import Learner, load
-from adaptsim.simulate import ReplayRefused, Turn
-from adaptsim.validate import validate
 
 log = logging.getLogger("adaptsim")
 
@@ -106,7 +106,7 @@ class Pending:
 
 
 def run_part(cfg: DictConfig) -> DictConfig:
-    """The config without the serve block: what a run is given (adaptsim/validate.py knows run's keys)."""
+    """The config without the serve block: what a run is given (adaptsim/loop/settings.py knows run's keys)."""
     return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "serve"])
 
 
@@ -130,7 +130,7 @@ class ServeSession:
 
     def _open(self, cfgs: dict[str, DictConfig], overrides: list[str]) -> None:
         for cfg in cfgs.values():
-            validate(cfg, "serve")  # every setting, serve's own among them, by the one table (adaptsim/validate.py)
+            validate(cfg, "serve")  # every setting, serve's own among them, by the one table (loop/settings.py)
         if self.dir.exists() and not self.dir.is_dir():
             raise UserError(f"serve.dir={self.dir}: a file is in the way")
         if self.resume and not (self.dir / study.FILE).is_file():
@@ -156,7 +156,8 @@ class ServeSession:
         if len(methods) == 1:
             learners = [Learner(model, parts[0].method, parts[0]["update"], parts[0].reset, parts[0].seed)]
         else:
-            from adaptsim.lockstep import learners as clones  # one clone of the model per method, as lockstep's runs
+            from adaptsim.loop.lockstep import learners as clones  # one clone of the model per method, as lockstep's
+
 
             learners = clones(model, parts)
         try:
@@ -396,7 +397,7 @@ class ServeSession:
 
 
 def _records(run_dir: Path) -> list[dict]:
-    from adaptsim.outputs import written_steps
+    from adaptsim.records import written_steps
 
     return written_steps(run_dir)[0]
 

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from adaptsim.errors import UserError
-from adaptsim.outputs import write_json_atomic
+from adaptsim.records import write_json_atomic
 
 FILE = "study.json"
 

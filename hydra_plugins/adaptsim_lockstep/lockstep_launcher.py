@@ -1,9 +1,10 @@
-"""`hydra/launcher=lockstep`: all jobs of an `adaptsim run` sweep in one process, in lockstep (adaptsim/lockstep.py).
+"""`hydra/launcher=lockstep`: all jobs of an `adaptsim run` sweep in one process, in lockstep
+(adaptsim/loop/lockstep.py).
 
 Hydra loads launchers only from the `hydra_plugins` package. Every job of the sweep gets its directory and
 .hydra/ files as with Hydra's basic launcher, then all of them run in lockstep, their summaries closed as
-`adaptsim.hydra_app.run_task` closes a job's (finished, failed with the error or the traceback of a bug,
-interrupted by SIGINT or SIGTERM: `adaptsim.jobs.closing`).
+`adaptsim.launch.hydra_app.run_task` closes a job's (finished, failed with the error or the traceback of a bug,
+interrupted by SIGINT or SIGTERM: `adaptsim.launch.jobs.closing`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class LockstepLauncher(Launcher):
         self.config, self.hydra_context, self.task_function = config, hydra_context, task_function
 
     def launch(self, job_overrides, initial_job_idx: int):
-        from adaptsim.jobs import record_failed_job
+        from adaptsim.launch.jobs import record_failed_job
 
         sweep = Path(str(self.config.hydra.sweep.dir))
         if self.config.hydra.job.config_name != "run":
@@ -62,11 +63,11 @@ class LockstepLauncher(Launcher):
 
 def _run_together(collected, sweep: Path) -> None:
     """Claim every job's directory (with resume=true a finished run is left alone), run the others in lockstep,
-    and close each summary as a job alone is closed (`adaptsim.jobs.closing`)."""
+    and close each summary as a job alone is closed (`adaptsim.launch.jobs.closing`)."""
     from adaptsim.errors import UserError
-    from adaptsim.jobs import claim_job, closing, job_context, record_failed_job
-    from adaptsim.lockstep import simulate_together
-    from adaptsim.outputs import JobSummary, job_logs, speaking_for
+    from adaptsim.launch.jobs import claim_job, closing, job_context, record_failed_job
+    from adaptsim.loop.lockstep import simulate_together
+    from adaptsim.records import JobSummary, job_logs, speaking_for
 
     jobs: list[JobSummary] = []
     claiming = None  # the job being claimed: a refusal there is that job's, not the others'

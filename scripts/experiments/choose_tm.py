@@ -16,8 +16,8 @@ import sys
 
 from omegaconf import OmegaConf
 
-from adaptsim.hydra_app import compose
-from adaptsim.learner import Learner, load
+from adaptsim.launch.hydra_app import compose
+from adaptsim.loop.learner import Learner, load
 
 LRS, THRESHOLDS, MOST = (0.01, 0.03, 0.1, 0.3), (2.0, 1.05, 1.01), (3, 10, 30)  # the grid
 

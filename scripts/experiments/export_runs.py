@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from adaptsim.outputs import compress_records, read_record, record_file
+from adaptsim.records import compress_records, read_record, record_file
 
 TEXT = ("source", "hypothesis", "pieces", "ref_pieces")  # dropped (ref_pieces: the reference's pieces, its text);
 # the reference is replaced by a hash of it
@@ -39,7 +39,7 @@ def export_run(run: Path, out: Path, drop: tuple[str, ...] = ()) -> None:
             # the reports pair runs segment by segment on (doc_id, seg_id, reference): a hash keeps that check
             kept["reference"] = "sha256:" + hashlib.sha256(step["reference"].encode()).hexdigest()[:16]
             dst.write(json.dumps(kept, ensure_ascii=False) + "\n")
-    compress_records(out)  # committed records stay small (adaptsim/outputs.py COMPRESSIBLE)
+    compress_records(out)  # committed records stay small (adaptsim/records/ COMPRESSIBLE)
 
 
 def finished(run: Path) -> bool:

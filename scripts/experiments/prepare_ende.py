@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 
 from adaptsim.data import load_documents
 from adaptsim.data.textio import read_lines
-from adaptsim.hydra_app import compose
+from adaptsim.launch.hydra_app import compose
 
 
 def one_line(text: str) -> str:

@@ -27,7 +27,7 @@ import sentencepiece
 from omegaconf import OmegaConf
 
 from adaptsim.metrics.roles import Roles
-from adaptsim.outputs import read_record, record_file
+from adaptsim.records import read_record, record_file
 from adaptsim.report.significance import significant
 from adaptsim.report.stats import Series, Settings, compare, ratio, units_of
 

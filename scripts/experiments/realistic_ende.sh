@@ -169,7 +169,7 @@ task_select_fixed() {
   # writes configs/fixed_lists/$MODEL_NAME.yaml, which method=fixed reads for this model (it checks names and
   # shapes); chosen in the setting it is used in (reset=never)
   grep -qs '"status": "finished"' "$SWEEPS/select_fixed/summary.json" && return
-  if python -c "import json, sys; from adaptsim.outputs import alive, recorded_process as p
+  if python -c "import json, sys; from adaptsim.records import alive, recorded_process as p
 pid = p(json.load(open(sys.argv[1]))); sys.exit(0 if pid is not None and alive(pid) else 1)" \
       "$SWEEPS/select_fixed/summary.json" 2>/dev/null; then
     echo "realistic_ende.sh: select-fixed is still running in $SWEEPS/select_fixed (another invocation?)" >&2

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from adaptsim.data.readers.base import default_doc_id, documents_in_order
 from adaptsim.data.textio import expand, read_lines
-from adaptsim.errors import DataError, UserError
 from adaptsim.data.types import Document, Segment
+from adaptsim.errors import DataError, UserError
 
 SUFFIXES = {
     "plain": {"source": "{source_lang}", "reference": "{target_lang}"},

@@ -15,12 +15,12 @@ import logging
 import xml.etree.ElementTree as ET
 from xml.parsers import expat
 
+from adaptsim.data.options import need
 from adaptsim.data.readers.base import default_doc_id, documents_in_order
 from adaptsim.data.readers.xmlutil import parse_xml, xml_text
 from adaptsim.data.textio import expand
 from adaptsim.data.types import Dataset, Segment
 from adaptsim.errors import DataError, UserError
-from adaptsim.data.options import need
 
 log = logging.getLogger("adaptsim.data")
 

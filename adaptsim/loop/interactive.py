@@ -1,6 +1,6 @@
 """The simulated translator of interactive-predictive MT (`metrics.interactive: word | char`): after the system's
 first hypothesis the user reads it left to right, corrects the first error, the system re-decodes with everything
-up to the correction forced (`propose`: adaptsim/decode/prefix.py through the model's `completions`), and so on
+up to the correction forced (`propose`: adaptsim/models/decode/prefix.py through the model's `completions`), and so on
 until the hypothesis is the reference. It runs inside the simulation loop, on θ_{i−1}, before the method adapts on
 the reference the user has produced. The search (`shown`: the hypotheses the user sees) is kept apart from the
 accounting (`count`, a pure function of the reference and those hypotheses), which fills an `Effort`

@@ -1,20 +1,20 @@
 """One decoding step of a Marian model (transformers `MarianMTModel`: OPUS-MT, `adaptsim train`, `adaptsim
 convert`), incrementally, with a key/value cache — for one model, or for K models decoding the same source in
-lockstep (adaptsim/lockstep.py).
+lockstep (adaptsim/loop/lockstep.py).
 
 The same operations as transformers' decoder forward with its cache, in the same order and on the same
 modules, without what a general forward does around them at every token (masks rebuilt, cache classes,
 output wrappers, the cross-attention keys and values recomputed for every beam). Modules are called, not
 their weights, so forward hooks on them (the `bias` and `lasso` second bias on the output layer, `lora`'s
 adapters) act as they do in the model's own forward. A hook on the whole network (`memory`) is not seen
-here: such a model decodes with `generate` (adaptsim/decode/__init__.py).
+here: such a model decodes with `generate` (adaptsim/models/decode/__init__.py).
 
 Attention is `scaled_dot_product_attention` with no mask, as transformers calls it while decoding one source:
 no padding, and one query position attends to every cached position.
 
 K models: their beams are stacked (model k's rows are k·beams … (k+1)·beams − 1). At every module position,
 the models whose module holds the *same* parameter tensors (frozen tensors that lockstep shares between the
-models, adaptsim/lockstep.py) are computed in one call on their stacked rows: the weights are read once for
+models, adaptsim/loop/lockstep.py) are computed in one call on their stacked rows: the weights are read once for
 all of them, which is what a step on a CPU waits for. A row of a matrix product is the same whatever other
 rows are computed with it once there are at least `STACK_ROWS` (checked for MKL on two x86 CPUs; fewer rows take
 another kernel), so with beams of at least that size the stacked models decode exactly as each alone; with
@@ -29,8 +29,7 @@ import torch
 from torch import nn
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
-from adaptsim.decode import hooks
-
+from adaptsim.models.decode import hooks
 
 STACK_ROWS = 4  # the fewest rows per model for which stacking models' rows leaves every row's product unchanged
 

@@ -1,6 +1,6 @@
 """The files a command reads, known by content: `fingerprints(cfg)` maps every setting that names a file to a hash of
 the file's bytes, so that a record says what it was computed from and a resume refuses when a file has changed
-under its name (adaptsim/resume.py; `adaptsim train` and `select-fixed` check theirs the same way).
+under its name (adaptsim/launch/resume.py; `adaptsim train` and `select-fixed` check theirs the same way).
 
 One rule finds them, so a setting added later is covered without a word here: a setting whose value is a path to
 a file is that file (a `name` is a name, even where it names a file: fixed's list, below); one whose value is a

@@ -1,8 +1,9 @@
 """The simulated post-editing loop (docs/design.md §1), what `run`, `bench` and lockstep sweeps do.
 
 For each document, from θ0: translate segment i with θ_{i-1}, reveal the reference, adapt on the pair
-(adaptsim/learner.py, adaptsim/update.py), score the hypothesis, log the step. One `loop` drives K runs of one model
-(a run alone is K = 1, `simulate`; a lockstep sweep K runs, adaptsim/lockstep.py), and one `Simulation` per
+(adaptsim/loop/learner.py, adaptsim/loop/update.py), score the hypothesis, log the step. One `loop` drives K runs of
+one model
+(a run alone is K = 1, `simulate`; a lockstep sweep K runs, adaptsim/loop/lockstep.py), and one `Simulation` per
 simulation keeps what it records. Data flows one way: data → model → method/updater → metrics → outputs.
 """
 
@@ -20,18 +21,20 @@ from dataclasses import dataclass, field, replace
 import torch
 from omegaconf import DictConfig
 
-from adaptsim import allocator, interactive, resume
+from adaptsim import allocator
 from adaptsim.data.types import Segment, fingerprint
 from adaptsim.errors import UserError
-from adaptsim.inputs import model_fingerprint
+from adaptsim.fingerprints import model_fingerprint
+from adaptsim.loop import interactive
+from adaptsim.loop.learner import Learner, describe_device, load
+from adaptsim.loop.offsets import save_offsets
+from adaptsim.loop.update import UpdateResult
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
 from adaptsim.metrics.forgetting import Probe
-from adaptsim.model import Model, Translation
-from adaptsim.outputs import JobSummary, RecordWriter, compress_records, speaking_for
+from adaptsim.models import Model, Translation
 from adaptsim.progress import progress
-from adaptsim.learner import Learner, describe_device, load
-from adaptsim.update import UpdateResult
+from adaptsim.records import JobSummary, RecordWriter, compress_records, recorded, speaking_for
 
 log = logging.getLogger("adaptsim")
 RSS_EVERY = 100  # segments between two readings of the resident memory (summary.json timing.rss_mb)
@@ -42,7 +45,7 @@ PROMPT_FIELDS = ("prompt_tokens", "context", "logprobs_context")
 
 class ReplayRefused(UserError):
     """A resumed run's replayed step is not the recorded one (other software or arithmetic: what no setting names).
-    Its records are given back as the resume found them (adaptsim/resume.py), so the refusal changes nothing."""
+    Its records are given back as the resume found them (adaptsim/launch/resume.py), so the refusal changes nothing."""
 
 
 def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict:
@@ -63,7 +66,8 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
 def loop(base: Model, runs: list[Simulation], **timing) -> None:
     """The simulated post-editing loop (docs/design.md §1) for K runs on one stream, K ≥ 1: at every segment each
     run begins it (`Simulation.begin`), the source is translated with every run's θ_{i−1} in one joint search over
-    the runs' models (clones of `base`; adaptsim/lockstep.py), a simulated translator corrects each hypothesis where
+    the runs' models (clones of `base`; adaptsim/loop/lockstep.py), a simulated translator corrects each hypothesis
+    where
     `metrics.interactive` asks for it (on the same θ), and each run commits the revealed pair (`Simulation.commit`:
     adapt, record).
 
@@ -114,7 +118,7 @@ def loop(base: Model, runs: list[Simulation], **timing) -> None:
                 except UserError as e:
                     with speaking_for(run.job.dir):
                         if isinstance(e, ReplayRefused):  # the run's records as they were, nothing more written
-                            run.job.give_back(resume.recorded(run.job.dir))
+                            run.job.give_back(recorded(run.job.dir))
                         run.job.close("failed", str(e))
                         if len(runs) > 1:  # alone, its command reports the error
                             log.error("%s: %s", run.job.dir, e)
@@ -152,7 +156,7 @@ class Turn:
 
 
 def own_log(method):
-    """A `Simulation` method whose log lines are its run's (adaptsim/outputs.py `speaking_for`: in a lockstep sweep,
+    """A `Simulation` method whose log lines are its run's (adaptsim/records/ `speaking_for`: in a lockstep sweep,
     that job's log only)."""
     @functools.wraps(method)
     def speaking(self, *args, **kwargs):
@@ -255,7 +259,7 @@ class Simulation:
         """The steps an interrupted run in this directory wrote (`resume: true`; none otherwise), checked to fit the
         data, to be replayed before anything new; their number goes into the summary as
         `timing.resumed_after_steps`. (That the settings, the model, the data and tm's TM are the interrupted run's
-        was checked before anything was written: adaptsim/resume.py.)"""
+        was checked before anything was written: adaptsim/launch/resume.py.)"""
         if not self.cfg.resume:
             return
         done = self.writer.resume_steps()
@@ -456,7 +460,8 @@ class Simulation:
         self.per_doc.append({"doc_id": doc.doc_id, "segments": len(doc) if segments is None else segments,
                              "changed_parameters": learner.theta0.changed(), "state_bytes": learner.state_bytes()})
         if self.cfg.save_offsets:  # the document's adapted offsets θ − θ0, changed groups only
-            self.per_doc[-1]["offsets_bytes"] = self.writer.offsets(learner.theta0, str(doc.doc_id))
+            self.per_doc[-1]["offsets_bytes"] = save_offsets(learner.theta0, self.writer.dir / "offsets",
+                                                                str(doc.doc_id))
 
     @own_log
     def finish(self, **more_timing) -> dict:

@@ -18,13 +18,14 @@ from functools import lru_cache
 from omegaconf import DictConfig, OmegaConf
 
 from adaptsim import CONFIG_DIR, allocator
-from adaptsim.decode import SEARCHES
 from adaptsim.errors import UserError
+from adaptsim.loop.interactive import COSTS as INTERACTIVE_COSTS
+from adaptsim.loop.interactive import MODES as INTERACTIVE
 from adaptsim.methods import check_method
-from adaptsim.interactive import COSTS as INTERACTIVE_COSTS, MODES as INTERACTIVE
 from adaptsim.metrics import SCOPES
 from adaptsim.metrics.sacre import METRICS
 from adaptsim.metrics.words import CASES
+from adaptsim.models.decode import SEARCHES
 from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, Strings, Text, show
 
 _ABSENT = object()

@@ -2,7 +2,7 @@
 directory or a sweep's before anything is written, how a job ends, what a failed one leaves, and what runs around
 each job (SIGTERM unwinding it, a watcher of the sweep's main process in a parallel launcher's worker).
 
-Composing configs and launching Hydra is adaptsim/hydra_app.py; the lockstep launcher (hydra_plugins/
+Composing configs and launching Hydra is adaptsim/launch/hydra_app.py; the lockstep launcher (hydra_plugins/
 adaptsim_lockstep) needs only this module.
 """
 
@@ -21,9 +21,9 @@ import traceback
 from pathlib import Path
 
 from adaptsim.errors import Terminated, UserError, raise_terminated
-from adaptsim.outputs import JobSummary, alive, check_run_dir, job_fields, recorded_process, write_json_atomic
-from adaptsim.resume import check as resume_check
-from adaptsim.resume import recorded
+from adaptsim.launch.resume import check as resume_check
+from adaptsim.records import recorded
+from adaptsim.records import JobSummary, alive, check_run_dir, job_fields, recorded_process, write_json_atomic
 
 log = logging.getLogger("adaptsim")
 
@@ -122,7 +122,7 @@ def _in_local_worker() -> bool:
 def _one_thread_per_worker() -> None:
     """`threads: null` in a parallel launcher's worker means one torch thread: torch's default (all physical
     cores) in each of n_jobs workers oversubscribes the machine (docs/performance.md). An explicit `threads`
-    still wins (adaptsim.learner.load sets it)."""
+    still wins (adaptsim.loop.learner.load sets it)."""
     import torch
 
     torch.set_num_threads(1)

@@ -5,7 +5,7 @@ Why not `generate` itself: on a small model most of its time is not the network.
 rebuilds attention masks, routes the call through the model's output wrappers, runs the encoder-decoder
 model's whole forward for one token and keeps its bookkeeping in general form (sampling, scores, several
 return sequences). adaptsim needs the one best hypothesis of one source at a time, so this loop does only
-that, and asks the step (adaptsim/decode/marian.py) for the next-token logits.
+that, and asks the step (adaptsim/models/decode/marian.py) for the next-token logits.
 
 What "the same as generate" means here, operation by operation (transformers 5.23 `_beam_search`, the version
 pyproject.toml pins; tests/test_decode.py checks it): log-softmax of the float32 logits, then the logits processors

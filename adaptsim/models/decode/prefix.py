@@ -1,18 +1,18 @@
-"""Prefix-constrained decoding for the simulated translator of `metrics.interactive` (adaptsim/interactive.py): the
+"""Prefix-constrained decoding for the simulated translator of `metrics.interactive` (adaptsim/loop/interactive.py): the
 best continuation of a forced decoder prefix (the pieces the user has validated), optionally constrained to first
 spell out some characters (the word the user has begun to type).
 
 One `PrefixSearch` serves one source and one model for all the corrections of one segment, so that what the
 corrections share is computed once: the source is encoded once, and the decoder's key/value cache of the forced
 prefix is kept and extended, so a longer prefix decodes only its new tokens (another prefix reuses what it shares
-with the last one). It decodes with the lean beam search (adaptsim/decode/beam.py) where that applies, with the
+with the last one). It decodes with the lean beam search (adaptsim/models/decode/beam.py) where that applies, with the
 semantics of `generate(decoder_input_ids=prefix)`: the forced tokens are the prompt (fed to every beam's row, as
 generate's prompt is) and the length penalty counts generated tokens only; elsewhere (other architectures, `memory`)
 it calls `generate` with the prefix as `decoder_input_ids`, re-encoding each time. `max_length` bounds the whole
 decoder sequence, prefix included: a hypothesis is never longer than the first translation may be, and a prefix that
 fills it is returned as it is.
 
-A decoder-only model (adaptsim/causal.py) has no source to encode: its forced ids are the prompt followed by the
+A decoder-only model (adaptsim/models/causal.py) has no source to encode: its forced ids are the prompt followed by the
 validated target, and `generate` continues them (`_generate` is its to override).
 
 `Spelling` is the constraint, a logits processor usable by both: the first generated pieces must spell `text`
@@ -29,8 +29,8 @@ from collections import OrderedDict
 
 import torch
 
-from adaptsim.decode import end_tokens, lean_applies, lean_search, marian
-from adaptsim.decode.beam import beam_search
+from adaptsim.models.decode import end_tokens, lean_applies, lean_search, marian
+from adaptsim.models.decode.beam import beam_search
 
 WORD_START = "▁"  # sentencepiece's mark of a piece that begins a word
 MASKS_KEPT = 64   # spelling masks (one bool per vocabulary entry) kept for reuse, the most recently used

@@ -1,7 +1,7 @@
 """Translating one source: adaptsim's lean beam search where it applies, transformers' `generate` elsewhere.
 
-`decode.search: lean` (the default) decodes with adaptsim/decode/beam.py over an incremental decoder step
-(adaptsim/decode/marian.py) — the same hypotheses as `generate` in less time (0.73–0.78× its CPU time on
+`decode.search: lean` (the default) decodes with adaptsim/models/decode/beam.py over an incremental decoder step
+(adaptsim/models/decode/marian.py) — the same hypotheses as `generate` in less time (0.73–0.78× its CPU time on
 small-ende-probe on two hosts: docs/performance.md). It applies when the model is a Marian model, nothing hooks the
 whole network (the `memory` method does), and the model's generation config asks for nothing beyond what the lean search
 reproduces (the end token, the forced first and last tokens, banned tokens). Anything else, or
@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import torch
 from transformers import GenerationConfig
-from transformers.generation.logits_process import (ForcedBOSTokenLogitsProcessor, ForcedEOSTokenLogitsProcessor,
-                                                    NoBadWordsLogitsProcessor)
+from transformers.generation.logits_process import (
+    ForcedBOSTokenLogitsProcessor,
+    ForcedEOSTokenLogitsProcessor,
+    NoBadWordsLogitsProcessor,
+)
 
-from adaptsim.decode import hooks, marian
-from adaptsim.decode.beam import Search, beam_search
+from adaptsim.models.decode import hooks, marian
+from adaptsim.models.decode.beam import Search, beam_search
 
 SEARCHES = ("lean", "generate")
 
@@ -43,7 +46,7 @@ def best_ids(nets: list, input_ids: torch.Tensor, attention_mask: torch.Tensor, 
              max_new_tokens: int, length_penalty: float, forced_bos_token_id: int | None = None,
              search: str = "lean") -> list[list[int]]:
     """The token ids of each model's best hypothesis (decoder start token first) for one source [1, length].
-    Several models (clones of one checkpoint: adaptsim/lockstep.py) are searched together by the lean search."""
+    Several models (clones of one checkpoint: adaptsim/loop/lockstep.py) are searched together by the lean search."""
     if search not in SEARCHES:
         raise ValueError(f"search={search!r}: expected one of {SEARCHES}")
     settings = dict(beam_size=beam_size, max_new_tokens=max_new_tokens, length_penalty=length_penalty,

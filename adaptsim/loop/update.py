@@ -19,8 +19,7 @@ import torch
 
 from adaptsim import config_defaults
 from adaptsim.methods.base import Method
-from adaptsim.model import Model
-
+from adaptsim.models import Model
 
 _RULE = config_defaults("run.yaml:update")  # the update rule's defaults (their home: configs/run.yaml)
 MAX_LOSS = 709.0  # nats per token: exp() of more overflows a float64
@@ -97,7 +96,7 @@ class Updater:
                                           foreach=True) if self.params else None)
         self.clip_norm, self.ppl_threshold = clip_norm, ppl_threshold
         self.min_updates, self.max_updates = min_updates, max_updates
-        self.on_divergence = on_divergence  # what the loop does with `Diverged` (adaptsim.simulate)
+        self.on_divergence = on_divergence  # what the loop does with `Diverged` (adaptsim.loop.simulation)
 
     def _nll(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """The pair's per-token negative log-likelihoods; their mean is the loss."""

@@ -4,7 +4,7 @@ Hydra itself reports a bad override with exit code 1 and a hint about HYDRA_FULL
 overrides first (composing once per sweep value) so the user gets a short usage line and exit code 2.
 Here: composition (`compose`), the checks before Hydra starts (overrides, the output directory, a resume), the
 launch (`launch`, `run_task`) and `--help`. The job bookkeeping every launcher shares (claims, a job's end, failed
-jobs, what runs around a job) is adaptsim/jobs.py.
+jobs, what runs around a job) is adaptsim/launch/jobs.py.
 
 The command line is read by Hydra's own parser and run through Hydra's own API, as `hydra.main` runs it, on the
 config adaptsim composed and checked: a single run is Hydra's `run_job` on that config (composed once, not three
@@ -31,10 +31,19 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
-from adaptsim.jobs import (SWEEP_CLAIM, basic_sweep_jobs, claim_job, claim_sweep_dir, closing, failed_jobs,
-                           job_context, read_json, record_failed_job)
-from adaptsim.outputs import JobSummary, job_fields, write_bytes_atomic, write_json_atomic
-from adaptsim.resume import check as resume_check
+from adaptsim.launch.jobs import (
+    SWEEP_CLAIM,
+    basic_sweep_jobs,
+    claim_job,
+    claim_sweep_dir,
+    closing,
+    failed_jobs,
+    job_context,
+    read_json,
+    record_failed_job,
+)
+from adaptsim.launch.resume import check as resume_check
+from adaptsim.records import JobSummary, job_fields, write_bytes_atomic, write_json_atomic
 
 # Hydra's flags that choose other configs than the command's: adaptsim's commands compose their own
 _OTHER_CONFIGS = ("config_path", "config_name", "config_dir", "experimental_rerun")
@@ -149,7 +158,7 @@ def claim_output_dir(cfgs: list, multirun: bool, command: str,
     if command != "train":  # a bad setting refused before the directory is claimed, so that it stays usable
         from omegaconf import OmegaConf
 
-        from adaptsim.validate import validate
+        from adaptsim.loop.settings import validate
 
         validate(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), cfg.hydra.job.config_name, warn=False)
     if resume:

@@ -1,7 +1,9 @@
-"""Decoder-only (causal) language models as translators: GPT-2, Llama, Mistral, Qwen2/3, Gemma 1/2/3 (adaptsim/arch).
+"""Decoder-only (causal) language models as translators: GPT-2, Llama, Mistral, Qwen2/3, Gemma 1/2/3
+(adaptsim/models/arch.py).
 
-A `CausalModel` offers what a `Seq2SeqModel` offers (adaptsim/model.py `Model`), on the prompt of the model config
-(adaptsim/prompt.py `Prompt`, the one definition of the ids before the target and of the target's ids). `context` is
+A `CausalModel` offers what a `Seq2SeqModel` offers (adaptsim/models/ `Model`), on the prompt of the model config
+(adaptsim/models/prompt.py `Prompt`, the one definition of the ids before the target and of the target's ids).
+`context` is
 a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt quotes before the source (icl).
 
 - A pair is one sequence: the prompt's ids, then the reference's with the end token. Its labels are -100 on every
@@ -14,7 +16,7 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   at 1), `decode.length_penalty`, at most `decode.max_length` new tokens, `early_stopping` as for seq2seq models
   (the search ends once it has as many finished hypotheses as beams), never sampling (an instruct checkpoint's
   sampling settings are dropped; its other generation settings are kept, as for seq2seq checkpoints). There is no
-  lean search for these models (adaptsim/decode/marian.py is Marian's decoder step): `decode.search` is always
+  lean search for these models (adaptsim/models/decode/marian.py is Marian's decoder step): `decode.search` is always
   generate. The hypothesis is the text generated before the first end token, whitespace around it stripped (the
   target prefix's space, a chat reply's newline). `cut`: no end token within the new tokens.
 - The end tokens: the prompt's (`Prompt.end_id`: a chat template's end of turn, plain the end of sequence) and the
@@ -42,10 +44,10 @@ from collections.abc import Sequence
 import torch
 
 from adaptsim import config_defaults
-from adaptsim.decode.prefix import PrefixSearch
 from adaptsim.errors import UserError
-from adaptsim.model import Completions, Model, Translation, languages_from_config, load_parts
-from adaptsim.prompt import Pair, Prompt, default_prompt
+from adaptsim.models.base import Completions, Model, Translation, languages_from_config, load_parts
+from adaptsim.models.decode.prefix import PrefixSearch
+from adaptsim.models.prompt import Pair, Prompt, default_prompt
 
 _DECODE = config_defaults("run.yaml:decode")  # decoding's defaults (their home: configs/run.yaml)
 _SAMPLING = ("temperature", "top_p", "top_k", "min_p", "typical_p")  # dropped: translation never samples

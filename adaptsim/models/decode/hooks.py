@@ -1,6 +1,6 @@
 """The one place adaptsim reads torch's private hook registries (`nn.Module._forward_hooks` and friends).
 
-The lean search calls a model's modules itself (adaptsim/decode/marian.py) and must know which hooks they
+The lean search calls a model's modules itself (adaptsim/models/decode/marian.py) and must know which hooks they
 carry: whether a module's own forward hooks can be applied to its rows after a shared call, or whether it must
 be called on its own. torch has no public API for listing hooks; these attributes were checked against the
 pinned torch 2.13.0 (pyproject.toml), as the lean search's arithmetic was against transformers 5.23.

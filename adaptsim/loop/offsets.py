@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from adaptsim.update import Snapshot
+from adaptsim.loop.update import Snapshot
 
 ROWS = ":rows"  # suffix of the row indices of a row-sparse offset in an offsets file
 ROW_INDEX_BYTES = 8  # they are int64

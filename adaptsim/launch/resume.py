@@ -6,7 +6,7 @@ the data after the interruption), and a run that went on under other settings wo
 made under another. So before anything is written — summary.json, Hydra's .hydra/ files, a step — the requested run
 is compared with the recorded one: every resolved setting but those in `FREE`, which cannot change an output, and the
 fingerprints of what the settings only name (the model's files, the data's segments, a method's external resources
-such as tm's `method.external`, and the content of every file a setting names: adaptsim/inputs.py). Any difference
+such as tm's `method.external`, and the content of every file a setting names: adaptsim/fingerprints.py). Any difference
 refuses with one line listing each differing key, recorded → requested, and the directory stays as it was, byte for
 byte. A setting added later is compared without a word here.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from adaptsim import inputs
+from adaptsim import fingerprints as inputs
 from adaptsim.errors import UserError
 from adaptsim.rules import flatten
 
@@ -56,29 +56,14 @@ def recorded_fingerprints(summary: dict) -> dict:
     return out
 
 
-# The files that record what a run is, and its log, as the check found them (by run directory and resolved config): a
-# resume refused only by its replay (§1: what no setting names), and a finished job of a resumed sweep (which Hydra
-# starts, writing its .hydra/ and log, before it is found finished), write them back (`recorded`).
-RECORDS = ("summary.json", ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", "adaptsim.log")
-_PASSED: dict[tuple[str, str], dict[str, bytes]] = {}
-
-
-def _records(run_dir: Path) -> dict[str, bytes]:
-    return {name: (Path(run_dir) / name).read_bytes() for name in RECORDS if (Path(run_dir) / name).is_file()}
-
-
-def recorded(run_dir: Path) -> dict[str, bytes]:
-    """The records of the run in `run_dir` as `check` found them before anything was written ({} if unchecked)."""
-    return next((records for (d, _), records in _PASSED.items() if d == str(run_dir)), {})
-
-
 def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None) -> None:
     """Refuse (one line) to resume the run `previous` (its summary.json) in `run_dir` with `cfg` unless they agree on
     every setting but `FREE` and every recorded fingerprint, and its steps.jsonl can be resumed whole. Reads only.
     `computed`: the model's and data's fingerprints computed already (the jobs of one sweep share them); a
     directory this process checked already with the same config and whose summary.json is unchanged since (a
     sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
-    from adaptsim.outputs import SIMULATIONS, job_fields, written_records, written_steps
+    from adaptsim.records import SIMULATIONS, job_fields, written_records, written_steps
+    from adaptsim.records.summary import _PASSED, _records
 
     fields = job_fields(command, cfg, [])
     requested = fields["config"]
@@ -147,7 +132,7 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool, previous: 
         out["data_fingerprint"] = previous.get("data_fingerprint")  # the same check of the same documents
     else:
         if "data_fingerprint" not in known:
-            from adaptsim.model import load_model
+            from adaptsim.models import load_model
 
             model = load_model(cfg.model)
             known["data_fingerprint"] = fingerprint(check_lengths(
@@ -156,7 +141,7 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool, previous: 
         out["data_fingerprint"] = known["data_fingerprint"]
     if resources:
         from adaptsim import methods
-        from adaptsim.model import load_model
+        from adaptsim.models import load_model
 
         out["method_info"] = methods.build(cfg.method, load_model(cfg.model)).info()
     return recorded_fingerprints(out)

@@ -6,8 +6,8 @@ The runs of a sweep (methods, learning rates, seeds) translate the same source a
 has its own modules and its own copies of the tensors its method trains, and shares every other tensor with the base
 model (`share`): the frozen tensors of `top`, `fixed`, `bias`, `lora` and `none` are then one tensor in memory, read
 once per decoding step for all the runs that hold it, and one beam search decodes all the runs
-(adaptsim/decode/marian.py stacks their beams) in the one simulation loop (adaptsim/simulate.py `loop`, K runs).
-Each run writes what it writes alone (`Simulation`), with the same hypotheses (tests/test_lockstep.py); its
+(adaptsim/models/decode/marian.py stacks their beams) in the one simulation loop (adaptsim/loop/simulation.py `loop`, K
+runs). Each run writes what it writes alone (`Simulation`), with the same hypotheses (tests/test_lockstep.py); its
 `translate_s` is its share of the joint search (the search's time / the runs decoding). Each run then adapts on its
 own.
 
@@ -15,7 +15,7 @@ What the runs must share: the model, the data, the decoding settings, the device
 method, learning rates, update rule, reset, seed, metrics — may differ). A run that fails (divergence under
 `update.on_divergence=stop`) is closed as failed and the others go on. With `resume=true` (and the interrupted
 sweep's `hydra.sweep.dir`) every job's recorded run is checked first, before Hydra writes into the sweep
-(adaptsim/resume.py), finished runs are left alone and each interrupted run replays the steps it wrote, as it
+(adaptsim/launch/resume.py), finished runs are left alone and each interrupted run replays the steps it wrote, as it
 would alone, and joins the joint search at its first unwritten segment. The Hydra launcher that makes the
 jobs' directories and closes their summaries is hydra_plugins/adaptsim_lockstep.
 The gain is the weights read once for several runs, so it grows with the tensors the runs share and with the
@@ -31,12 +31,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from adaptsim import methods
 from adaptsim.errors import UserError
-from adaptsim.model import Model
-from adaptsim.learner import Learner, load
-from adaptsim.outputs import JobSummary, RecordWriter, compress_records, speaking_for
+from adaptsim.loop.learner import Learner, load
+from adaptsim.loop.settings import validate
+from adaptsim.loop.simulation import Simulation, loop
+from adaptsim.models import Model
+from adaptsim.records import JobSummary, RecordWriter, compress_records, speaking_for
 from adaptsim.rules import flatten
-from adaptsim.simulate import Simulation, loop
-from adaptsim.validate import validate
 
 SHARED = ("model", "dataset", "decode", "device", "threads", "malloc_tuning")  # settings lockstep runs must share
 

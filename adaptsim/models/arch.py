@@ -13,7 +13,7 @@ source (in the prompt) and the target, so it has both roles (and "output" where 
 What is *not* here: how a multilingual model is told the languages (NLLB/M2M100's and mBART-50's
 language tokens, T5's task prefix). That is a property of the checkpoint, not of the architecture (one
 `m2m_100` architecture serves M2M100 with `__de__` and NLLB with `deu_Latn`), so it comes from the model
-config (`model.languages`, adaptsim/model.py `Languages`). The adapter only says whether the
+config (`model.languages`, adaptsim/models/ `Languages`). The adapter only says whether the
 architecture is one whose checkpoints need a forced target-language token (`needs_target_token`), so a
 config that forgets it stops with one line instead of translating into whatever language comes first.
 """
@@ -38,7 +38,7 @@ class Architecture:
     # parameters that are not learned at all (e.g. sinusoidal position tables): never trained
     constants: list[str]
     # the longest input the position table accepts (tokens, with specials); None: relative positions,
-    # no table to overflow (T5): the tokenizer's model_max_length is the limit then (adaptsim/model.py)
+    # no table to overflow (T5): the tokenizer's model_max_length is the limit then (adaptsim/models/)
     max_positions: int | None
     # multilingual checkpoints of this architecture translate into the language of the first target
     # token, which must be forced: model.languages.target_token is then required
@@ -145,7 +145,7 @@ def llama(model) -> Architecture:
     """LlamaForCausalLM and the models laid out as it is: `model.embed_tokens`, blocks `model.layers`, `model.norm`,
     `lm_head` (tied to the embeddings or not: roles say which). Mistral, Qwen2 (biases on q, k, v), Qwen3 (norms on
     q and k), Gemma (embeddings scaled by √d inside the model, a buffer), Gemma 2 (logits soft-capped after lm_head:
-    adaptsim/causal.py applies the cap where it computes logits from lm_head's inputs, as the forward does) and
+    adaptsim/models/causal.py applies the cap where it computes logits from lm_head's inputs, as the forward does) and
     Gemma 3's text model. Rotary positions are buffers: no constants; `max_position_embeddings` is the longest
     sequence, prompt and target together."""
     inner = model.model
@@ -164,5 +164,5 @@ def describe(model) -> Architecture:
     model_type = getattr(model.config, "model_type", None)
     if model_type not in ARCHITECTURES:
         raise UserError(f"model type {model_type!r} is not supported (supported: {', '.join(ARCHITECTURES)}); "
-                        "add an adapter in adaptsim/arch/__init__.py")
+                        "add an adapter in adaptsim/models/arch.py")
     return ARCHITECTURES[model_type](model)

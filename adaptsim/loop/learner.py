@@ -18,9 +18,9 @@ from omegaconf import DictConfig
 from adaptsim import allocator, methods
 from adaptsim.data import Dataset, check_lengths, load_documents
 from adaptsim.errors import UserError
-from adaptsim.model import Model, load_model
-from adaptsim.update import Diverged, Snapshot, Updater, UpdateResult
-from adaptsim.validate import validate
+from adaptsim.loop.settings import validate
+from adaptsim.loop.update import Diverged, Snapshot, Updater, UpdateResult
+from adaptsim.models import Model, load_model
 
 log = logging.getLogger("adaptsim")
 Doc = TypeVar("Doc")
@@ -123,7 +123,7 @@ class Learner:
     def state_bytes(self) -> int:
         """Bytes to store the adapted state now (the changed offsets θ − θ0, plus what the method keeps
         outside its parameters, e.g. memory's keys and values)."""
-        from adaptsim.offsets import offsets_bytes
+        from adaptsim.loop.offsets import offsets_bytes
 
         return self.method.state_bytes(offsets_bytes(self.theta0))
 

@@ -1,0 +1,218 @@
+"""summary.json: what a job is and how it ended (docs/design.md §6).
+
+Every command's job directory holds summary.json (`JobSummary`): claimed at the job's start with status `running` and
+the process, filled in by the command, closed by the launcher as finished, failed (with the error) or interrupted.
+A job owns its directory: two runs writing into one directory would interleave their steps and mix one's summary with
+the other's config, and a re-run would truncate the first run's steps. (Whether a resume may take over a run is
+decided before any of this writes: adaptsim/launch/resume.py.) So summary.json is created exclusively, and a directory
+that already holds another run's outputs is refused, unless the job is resuming that run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from pathlib import Path
+
+from adaptsim.errors import UserError
+from adaptsim.fingerprints import fingerprints
+from adaptsim.records.files import _os_error, write_json_atomic
+
+log = logging.getLogger("adaptsim")
+
+# The files whose presence means a directory belongs to a run.
+RUN_FILES = ("summary.json", "steps.jsonl", "steps.jsonl.xz")
+# summary.json's schema, shared by its writers (JobSummary, simulate.Simulation) and its readers (adaptsim/report;
+# docs/design.md §6 lists the same keys): the top-level keys and what each holds.
+JOB_KEYS = {  # every command's job, from its start
+    "command": "the command (run, bench, select-fixed, train, serve)",
+    "method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name",
+    "overrides": "the command line's overrides",
+    "config": "every setting, resolved (Hydra's own node left out)",
+    "input_fingerprints": "{setting: hash of the bytes} of every file a setting names (adaptsim/fingerprints.py)",
+    "status": "running | finished | failed | interrupted",
+    "process": "while running: {pid, host}, so that readers tell a live job from a killed one",
+    "error": "failed or interrupted: the one-line error, or a bug's traceback",
+}
+RUN_KEYS = {  # a finished run's (run, bench): what the reports read
+    "reset": "document | never", "metrics_scope": "document | corpus: where occurrence counting restarts",
+    "data_fingerprint": "hash of the segments' ids and texts: runs on the same data share it",
+    "data_read_fingerprint": "the same hash of the segments as read, before the model's length check (null where "
+                             "none was made): with the model's and the settings it fixes data_fingerprint",
+    "model_fingerprint": "hash of the model directory's files: runs of one model share it, whatever its path",
+    "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
+    "ended_early": "serve: the translator finished the session early (segments validated, segments assigned)",
+    "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",
+    "scores": "corpus scores: R0, R1, R0+1 (subword., novel. variants), BLEU, SBLEU, TER, chrF",
+    "counts": "{metric: {num, den}} of the recall metrics",
+    "signatures": "sacrebleu-style signature of each metric family",
+    "divergences": "updates that diverged (on_divergence=rollback)",
+    "cut_hypotheses": "hypotheses cut at decode.max_length",
+    "per_document": "per document: changed parameters, stored-state bytes",
+    "changed_parameters_max": "the most parameters changed in one document",
+    "method_info": "the method's own figures (lasso's budgets, fixed's tensors, …)",
+    "cost": "step_ms_median, steps, state_bytes_median, state_bytes_max",
+    "timing": "wall and per-step times, threads, device (the GPU, CUDA and torch where cuda), the allocator that ran, "
+              "resident memory every 100 segments, resumed_after_steps",
+    "peak_rss_mb": "bench: the peak resident memory",
+}
+
+
+def alive(pid) -> bool:
+    """Whether process `pid` exists and is not a zombie (a killed process nobody has reaped yet)."""
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError, TypeError):
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def recorded_process(summary: dict) -> int | None:
+    """The pid a `running` summary names, if that process ran on this host (only there can it be checked)."""
+    process = summary.get("process") or {}
+    if summary.get("status") == "running" and process.get("host") == socket.gethostname():
+        return process.get("pid")
+    return None
+
+
+def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> None:
+    """Refuse (one line) a run directory that is a file, cannot be created or written, or holds another
+    run's outputs while we are not resuming that run. `create=False` checks without creating anything
+    (before Hydra writes its .hydra/ files into the directory)."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir}: a file is in the way of the run directory")
+    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise UserError(f"{run_dir}: {existing} is a file, not a directory")
+    if create:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise _os_error(run_dir, e, "create the run directory") from None
+    if run_dir.is_dir() and not resume:
+        held = [name for name in RUN_FILES if (run_dir / name).exists()]
+        if held:
+            raise UserError(f"{run_dir}: holds another run's outputs ({', '.join(held)}); "
+                            "choose another hydra.run.dir (or leave it to the default)")
+    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"{run_dir}: {'the run directory' if existing == run_dir else existing} is not writable")
+
+
+def job_fields(command: str, cfg, overrides) -> dict:
+    """What a job is, as its summary.json names it from the start: the command, whichever of method, model and
+    data the command's config has, its command-line `overrides`, every setting resolved (`config`, without
+    Hydra's node), so that reports need no file another process could overwrite, and the content fingerprints of
+    the files those settings name (`input_fingerprints`), so that a resume can check them."""
+    from omegaconf import OmegaConf
+
+    keys = {"method": "method.name", "model": "model.name", "model_path": "model.path", "dataset": "dataset.name"}
+    found = {k: OmegaConf.select(cfg, key, default=None) for k, key in keys.items()}
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    settings = {}
+    for key in (k for k in raw if k != "hydra"):
+        try:
+            settings[key] = OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) \
+                else OmegaConf.select(cfg, key)
+        except Exception:  # an interpolation only Hydra's runtime resolves (this config is a composed one)
+            settings[key] = raw[key]
+    return {"command": command, **{k: str(v) for k, v in found.items() if v is not None},
+            "overrides": [str(o) for o in overrides], "config": settings, "input_fingerprints": fingerprints(settings)}
+
+
+class JobSummary:
+    """summary.json of one job. `fields` (what the job is: command, method, model, data; `job_fields`) are written at
+    once with status `running`; `resume=True` takes over an interrupted job's summary, and `finished` then
+    says whether there is nothing left to do."""
+
+    def __init__(self, run_dir: Path, fields: dict, resume: bool = False):
+        self.dir = Path(run_dir)
+        self.path = self.dir / "summary.json"
+        check_run_dir(self.dir, resume)
+        previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
+        if resume and not previous and any((self.dir / n).is_file() and (self.dir / n).stat().st_size
+                                           for n in ("steps.jsonl", "steps.jsonl.xz")):
+            raise UserError(f"{self.dir}: holds a run's steps but no summary.json, so the settings they were made "
+                            "with cannot be checked; cannot resume it (restore its summary.json, or start a new run "
+                            "in another directory)")
+        self.nothing_to_resume = resume and not previous  # said in the job's log (run_task), once it has one
+        pid = recorded_process(previous)
+        if pid is not None and pid != os.getpid() and alive(pid):
+            raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")
+        self.finished = previous.get("status") == "finished"
+        self.given_back = False  # (give_back)
+        self.data = previous if self.finished else {**fields, "status": "running"}
+        if not self.finished:
+            if not resume:  # the claim: exclusive, so a second job started into this directory is refused
+                try:
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+                except FileExistsError:
+                    raise UserError(f"{self.dir}: holds another run's outputs (summary.json); choose another "
+                                    "hydra.run.dir (or leave it to the default)") from None
+                except OSError as e:
+                    raise _os_error(self.path, e, "create") from None
+            self._write()
+
+    def give_back(self, records: dict[str, bytes]) -> None:
+        """Write `records` (file name under the directory → bytes, as a resume found them) back, and nothing more from
+        now on: a resume refused by its replay leaves the run's records as they were."""
+        for name, data in records.items():
+            tmp = self.dir / (name + ".given-back.tmp")
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, self.dir / name)
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                log.error("%s", _os_error(self.dir / name, e, "write back"))
+        self.given_back = True
+
+    def update(self, **fields) -> None:
+        """Add or replace fields and write the file (atomically)."""
+        self.data.update(fields)
+        self._write()
+
+    def close(self, status: str, error: str | None = None) -> None:
+        """The job's end: finished, failed or interrupted. A failure to write this (a full disk) is logged,
+        so the job's own error is the one reported."""
+        self.data.update(status=status, **({"error": error} if error else {}))
+        try:
+            self._write()
+        except UserError as e:
+            log.error("%s", e)
+
+    def _write(self) -> None:
+        if self.given_back:
+            return
+        data = dict(self.data)  # while running it also names its process, so readers can tell a live job
+        if data.get("status") == "running":  # from a killed one (SIGKILL leaves `running` behind)
+            data["process"] = {"pid": os.getpid(), "host": socket.gethostname()}
+        else:
+            data.pop("process", None)
+        try:
+            write_json_atomic(self.path, data)
+        except OSError as e:
+            raise _os_error(self.path, e, "write") from None
+
+
+# The files that record what a run is, and its log, as the check found them (by run directory and resolved config): a
+# resume refused only by its replay (§1: what no setting names), and a finished job of a resumed sweep (which Hydra
+# starts, writing its .hydra/ and log, before it is found finished), write them back (`recorded`;
+# adaptsim/launch/resume.py `check` keeps them).
+RECORDS = ("summary.json", ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", "adaptsim.log")
+_PASSED: dict[tuple[str, str], dict[str, bytes]] = {}
+
+
+def _records(run_dir: Path) -> dict[str, bytes]:
+    return {name: (Path(run_dir) / name).read_bytes() for name in RECORDS if (Path(run_dir) / name).is_file()}
+
+
+def recorded(run_dir: Path) -> dict[str, bytes]:
+    """The records of the run in `run_dir` as `check` found them before anything was written ({} if unchecked)."""
+    return next((records for (d, _), records in _PASSED.items() if d == str(run_dir)), {})
