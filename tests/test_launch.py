@@ -59,3 +59,34 @@ def test_hydras_flags_show_without_running_and_other_config_dirs_are_refused(tmp
     with pytest.raises(SystemExit) as exit_:
         launch(noop, "run", ["--config-dir", str(tmp_path), "method=bias"], "run")
     assert exit_.value.code == 2 and "--config-dir is not supported" in capsys.readouterr().err
+
+
+def md5s(directory) -> dict:
+    """Every file under `directory`: its md5."""
+    import hashlib
+
+    return {str(p.relative_to(directory)): hashlib.md5(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("launcher", ["basic", "lockstep"])
+def test_a_refused_sweep_resume_changes_nothing(tmp_path, tiny_model_dir, tiny_tsv, common, launcher, capsys):
+    """One job's summary.json lost: the resumed sweep is refused before Hydra starts, as a single run in that state
+    is, and no file under the sweep changes (the other job's summary, every .hydra/, the sweep's claim)."""
+    from adaptsim.cli import main
+
+    out = tmp_path / "sweep"
+    args = ["run", "-m", f"hydra/launcher={launcher}", f"hydra.sweep.dir={out}", "hydra.sweep.subdir=${method.name}",
+            *common(tiny_model_dir, tiny_tsv), "method=none,full"]
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 0
+    (out / "full" / "summary.json").unlink()
+    before = md5s(out)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "resume=true"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 1 and len(err) == 1, err
+    assert f"{out / 'full'}: holds a run's steps but no summary.json" in err[0]
+    assert md5s(out) == before

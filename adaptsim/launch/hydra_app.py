@@ -43,7 +43,7 @@ from adaptsim.launch.jobs import (
     record_failed_job,
 )
 from adaptsim.launch.resume import check as resume_check
-from adaptsim.records import JobSummary, job_fields, write_bytes_atomic, write_json_atomic
+from adaptsim.records import JobSummary, check_resumable, job_fields, write_bytes_atomic, write_json_atomic
 
 # Hydra's flags that choose other configs than the command's: adaptsim's commands compose their own
 _OTHER_CONFIGS = ("config_path", "config_name", "config_dir", "experimental_rerun")
@@ -190,6 +190,7 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> l
             job.hydra.job.num = num
         out = path / str(OmegaConf.select(job, "hydra.sweep.subdir"))
         previous = read_json(out / "summary.json")
+        check_resumable(out, previous)
         resume_check(out, previous, job, command, computed)
         if previous.get("status") == "finished":
             finished.append(out)

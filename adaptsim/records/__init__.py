@@ -20,6 +20,7 @@ from adaptsim.records.summary import (
                                     RUN_KEYS,
                                     JobSummary,
                                     alive,
+                                    check_resumable,
                                     check_run_dir,
                                     job_fields,
                                     recorded,
@@ -27,6 +28,6 @@ from adaptsim.records.summary import (
 )
 
 __all__ = ["COMPRESSIBLE", "JOB_KEYS", "RUN_FILES", "RUN_KEYS", "SIMULATIONS", "XZ", "JobSummary", "RecordWriter",
-           "alive", "check_run_dir", "compress_records", "job_fields", "job_logs", "read_record", "record_file",
-           "recorded", "recorded_process", "speaking_for", "write_bytes_atomic", "write_json_atomic",
+           "alive", "check_resumable", "check_run_dir", "compress_records", "job_fields", "job_logs", "read_record",
+           "record_file", "recorded", "recorded_process", "speaking_for", "write_bytes_atomic", "write_json_atomic",
            "written_records", "written_steps"]

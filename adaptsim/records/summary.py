@@ -106,6 +106,20 @@ def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> N
         raise UserError(f"{run_dir}: {'the run directory' if existing == run_dir else existing} is not writable")
 
 
+def check_resumable(run_dir: Path, previous: dict) -> None:
+    """Refuse (one line) to resume the run in `run_dir` (`previous`: its summary.json, {} if none) where its steps have
+    no summary.json to check them by, or where it is still going. Reads only: a sweep checks every job before Hydra
+    starts."""
+    if not previous and any((Path(run_dir) / n).is_file() and (Path(run_dir) / n).stat().st_size
+                            for n in ("steps.jsonl", "steps.jsonl.xz")):
+        raise UserError(f"{run_dir}: holds a run's steps but no summary.json, so the settings they were made "
+                        "with cannot be checked; cannot resume it (restore its summary.json, or start a new run "
+                        "in another directory)")
+    pid = recorded_process(previous)
+    if pid is not None and pid != os.getpid() and alive(pid):
+        raise UserError(f"{run_dir}: the run is still going (process {pid}); cannot resume it")
+
+
 def job_fields(command: str, cfg, overrides) -> dict:
     """What a job is, as its summary.json names it from the start: the command, whichever of method, model and
     data the command's config has, its command-line `overrides`, every setting resolved (`config`, without
@@ -137,15 +151,9 @@ class JobSummary:
         self.path = self.dir / "summary.json"
         check_run_dir(self.dir, resume)
         previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
-        if resume and not previous and any((self.dir / n).is_file() and (self.dir / n).stat().st_size
-                                           for n in ("steps.jsonl", "steps.jsonl.xz")):
-            raise UserError(f"{self.dir}: holds a run's steps but no summary.json, so the settings they were made "
-                            "with cannot be checked; cannot resume it (restore its summary.json, or start a new run "
-                            "in another directory)")
+        if resume:
+            check_resumable(self.dir, previous)
         self.nothing_to_resume = resume and not previous  # said in the job's log (run_task), once it has one
-        pid = recorded_process(previous)
-        if pid is not None and pid != os.getpid() and alive(pid):
-            raise UserError(f"{self.dir}: the run is still going (process {pid}); cannot resume it")
         self.finished = previous.get("status") == "finished"
         self.given_back = False  # (give_back)
         self.data = previous if self.finished else {**fields, "status": "running"}
