@@ -408,9 +408,33 @@ def test_few_documents_give_no_mark_and_the_note_says_so(tmp_path, capsys, docs,
     d = 2 ** (docs - 1)  # the default test at few documents is the exact randomisation test
     note = f"only {d} distinct randomisations, so p ≥ {1 / d:.3g} and no difference is marked (that needs at least 6"
     if marked:
-        assert "†" in numbers and "distinct randomisations" not in captured.out + captured.err
+        assert "†" in numbers and "distinct randomisations, so p ≥" not in captured.out + captured.err
     else:
         assert "†" not in numbers and note in captured.out and note in captured.err
+
+
+def test_the_notes_count_distinct_randomisations_one_way_and_name_unit_segment_only_when_it_was_given(tmp_path,
+                                                                                                       capsys):
+    """A paired two-sided randomisation over n units has 2ⁿ swap patterns, but a pattern and its mirror image give
+    the same |δ'|: the footer and the note on too few units both count 2ⁿ⁻¹ distinct randomisations, and p's floor is
+    printed to three digits (0.125, as the README gives it). The remark on segments not being independent appears
+    only where --unit segment was given."""
+    refs, ids = corpus(docs=4, per_doc=2)
+    none = write_run(tmp_path, "0_none", "none", noisy(refs, 0.35, seed=1), refs, ids)
+    full = write_run(tmp_path, "1_full", "full", refs, refs, ids)
+    assert compare_command.main([str(none), str(full)]) == 0
+    by_documents = capsys.readouterr()
+    footer = by_documents.out.split("\n\n†:")[1]
+    assert "all 8 distinct randomisations of 4 documents: 16 swap patterns in mirror-image pairs" in footer
+    assert "only 8 distinct randomisations, so p ≥ 0.125 and no difference is marked" in footer
+    assert "all 16" not in footer and "0.12 " not in footer
+    assert "--unit segment" not in by_documents.out + by_documents.err
+    assert "(more documents are the remedy)" in by_documents.err
+    assert compare_command.main([str(none), str(full), "--unit", "segment"]) == 0
+    by_segments = capsys.readouterr()
+    assert "all 128 distinct randomisations of 8 segments: 256 swap patterns" in by_segments.out
+    assert ("(--unit segment treats the segments of a document as independent; they are not)"
+            in by_segments.err)
 
 
 def test_the_exact_test_is_the_permutation_test_over_every_swap_pattern(tmp_path, capsys):

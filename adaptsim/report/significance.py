@@ -222,8 +222,8 @@ def warn_few(n_units: int, cfg: Settings, command: str) -> None:
     if few or n_units < FEW_UNITS:
         print(f"adaptsim {command}: "
               + (few or f"only {n_units} {cfg.unit}s to resample: the test can find only large differences significant")
-              + (" (more documents, not --unit segment, are the remedy: segments of a document are not independent)"
-                 if cfg.unit == "document" else ""),
+              + (" (--unit segment treats the segments of a document as independent; they are not)"
+                 if cfg.unit == "segment" else " (more documents are the remedy)"),
               file=sys.stderr)
 
 
@@ -261,8 +261,12 @@ def footer(result: Result) -> str:
     meaning = (f"the {LEVEL:.0%} interval of the difference to the baseline excludes 0" if test == "ci"
                else f"differs from the baseline at p < {ALPHA}")
     few = unresolvable(result.units, cfg)
+    pairs = ""
     if test == "exact":
-        draws = f"all {2 ** result.units:,} swap patterns ({2 ** (result.units - 1):,} distinct |δ'|)"
+        # a swap pattern and its mirror image (every unit swapped the other way) give the same |δ'|: the distinct
+        # randomisations are half the patterns, the count the note on too few units names too
+        draws = f"all {2 ** (result.units - 1):,} distinct randomisations"
+        pairs = f": {2 ** result.units:,} swap patterns in mirror-image pairs"
     elif test == "ar":
         used = [d.trials for ds in result.differences for d in ds.values() if d.trials]
         low, high = min(used, default=0), max(used, default=0)
@@ -271,5 +275,5 @@ def footer(result: Result) -> str:
         draws = f"{cfg.resamples} resamples"
     unsettled = (f"; {UNSETTLED}: p within Monte Carlo error of {ALPHA} after {cfg.trials:,} trials"
                  if result.unsettled() else "")
-    return (f"{MARK}: {meaning} ({TESTS[test]}, {draws} of {result.units} {cfg.unit}s)" + unsettled
+    return (f"{MARK}: {meaning} ({TESTS[test]}, {draws} of {result.units} {cfg.unit}s{pairs})" + unsettled
             + (f"; {few}" if few else ""))
