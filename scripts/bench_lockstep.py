@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from adaptsim.launch.hydra_app import compose
-from adaptsim.loop import lockstep
+from adaptsim.loop.learner import cloned_learners
 from adaptsim.models import Seq2SeqModel
 
 
@@ -38,7 +38,7 @@ def main() -> None:
     name = args.name or Path(args.model).name
     base = Seq2SeqModel.load(args.model)
     cfgs = [compose("run", [f"method={m}", f"model.name={name}", "reset=never"]) for m in args.methods.split(",")]
-    runs = lockstep.learners(base, cfgs)
+    runs = cloned_learners(base, cfgs)
     for run in runs:
         run.restart()
     with open(args.data, encoding="utf-8") as f:

@@ -16,7 +16,7 @@ from tiny_causal import KINDS, build_net
 
 from adaptsim import CONFIG_DIR, methods
 from adaptsim.errors import UserError
-from adaptsim.loop.lockstep import share
+from adaptsim.loop.learner import share
 from adaptsim.models import Seq2SeqModel, load_model
 from adaptsim.models.causal import CausalModel
 from adaptsim.models.prompt import Prompt, model_config

@@ -192,7 +192,7 @@ def test_the_context_logprobs_are_the_models_whatever_the_weights_method_keeps_b
 
     cfg = compose("run", ["method=icl", f"method@method.weights={weights}"])
     model = CausalModel.load(str(causal_dirs("llama")))
-    learner = Learner(model, cfg.method, cfg["update"], "document", 1)
+    learner = Learner(model, method_cfg=cfg.method, update_cfg=cfg["update"], reset="document", seed=1)
     learner.start_document(0)
     learner.adapt(model.pair("The man sees the dog.", "Der Mann sieht den Hund."), "step 1")
     context = [("The man sees the dog.", "Der Mann sieht den Hund.")]

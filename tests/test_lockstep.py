@@ -77,13 +77,13 @@ def log_lines(run_dir) -> list[str]:
 
 
 def test_frozen_tensors_are_shared_and_trained_ones_private(tiny_model_dir, device):
-    from adaptsim.loop import lockstep
+    from adaptsim.loop.learner import cloned_learners
 
     base = Seq2SeqModel.load(str(tiny_model_dir), device)
     fixed = f"method.params=[{','.join(FIXED_TENSORS)}]"
     cfgs = [compose("run", [f"method={m}", "model.name=tiny", f"device={device}", *([fixed] if m == "fixed" else [])])
             for m in ("none", "top", "full", "fixed")]
-    none, top, full, fixed = (s.model.named_parameters() for s in lockstep.learners(base, cfgs))
+    none, top, full, fixed = (s.model.named_parameters() for s in cloned_learners(base, cfgs))
     base_params = base.named_parameters()
     lower = "model.decoder.layers.0.fc1.weight"  # frozen by none, top and fixed
     assert none[lower] is top[lower] is fixed[lower] is base_params[lower]

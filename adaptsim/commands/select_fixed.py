@@ -127,8 +127,8 @@ class HeldOut:
         return loss
 
     def _simulate(self, model: Model, params: list[str]) -> float:
-        learner = Learner(model, OmegaConf.merge(self.cfg.method, {"params": params}), self.cfg["update"],
-                          self.cfg.reset, self.cfg.seed)
+        learner = Learner(model, method_cfg=OmegaConf.merge(self.cfg.method, {"params": params}),
+                          update_cfg=self.cfg["update"], reset=self.cfg.reset, seed=self.cfg.seed)
         nll = tokens = 0.0
         for doc, pairs in learner.documents(zip(self.documents, self.pairs)):
             for seg, batch in zip(doc.segments, pairs):

@@ -1,10 +1,12 @@
-"""What every command that adapts shares (`run`, `bench`, `select-fixed`): the checked start (`load`) and a
+"""What every command that adapts shares (`run`, `bench`, `select-fixed`, `serve`): the checked start (`load`), a
 `Learner` — the model, the method, the paper's update rule and θ0 — that walks a stream of documents,
-restoring θ0 where `reset` says and handling divergence the one way `update.on_divergence` says.
+restoring θ0 where `reset` says and handling divergence the one way `update.on_divergence` says, and K learners on
+clones of one model (`cloned_learners`: lockstep's runs, a serve study's methods).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import time
@@ -91,7 +93,7 @@ class Learner:
     built (lora draws its adapters there; nothing later draws), so what a run draws does not depend on what was
     loaded or built before it in the same process (lockstep builds K methods after one model)."""
 
-    def __init__(self, model: Model, method_cfg: DictConfig, update_cfg: DictConfig, reset: str, seed: int):
+    def __init__(self, model: Model, *, method_cfg: DictConfig, update_cfg: DictConfig, reset: str, seed: int):
         self.model = model
         torch.manual_seed(seed)
         self.method = methods.build(method_cfg, model)
@@ -192,3 +194,26 @@ class Learner:
             log.warning("%s: adaptation diverged (%s); the document restarts from θ0", where, e.what)
             self.restart()
             return UpdateResult(e.updates, e.ppl_before, None, 0.0, e.logprobs), True
+
+
+def share(model: Model, own: set[int] = frozenset()) -> Model:
+    """A clone of `model` with modules of its own, sharing its parameters and buffers except the parameters whose
+    ids are in `own`, which the clone gets copies of (everywhere they occur: tied matrices stay tied)."""
+    memo = {id(t): t for t in (*model.net.parameters(), *model.net.buffers()) if id(t) not in own}
+    net = copy.deepcopy(model.net, memo)
+    for p in net.parameters():
+        if id(p) not in memo:  # a copy of its own: trainable, whatever another run made of the original
+            p.requires_grad_(True)
+    return model.with_net(net)
+
+
+def cloned_learners(base: Model, cfgs: list[DictConfig]) -> list[Learner]:
+    """One learner per run config, each on a clone of `base` that owns exactly the tensors its method trains.
+    Which tensors those are, each method says once built: on a private copy of the model (methods add hooks to
+    modules and tensors they are built on), before any run freezes the tensors it shares. (Each learner seeds
+    right before building its method, so the runs draw as they would alone.)"""
+    names = {id(p): n for n, p in base.net.named_parameters()}
+    trained = [set(methods.build(cfg.method, share(base, set(names))).parameters()) for cfg in cfgs]
+    return [Learner(share(base, {i for i, n in names.items() if n in own}), method_cfg=cfg.method,
+                    update_cfg=cfg["update"], reset=cfg.reset, seed=cfg.seed)  # cfg.update is DictConfig.update
+            for cfg, own in zip(cfgs, trained)]

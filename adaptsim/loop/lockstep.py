@@ -4,12 +4,12 @@
 
 The runs of a sweep (methods, learning rates, seeds) translate the same source at every step. In lockstep each run
 has its own modules and its own copies of the tensors its method trains, and shares every other tensor with the base
-model (`share`): the frozen tensors of `top`, `fixed`, `bias`, `lora` and `none` are then one tensor in memory, read
-once per decoding step for all the runs that hold it, and one beam search decodes all the runs
-(adaptsim/models/decode/marian.py stacks their beams) in the one simulation loop (adaptsim/loop/simulation.py `loop`, K
-runs). Each run writes what it writes alone (`Simulation`), with the same hypotheses (tests/test_lockstep.py); its
-`translate_s` is its share of the joint search (the search's time / the runs decoding). Each run then adapts on its
-own.
+model (adaptsim/loop/learner.py `cloned_learners`): the frozen tensors of `top`, `fixed`, `bias`, `lora` and `none`
+are then one tensor in memory, read once per decoding step for all the runs that hold it, and one beam search decodes
+all the runs (adaptsim/models/decode/marian.py stacks their beams) in the one simulation loop
+(adaptsim/loop/simulation.py `loop`, K runs). Each run writes what it writes alone (`Simulation`), with the same
+hypotheses (tests/test_lockstep.py); its `translate_s` is its share of the joint search (the search's time / the runs
+decoding). Each run then adapts on its own.
 
 What the runs must share: the model, the data, the decoding settings, the device and threads (anything else —
 method, learning rates, update rule, reset, seed, metrics — may differ). A run that fails (divergence under
@@ -24,43 +24,18 @@ model's size; where no lean search applies (other architectures, `memory`), the 
 
 from __future__ import annotations
 
-import copy
 from contextlib import ExitStack
 
 from omegaconf import DictConfig, OmegaConf
 
-from adaptsim import methods
 from adaptsim.errors import UserError
-from adaptsim.loop.learner import Learner, load
+from adaptsim.loop.learner import cloned_learners, load
 from adaptsim.loop.settings import validate
 from adaptsim.loop.simulation import Simulation, loop
-from adaptsim.models import Model
 from adaptsim.records import JobSummary, RecordWriter, compress_records, speaking_for
 from adaptsim.rules import flatten
 
 SHARED = ("model", "dataset", "decode", "device", "threads", "malloc_tuning")  # settings lockstep runs must share
-
-
-def share(model: Model, own: set[int] = frozenset()) -> Model:
-    """A clone of `model` with modules of its own, sharing its parameters and buffers except the parameters whose
-    ids are in `own`, which the clone gets copies of (everywhere they occur: tied matrices stay tied)."""
-    memo = {id(t): t for t in (*model.net.parameters(), *model.net.buffers()) if id(t) not in own}
-    net = copy.deepcopy(model.net, memo)
-    for p in net.parameters():
-        if id(p) not in memo:  # a copy of its own: trainable, whatever another run made of the original
-            p.requires_grad_(True)
-    return model.with_net(net)
-
-
-def learners(base: Model, cfgs: list[DictConfig]) -> list[Learner]:
-    """One learner per run config, each on a clone of `base` that owns exactly the tensors its method trains.
-    Which tensors those are, each method says once built: on a private copy of the model (methods add hooks to
-    modules and tensors they are built on), before any run freezes the tensors it shares. (Each learner seeds
-    right before building its method, so the runs draw as they would alone.)"""
-    names = {id(p): n for n, p in base.net.named_parameters()}
-    trained = [set(methods.build(cfg.method, share(base, set(names))).parameters()) for cfg in cfgs]
-    return [Learner(share(base, {i for i, n in names.items() if n in own}), cfg.method, cfg["update"], cfg.reset,
-                    cfg.seed) for cfg, own in zip(cfgs, trained)]
 
 
 def check_together(cfgs: list[DictConfig]) -> None:
@@ -88,7 +63,7 @@ def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
     skipped = dict(documents.skipped)
     with ExitStack() as stack:
         runs = []
-        for k, (cfg, job, learner) in enumerate(zip(cfgs, jobs, learners(base, cfgs))):
+        for k, (cfg, job, learner) in enumerate(zip(cfgs, jobs, cloned_learners(base, cfgs))):
             with speaking_for(job.dir):
                 runs.append(Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
                                        stack.enter_context(RecordWriter(job.dir, resume=cfg.resume)), learner,

@@ -54,7 +54,7 @@ def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict
     with RecordWriter(job.dir, resume=cfg.resume) as writer:
         model, documents = load(cfg, limit)
         skipped = dict(documents.skipped)
-        learner = Learner(model, cfg.method, cfg["update"], cfg.reset, cfg.seed)  # cfg.update is DictConfig.update
+        learner = Learner(model, method_cfg=cfg.method, update_cfg=cfg["update"], reset=cfg.reset, seed=cfg.seed)
         loop(model, [Simulation(cfg, job, writer, learner, documents, skipped)])
     if job.data.get("status") == "failed":
         raise UserError(job.data["error"])

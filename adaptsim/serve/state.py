@@ -154,9 +154,10 @@ class ServeSession:
         self.order = [self.runs[assignment[d.doc_id]] for d in self.documents]  # the run of each document
         parts = [run_part(cfgs[m]) for m in methods]
         if len(methods) == 1:
-            learners = [Learner(model, parts[0].method, parts[0]["update"], parts[0].reset, parts[0].seed)]
+            learners = [Learner(model, method_cfg=parts[0].method, update_cfg=parts[0]["update"], reset=parts[0].reset,
+                                seed=parts[0].seed)]
         else:
-            from adaptsim.loop.lockstep import learners as clones  # one clone of the model per method, as lockstep's
+            from adaptsim.loop.learner import cloned_learners as clones  # a clone of the model per method, as lockstep
 
 
             learners = clones(model, parts)

@@ -33,7 +33,7 @@ def main(overrides: list[str]) -> None:
     for lr, threshold, most in itertools.product(LRS, THRESHOLDS, MOST):
         method = OmegaConf.merge(cfg.method, {"moment_lr": lr, "moment_ppl_threshold": threshold,
                                               "moment_max_updates": most})
-        learner = Learner(model, method, cfg["update"], "document", cfg.seed)
+        learner = Learner(model, method_cfg=method, update_cfg=cfg["update"], reset="document", seed=cfg.seed)
         same = 0
         for source, reference in pairs:
             learner.restart()
