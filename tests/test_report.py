@@ -189,6 +189,46 @@ def test_plot_writes_png(tmp_path, capsys):
     assert "2 run(s) against the baseline, 4 panel(s)" in capsys.readouterr().out
 
 
+def test_plot_shows_a_run_on_the_baseline_and_fits_the_y_axis_after_the_first_document(tmp_path, monkeypatch):
+    """The curves as a reader of the paper's Figure 2 expects them: the baseline's zero line drawn under every run
+    (bias, often 0 throughout, stays visible on it), each run its own marker, and the y-axis fitted from the second
+    document on, so that one corrected word in the first segments (+100 R1) does not flatten every other curve."""
+    n, first = 40, 10
+    base = [50.0] * n
+    spike = [150.0 if i < 3 else 52.0 for i in range(n)]  # full: +100 over the first segments, +2 after
+    ids = ["a" if i < first else "b" if i < 25 else "c" for i in range(n)]
+
+    def curves(values):
+        return [{"segment": i + 1, "doc_id": ids[i], "R0": v, "R1": v, "R0+1": v, "BLEU": v}
+                for i, v in enumerate(values)]
+    root = tmp_path / "s"
+    make_run(root, "0_none", "none", BASE, curves=curves(base))
+    make_run(root, "1_bias", "bias", FULL, curves=curves(base))  # the baseline's scores throughout
+    make_run(root, "2_full", "full", LASSO, curves=curves(spike))
+    drawn = {}
+
+    def keep(fig, out, **options):
+        drawn["fig"] = fig
+        figures.save(fig, out, **options)
+    monkeypatch.setattr(plot, "save", keep)
+    out = tmp_path / "curves.png"
+    assert plot.main([str(root), "--out", str(out)]) == 0
+    assert plot.settled_from(ids) == first + 1 and plot.settled_from(ids[:5]) == 1
+    assert plot.settled_from(["one"] * 100) == 26  # one document: a quarter of the stream at most
+    fig = drawn["fig"]
+    ax = fig.axes[1]  # R1
+    zero = next(line for line in ax.get_lines() if line.get_label() == "baseline (0)")
+    runs = {line.get_label(): line for line in ax.get_lines() if line.get_label() in ("bias", "full")}
+    assert all(line.get_zorder() > zero.get_zorder() for line in runs.values())
+    assert runs["bias"].get_marker() != runs["full"].get_marker()
+    low, high = ax.get_ylim()
+    assert low < 0 < 2 < high < 10  # fitted to +2 after the first document, not to the +100 before it
+    assert "y-axis fitted to segments 11–40" in fig._suptitle.get_text()
+    from PIL import Image
+    with Image.open(out) as image:
+        assert image.mode == "P"  # a palette PNG: a fraction of matplotlib's RGBA file
+
+
 def test_plot_refuses_an_unknown_file_type_or_an_unwritable_path_in_one_line(tmp_path):
     root = tmp_path / "s"
     make_run(root, "0_none", "none", BASE, curves=_curves([50, 40, 45]))

@@ -429,12 +429,11 @@ def test_the_notes_count_distinct_randomisations_one_way_and_name_unit_segment_o
     assert "only 8 distinct randomisations, so p ≥ 0.125 and no difference is marked" in footer
     assert "all 16" not in footer and "0.12 " not in footer
     assert "--unit segment" not in by_documents.out + by_documents.err
-    assert "(more documents are the remedy)" in by_documents.err
+    assert "; more documents are the remedy" in by_documents.err
     assert compare_command.main([str(none), str(full), "--unit", "segment"]) == 0
     by_segments = capsys.readouterr()
     assert "all 128 distinct randomisations of 8 segments: 256 swap patterns" in by_segments.out
-    assert ("(--unit segment treats the segments of a document as independent; they are not)"
-            in by_segments.err)
+    assert "--unit segment treats the segments of a document as independent, which they are not" in by_segments.err
 
 
 def test_the_exact_test_is_the_permutation_test_over_every_swap_pattern(tmp_path, capsys):

@@ -222,8 +222,8 @@ def warn_few(n_units: int, cfg: Settings, command: str) -> None:
     if few or n_units < FEW_UNITS:
         print(f"adaptsim {command}: "
               + (few or f"only {n_units} {cfg.unit}s to resample: the test can find only large differences significant")
-              + (" (--unit segment treats the segments of a document as independent; they are not)"
-                 if cfg.unit == "segment" else " (more documents are the remedy)"),
+              + ("; and --unit segment treats the segments of a document as independent, which they are not"
+                 if cfg.unit == "segment" else "; more documents are the remedy"),
               file=sys.stderr)
 
 
