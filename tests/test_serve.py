@@ -4,6 +4,7 @@ command prints an address whose token every request needs. (The page itself, in 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -144,6 +145,81 @@ def test_resuming_with_other_settings_is_refused_and_changes_nothing(tmp_path):
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
     with pytest.raises(UserError, match="holds another session"):
         open_session(tmp_path / "s")
+
+
+def md5s(directory: Path) -> dict[str, str]:
+    """Every file under `directory`, by its md5."""
+    return {str(p.relative_to(directory)): hashlib.md5(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_a_resume_after_a_file_it_read_changed_is_refused_and_changes_nothing(tmp_path):
+    """The one resume rule (adaptsim/launch/resume.py), as under `run`: an external TM that lost an entry, a stopword
+    list, a truecaser's text, a novel-vocabulary file or fixed's tensor list rewritten under its name is refused in one
+    line naming the setting, the session's files byte for byte (once resumed silently, overwriting the recorded
+    fingerprints; the list once refused by the replay only, blaming the software)."""
+    from adaptsim.fixed_lists import list_path
+
+    tm, stopwords, truecase, novel = (tmp_path / n for n in ("tm.tsv", "stop.txt", "truecase.txt", "novel.txt"))
+    tm.write_text("source\treference\nA driver uses four firewalls.\tEin Fahrer benutzt vier Firewalls.\n"
+                  "Does a developer edit a character?\tBearbeitet ein Entwickler ein Zeichen?\n")
+    stopwords.write_text("der\ndie\n")
+    truecase.write_text("Ein Treiber benutzt vier Firewalls.\n")
+    novel.write_text("Treiber Zeichen\n")
+    fixed = tmp_path / "demo.yaml"
+    fixed.write_bytes(list_path("demo").read_bytes())
+    metrics = [f"metrics.stopwords={stopwords}", f"metrics.truecase_text={truecase}", f"metrics.novel_vocab={novel}"]
+    sessions = {"tm": ["method=tm", "method.external.format=tsv", f"method.external.path={tm}", *metrics],
+                "fixed": ["method=fixed", f"method.list={fixed}"]}
+    for name, args in sessions.items():
+        session, client = open_session(tmp_path / name, *args)
+        validate(client)
+        session.close()
+    changes = [("tm", tm, lambda text: text.rsplit("\n", 2)[0] + "\n", "method.external.path"),  # an entry removed
+               ("tm", stopwords, lambda text: text + "das\n", "metrics.stopwords"),
+               ("tm", truecase, lambda text: text + "Der Treiber.\n", "metrics.truecase_text"),
+               ("tm", novel, lambda text: text + "Firewalls\n", "metrics.novel_vocab"),
+               ("fixed", fixed, lambda text: text + "# changed\n", "method.list")]
+    for name, path, change, key in changes:
+        before, original = md5s(tmp_path / name), path.read_text()
+        path.write_text(change(original))
+        with pytest.raises(UserError, match=f"cannot resume: a file it read has changed \\({re.escape(key)}: ") \
+                as refused:
+            open_session(tmp_path / name, *sessions[name], "resume=true")
+        assert str(tmp_path / name / name) in str(refused.value) and "\n" not in str(refused.value)
+        assert md5s(tmp_path / name) == before, key
+        path.write_text(original)
+    for name, args in sessions.items():  # the files as they were: resumed
+        session, client = open_session(tmp_path / name, *args, "resume=true")
+        assert client.get("/api/state").json()["position"] == 1
+        session.close()
+
+
+def test_a_resume_whose_human_records_disagree_with_its_steps_is_refused_and_changes_nothing(tmp_path):
+    """human.jsonl holds a line per step, written before the step's: a resume refuses one with fewer lines than
+    steps.jsonl has steps, or with a line naming another segment than its step (it once kept whatever whole lines it
+    found), the session's files byte for byte; a line more than the steps (a kill between the two) resumes."""
+    session, client = open_session(tmp_path / "s")
+    validate(client)
+    validate(client)
+    session.close()
+    human = tmp_path / "s" / "lasso" / "human.jsonl"
+    original = human.read_text()
+    lines = original.splitlines(keepends=True)
+    other = json.dumps({**json.loads(lines[1]), "seg_id": "elsewhere"}) + "\n"
+    for text, said in ((lines[0], r"human.jsonl: 1 whole lines for the 2 steps of steps.jsonl"),
+                       (lines[0] + other, r"human.jsonl:2: names step 1 \(document .*, segment elsewhere\), "
+                                          r"steps.jsonl's line 2 step 1"),
+                       (original * 2, r"human.jsonl: 4 whole lines for the 2 steps")):
+        human.write_text(text)
+        before = md5s(tmp_path / "s")
+        with pytest.raises(UserError, match=said) as refused:
+            open_session(tmp_path / "s", "resume=true")
+        assert "\n" not in str(refused.value) and md5s(tmp_path / "s") == before
+    human.write_text(original + lines[1])  # one line more: its step was killed before steps.jsonl had it
+    session, client = open_session(tmp_path / "s", "resume=true")
+    assert client.get("/api/state").json()["position"] == 2 and human.read_text() == original
+    session.close()
 
 
 def test_bad_requests_get_one_line_and_change_nothing(tmp_path):

@@ -35,10 +35,11 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from adaptsim import allocator
-from adaptsim import fingerprints as inputs
 from adaptsim.basemodel.scratch_model import build_model, count_parameters, train_tokenizer, vocab_sizes
 from adaptsim.errors import DataError, UserError
+from adaptsim.launch import resume
 from adaptsim.progress import progress
+from adaptsim.records import job_fields
 
 log = logging.getLogger("adaptsim.train")
 
@@ -306,37 +307,21 @@ def prepare_output(train_cfg: DictConfig) -> tuple[Path, bool]:
     return out, resume
 
 
-# What a resumed training may change: when it stops, how often it says so, where its output directory is reached;
-# every other setting (and the content of every file it reads) must be the interrupted training's.
-RESUME_FREE = ("train.resume", "train.overwrite", "train.max_steps", "train.max_epochs", "train.max_minutes",
-               "train.patience", "train.checkpoint_minutes", "train.log_every", "train.out", "model.path")
-
-
 def identity(cfg: DictConfig) -> str:
-    """What the training is (every setting resolved, and the fingerprints of the files they name), as JSON: kept in
-    each checkpoint's trainer state, so that a resume checks it."""
-    settings = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k != "hydra"}
-    return json.dumps({"config": settings, "inputs": inputs.fingerprints(settings)}, sort_keys=True)
+    """What the training is (every setting resolved, and the fingerprints of the files they name: `job_fields`), as
+    JSON: kept in each checkpoint's trainer state, so that a resume checks it (`check_resume`)."""
+    fields = job_fields("train", cfg, [])
+    return json.dumps({"config": fields["config"], "inputs": fields["input_fingerprints"]}, sort_keys=True)
 
 
 def check_resume(cfg: DictConfig, saved: dict, out: Path) -> None:
     """Refuse (one line, before anything is written) to resume a training with other settings or other files than
-    its own: a training recorded under one learning rate and continued under another is neither."""
-    from adaptsim.launch.resume import differences
-
-    where = f"train.resume=true: cannot resume {out / 'last'}"
-    if "identity" not in saved:
-        raise UserError(f"{where}: its checkpoint records no settings to check (written by an older adaptsim); "
-                        "train.overwrite=true starts again")
-    recorded, requested = json.loads(saved["identity"]), json.loads(identity(cfg))
-    differ = differences(recorded["config"], requested["config"], RESUME_FREE)
-    if differ:
-        raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
-                        f"change only {', '.join(RESUME_FREE)}, or train.overwrite=true to start again")
-    changed = inputs.changed(recorded["inputs"], requested["inputs"])
-    if changed:
-        raise UserError(f"{where}: a file it read has changed ({'; '.join(changed)}; recorded → now); restore it, "
-                        "or train.overwrite=true to start again")
+    its own, by the one resume rule (adaptsim/launch/resume.py `check`: what train may change is its
+    `COMMAND_FREE`): a training recorded under one learning rate and continued under another is neither."""
+    recorded = json.loads(saved.get("identity") or "{}")
+    previous = {"status": "interrupted", **({"config": recorded["config"], "input_fingerprints": recorded["inputs"]}
+                                            if recorded else {})}
+    resume.check(out / "last", previous, cfg, "train")
 
 
 def load_tokenizer(path):

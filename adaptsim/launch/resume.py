@@ -1,14 +1,18 @@
-"""What a resume must match (docs/design.md §6): all of an interrupted run, or nothing.
+"""What a resume must match (docs/design.md §6): all of an interrupted run, or nothing. The one rule, `check`, for
+every command that resumes: run, bench and select-fixed (adaptsim/launch/hydra_app.py, a sweep's jobs before Hydra
+starts), lockstep's jobs (adaptsim/launch/jobs.py), serve's runs (adaptsim/serve/state.py) and train's checkpoint
+(adaptsim/basemodel/trainer.py, which keeps what it compares in the checkpoint instead of a summary.json).
 
 `resume=true` goes on with the run its directory records. Its steps are replayed and checked against the recorded
 perplexities, but most settings do not show in those (the beam, the metrics, a TM consulted only before translating,
 the data after the interruption), and a run that went on under other settings would record one setting for steps
 made under another. So before anything is written — summary.json, Hydra's .hydra/ files, a step — the requested run
-is compared with the recorded one: every resolved setting but those in `FREE`, which cannot change an output, and the
-fingerprints of what the settings only name (the model's files, the data's segments, a method's external resources
-such as tm's `method.external`, and the content of every file a setting names: adaptsim/fingerprints.py). Any difference
-refuses with one line listing each differing key, recorded → requested, and the directory stays as it was, byte for
-byte. A setting added later is compared without a word here.
+is compared with the recorded one: every resolved setting but those in `FREE` and the command's `COMMAND_FREE`, which
+cannot change an output, the content of every file a setting names (adaptsim/fingerprints.py), the fingerprints of
+what the settings only name (the model's files, the data's segments, a method's external resources such as tm's
+`method.external`), and the records themselves (whole steps; serve's human.jsonl a line per step). Any difference
+refuses with one line naming the directory (or the file) and each differing key, recorded → requested, and the
+directory stays as it was, byte for byte. A setting added later is compared without a word here.
 """
 
 from __future__ import annotations
@@ -18,11 +22,23 @@ from pathlib import Path
 
 from adaptsim import fingerprints as inputs
 from adaptsim.errors import UserError
+from adaptsim.records import SIMULATIONS, job_fields, written_records, written_steps
 from adaptsim.rules import flatten
 
 # The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
 # other than timings). The one list of them; everything else is compared.
 FREE = ("threads", "progress", "progress_every", "allocator", "resume", "malloc_tuning", "compress")
+# What a command may change besides: serve the session's address (and the path it is reached by), train when it
+# stops, how often it says so and the paths its output directory is reached by.
+COMMAND_FREE = {
+    "serve": ("serve.host", "serve.port", "serve.dir"),
+    "train": ("train.resume", "train.overwrite", "train.max_steps", "train.max_epochs", "train.max_minutes",
+              "train.patience", "train.checkpoint_minutes", "train.log_every", "train.out", "model.path"),
+}
+# How a refused resume starts again instead, by command.
+AGAIN = {"serve": "start a new session in another serve.dir", "train": "train.overwrite=true starts again"}
+NEW_RUN = "start a new run in another directory"
+STEP_KEYS = ("index", "doc_id", "seg_id")  # what names a step in steps.jsonl and in a file of a line per step
 
 
 def differences(recorded: dict, requested: dict, also_free: tuple[str, ...] = ()) -> list[str]:
@@ -56,57 +72,95 @@ def recorded_fingerprints(summary: dict) -> dict:
     return out
 
 
-def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None) -> None:
-    """Refuse (one line) to resume the run `previous` (its summary.json) in `run_dir` with `cfg` unless they agree on
-    every setting but `FREE` and every recorded fingerprint, and its steps.jsonl can be resumed whole. Reads only.
-    `computed`: the model's and data's fingerprints computed already (the jobs of one sweep share them); a
-    directory this process checked already with the same config and whose summary.json is unchanged since (a
+def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None, *,
+          current: dict | None = None, beside_steps: tuple[str, ...] = ()) -> None:
+    """Refuse (one line) to resume the run `previous` records (its summary.json, or what train's checkpoint keeps) in
+    `run_dir` with `cfg` unless they agree on every setting but `FREE` and the command's `COMMAND_FREE`, on every file
+    a setting names and every recorded fingerprint, and its records resume whole (`check_records`; `beside_steps`:
+    files of a line per step, serve's human.jsonl). Reads only. `current`: the model's, data's and method's
+    fingerprints in summary.json's shape where the command has them at hand (serve's session: its method's share of
+    the documents), else computed from `cfg` (`computed`: what was computed already; the jobs of one sweep share it).
+    A directory this process checked already with the same config and whose summary.json is unchanged since (a
     sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
-    from adaptsim.records import SIMULATIONS, job_fields, written_records, written_steps
     from adaptsim.records.summary import _PASSED, _records
 
-    fields = job_fields(command, cfg, [])
-    requested = fields["config"]
-    key = json.dumps([requested, fields["input_fingerprints"]], sort_keys=True, default=str)
     if not previous:
         return
-    if (Path(run_dir) / "summary.json").read_bytes() == _PASSED.get((str(run_dir), key), {}).get("summary.json"):
+    fields = job_fields(command, cfg, [])
+    key = json.dumps([fields["config"], fields["input_fingerprints"]], sort_keys=True, default=str)
+    summary = Path(run_dir) / "summary.json"
+    if summary.is_file() and summary.read_bytes() == _PASSED.get((str(run_dir), key), {}).get("summary.json"):
         return  # checked already, and unchanged since
-    where = f"{run_dir}: cannot resume"
-    if "config" not in previous:
-        raise UserError(f"{where}: its summary.json records no settings to check (written by an older adaptsim); "
-                        "run it again in a new directory")
-    # a model is known by its files: where the run recorded their fingerprint, another path to them is the same model
-    differ = differences(previous["config"], requested,
-                         ("model.path",) if previous.get("model_fingerprint") else ())
-    if differ:
-        raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
-                        f"change only {', '.join(FREE)}, or start a new run in another directory")
-    if "input_fingerprints" not in previous:
-        raise UserError(f"{where}: its summary.json records no fingerprints of the files it read (written by an "
-                        "older adaptsim, or before it began); run it again in a new directory")
-    differ = inputs.changed(previous["input_fingerprints"], fields["input_fingerprints"])
-    if differ:
-        raise UserError(f"{where}: a file it read has changed ({'; '.join(differ)}; recorded → now); restore it, "
-                        "or start a new run in another directory")
-    written_steps(run_dir)
-    written_records(Path(run_dir) / SIMULATIONS, "simulation")  # select-fixed's
-    recorded = recorded_fingerprints(previous)
-    if recorded:
+    where, again = f"{run_dir}: cannot resume", AGAIN.get(command, NEW_RUN)
+    check_settings(where, previous, fields["config"], command, again)
+    check_inputs(where, previous, fields["input_fingerprints"], again)
+    check_records(run_dir, beside_steps, again)
+    if current is None and recorded_fingerprints(previous):
         current = _fingerprints(cfg, command, {} if computed is None else computed,
-                                any(k.startswith("method_info.") for k in recorded), previous)
-        differ = [f"{k}: {v} → {current.get(k)}" for k, v in recorded.items() if current.get(k) != v]
-        if differ:
-            raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}; recorded → "
-                            "requested: another model, other data or another resource at the same path); start a "
-                            "new run in another directory")
+                                any(k.startswith("method_info.") for k in recorded_fingerprints(previous)), previous)
+    check_fingerprints(where, previous, current or {}, again)
     for checked in [k for k in _PASSED if k[0] == str(run_dir)]:
         del _PASSED[checked]
     _PASSED[(str(run_dir), key)] = _records(run_dir)
 
 
+def check_settings(where: str, previous: dict, requested: dict, command: str, again: str) -> None:
+    """Every resolved setting the run recorded is the requested one, but those the command may change (a model known
+    by its files: where the run recorded their fingerprint, another path to them is the same model)."""
+    if "config" not in previous:
+        raise UserError(f"{where}: its records name no settings to check (written by an older adaptsim); {again}")
+    free = (*COMMAND_FREE.get(command, ()), *(("model.path",) if previous.get("model_fingerprint") else ()))
+    differ = differences(previous["config"], requested, free)
+    if differ:
+        raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
+                        f"change only {', '.join(dict.fromkeys((*FREE, *free)))}, or {again}")
+
+
+def check_inputs(where: str, previous: dict, requested: dict, again: str) -> None:
+    """Every file a setting names has the content the run read (`input_fingerprints`)."""
+    if "input_fingerprints" not in previous:
+        raise UserError(f"{where}: its records hold no fingerprints of the files it read (written by an older "
+                        f"adaptsim, or before it began); {again}")
+    differ = inputs.changed(previous["input_fingerprints"], requested)
+    if differ:
+        raise UserError(f"{where}: a file it read has changed ({'; '.join(differ)}; recorded → now); restore it, "
+                        f"or {again}")
+
+
+def check_records(run_dir: Path, beside_steps: tuple[str, ...] = (), again: str = NEW_RUN) -> None:
+    """The run's records resume whole: steps.jsonl and select-fixed's simulations.jsonl up to a torn last line at most
+    (`written_records`), and each file of `beside_steps` (serve's human.jsonl, whose line is written before its step's)
+    a whole line naming each step, and one more at most."""
+    steps, _ = written_steps(run_dir)
+    written_records(Path(run_dir) / SIMULATIONS, "simulation")
+    for name in beside_steps:
+        path = Path(run_dir) / name
+        lines, _ = written_records(path, "line")
+        if not len(steps) <= len(lines) <= len(steps) + 1:
+            raise UserError(f"{path}: {len(lines)} whole lines for the {len(steps)} steps of steps.jsonl (a line per "
+                            f"step, written before it); cannot resume: restore it, or {again}")
+        for n, (line, step) in enumerate(zip(lines, steps), 1):
+            if [line.get(k) for k in STEP_KEYS] != [step.get(k) for k in STEP_KEYS]:
+                raise UserError(f"{path}:{n}: names {_step(line)}, steps.jsonl's line {n} {_step(step)}; cannot "
+                                f"resume: restore it, or {again}")
+
+
+def _step(record: dict) -> str:
+    return f"step {record.get('index')} (document {record.get('doc_id')}, segment {record.get('seg_id')})"
+
+
+def check_fingerprints(where: str, previous: dict, current: dict, again: str) -> None:
+    """The model's files, the data and the method's resources are the ones the run recorded (`current`: theirs now, in
+    summary.json's shape)."""
+    now = recorded_fingerprints(current)
+    differ = [f"{k}: {v} → {now.get(k)}" for k, v in recorded_fingerprints(previous).items() if now.get(k) != v]
+    if differ:
+        raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}; recorded → "
+                        f"requested: another model, other data or another resource at the same path); {again}")
+
+
 def _fingerprints(cfg, command: str, computed: dict, resources: bool, previous: dict) -> dict:
-    """The fingerprints a run with `cfg` would record (as `recorded_fingerprints` reads them), computed as the run
+    """The fingerprints a run with `cfg` would record (in summary.json's shape), computed as the run
     computes them: the model's files, the data as the run reads it (lengths checked, a bench's first segments) and,
     if `resources`, the method's resources (its method built on a model of its own: building may change a model).
     The model is loaded only where it must be: where the documents as read and the model's files are the ones
@@ -144,4 +198,4 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool, previous: 
         from adaptsim.models import load_model
 
         out["method_info"] = methods.build(cfg.method, load_model(cfg.model)).info()
-    return recorded_fingerprints(out)
+    return out

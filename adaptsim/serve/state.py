@@ -11,8 +11,9 @@ segment is translated.
 A session killed at any point goes on with `resume=true serve.dir=DIR`: each run's steps are replayed as `resume=true`
 replays a simulation's (`Simulation.recall`, `Simulation.replay_next`: the updates done again and checked against
 the recorded perplexities), which restores θ exactly, and the page shows the first segment not validated. Before
-anything is written, a resumed run's recorded settings must be the requested ones (adaptsim/launch/resume.py
-`differences`; the server's address may change) and its model's and data's fingerprints the recorded ones.
+anything is written, every run is checked by the one resume rule (adaptsim/launch/resume.py `check`: the settings, the
+server's address aside, every file a setting names, the model, the data, the method's resources, and human.jsonl
+against steps.jsonl).
 
 Every change happens under one lock: the model is one, and a completion computed for one θ must not be served for
 another (each answer names the position it was computed for; a request for another position is refused).
@@ -53,7 +54,6 @@ from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, effort_of
 log = logging.getLogger("adaptsim")
 
 COMMAND = "serve"
-FREE = ("serve.host", "serve.port")  # settings a resumed session may change besides resume.FREE: the address
 COMPLETIONS_KEPT = 256  # completions kept per segment (a prefix asked again is answered from them)
 CLOSE_WAIT_S = 30.0  # how long closing waits for the work in progress before leaving the records as a kill would
 # no text holds these: control characters (whitespace aside: the validated text's is collapsed) and halves of surrogate
@@ -161,6 +161,9 @@ class ServeSession:
 
 
             learners = clones(model, parts)
+        if self.resume:  # every run checked before any is written to
+            for run, learner in zip(self.runs.values(), learners):
+                self._check_resume(run, learner)
         try:
             for run, part, learner in zip(self.runs.values(), parts, learners):
                 self._open_run(run, part, learner, overrides)
@@ -174,9 +177,6 @@ class ServeSession:
         fields = job_fields(COMMAND, run.cfg, overrides)
         summary = run_dir / "summary.json"
         recorded_bytes = summary.read_bytes() if self.resume and summary.is_file() else None
-        previous = json.loads(recorded_bytes) if recorded_bytes else {}
-        if previous and previous.get("status") != "finished":
-            self._check_resume(run_dir, previous, fields["config"], run)
         run.learner = learner
         run.job = JobSummary(run_dir, fields, resume=self.resume)
         if run.job.finished:  # the texts the page shows for its documents
@@ -198,18 +198,18 @@ class ServeSession:
         if run.finished:  # killed between its last step and its summary
             self._finish(run)
 
-    def _check_resume(self, run_dir: Path, previous: dict, requested: dict, run: MethodRun) -> None:
-        where = f"{run_dir}: cannot resume"
-        differ = resume.differences(previous.get("config", {}), requested, FREE + ("serve.dir",))
-        if differ:
-            raise UserError(f"{where} with other settings than its own ({'; '.join(differ)}; recorded → requested); "
-                            f"change only {', '.join(resume.FREE + FREE)}")
-        now = {"model_fingerprint": model_fingerprint(run.cfg.model.path),
-               "data_fingerprint": fingerprint(run.documents)}
-        differ = [f"{k}: {previous.get(k)} → {v}" for k, v in now.items() if previous.get(k) not in (None, v)]
-        if differ:
-            raise UserError(f"{where}: the same settings name other files now ({'; '.join(differ)}); start a new "
-                            "session in another serve.dir")
+    def _check_resume(self, run: MethodRun, learner: Learner) -> None:
+        """The one resume rule (adaptsim/launch/resume.py `check`) for a run not finished, with what the session has
+        at hand: its model's files, its method's share of the documents and its method's resources (tm's TM), and
+        human.jsonl checked against its steps. (A finished run is left as it is: nothing of it is done again.)"""
+        run_dir = self.dir / run.method
+        summary = run_dir / "summary.json"
+        previous = json.loads(summary.read_bytes()) if summary.is_file() else {}
+        if previous.get("status") == "finished":
+            return
+        current = {"model_fingerprint": model_fingerprint(run.cfg.model.path),
+                   "data_fingerprint": fingerprint(run.documents), "method_info": learner.method.info()}
+        resume.check(run_dir, previous, run.cfg, COMMAND, current=current, beside_steps=(HUMAN_FILE,))
 
     def _finish(self, run: MethodRun) -> None:
         run.sim.finish()
