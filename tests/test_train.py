@@ -402,4 +402,13 @@ def test_a_resume_with_other_settings_or_files_is_refused(text_files, tmp_path):
     finally:
         (text_files / "train.de").write_bytes(original)
     assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+    state = out / "last" / "trainer_state.pt"  # an older adaptsim's checkpoint: nothing to check it by
+    saved = state.read_bytes()
+    torch.save({k: v for k, v in torch.load(state, weights_only=True).items() if k != "identity"}, state)
+    without = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    with pytest.raises(UserError, match=r"last: cannot resume: its records name no settings to check .*"
+                                        r"train.overwrite=true starts again"):
+        train(config(text_files, out, "train.max_steps=6", "train.valid_every=2", "train.resume=true"))
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == without
+    state.write_bytes(saved)
     assert train(config(text_files, out, "train.max_steps=6", "train.valid_every=2", "train.resume=true"))["steps"] == 6

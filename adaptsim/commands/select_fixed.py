@@ -105,8 +105,8 @@ class HeldOut:
         if record is not None and cfg.resume and record.is_file():
             text = record.read_text(encoding="utf-8")
             whole = text[:text.rfind("\n") + 1]  # a line torn by the interruption is dropped
-            record.write_text(whole, encoding="utf-8")
             self.done = dict(_record(record, n, line) for n, line in enumerate(whole.splitlines(), 1))
+            record.write_text(whole, encoding="utf-8")  # (each line read first: a refusal writes nothing)
             log.info("select-fixed: %d simulations taken back from %s", len(self.done), record)
 
     def _model(self) -> Model:
