@@ -117,9 +117,7 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
             if band is not None:
                 low, high = band[1][metric][k]
                 ax.fill_between(band[0], low, high, color=drawn[0].get_color(), alpha=0.18, lw=0, zorder=1.5)
-        ax.set_ylim(*_y_range([diffs[metric] for _, diffs in lines],
-                              [band[1][metric][k] for k in range(len(lines))] if band is not None else [],
-                              band[0] if band is not None else [], skip))
+        ax.set_ylim(*_y_range([diffs[metric] for _, diffs in lines], skip))
         better = "lower is better" if metric.split(".")[-1] in LOWER_IS_BETTER else "higher is better"
         ax.set_title(f"{metric}  ({better})", fontsize=11)
         ax.set_ylabel("Δ to baseline (points)")
@@ -133,14 +131,14 @@ def draw(block: Block, metrics: list[str], lines: list[tuple[str, dict]], doc_id
         axes[-2][-1].xaxis.set_tick_params(labelbottom=True)
         axes[-2][-1].set_xlabel("segment")
     # the y-axis fits the curves from the second document on: before it a score rests on a few words (one corrected
-    # word is +100 R1) and would flatten every other curve; a curve that leaves the panel there is cut off
+    # word is +100 R1) and would flatten every other curve; a curve or band that leaves the panel is cut off
     # bands jump where a document starts early in the stream: a resample of whole documents may hold none before it,
     # so only its first segments (docs/reports.md)
     second = [note] if note else []
     if note and starts:
-        second[0] += " (they jump where a document starts early: docs/reports.md)"
+        second[0] += " (jumps at early documents: docs/reports.md)"
     if skip > 1:
-        second.append(f"y-axis fitted to segments {skip}–{n_seg}")
+        second.append(f"y-axis fits the curves from segment {skip} on")
     fig.suptitle(f"{block.dataset}: cumulative score minus the baseline's (model {block.model}, {n_seg} segments)"
                  + ("\n" + "; ".join(second) if second else ""), fontsize=11)
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -163,11 +161,10 @@ def settled_from(doc_ids: list[str]) -> int:
     return 1 if n < 8 else min(first, n // 4) + 1
 
 
-def _y_range(curves: list[list[float]], bands: list[tuple], band_x: list[int], skip: int) -> tuple[float, float]:
-    """The panel's y-limits: every curve and band from segment `skip` on, and 0, with a margin."""
+def _y_range(curves: list[list[float]], skip: int) -> tuple[float, float]:
+    """The panel's y-limits: every curve from segment `skip` on, and 0, with a margin (a band wider than that, as
+    bands are early in a stream, leaves the panel: the curves are what is read)."""
     values = [0.0] + [v for c in curves for v in c[skip - 1:] if math.isfinite(v)]
-    for low, high in bands:
-        values += [v for xi, lo, hi in zip(band_x, low, high) if xi >= skip for v in (lo, hi) if math.isfinite(v)]
     low, high = min(values), max(values)
     pad = 0.06 * (high - low) or 1.0
     return low - pad, high + pad
