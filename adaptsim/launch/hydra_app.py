@@ -6,9 +6,8 @@ Here: composition (`compose`), the checks before Hydra starts (overrides, the ou
 launch (`launch`, `run_task`) and `--help`. The job bookkeeping every launcher shares (claims, a job's end, failed
 jobs, what runs around a job) is adaptsim/launch/jobs.py.
 
-The command line is read by Hydra's own parser and run through Hydra's own API, as `hydra.main` runs it, on the
-config adaptsim composed and checked: a single run is Hydra's `run_job` on that config (composed once, not three
-times), a sweep Hydra's `multirun` (its sweeper and launcher), `--cfg`/`--info`/`--hydra-help` Hydra's.
+Only Hydra's public API: `hydra.compose` for the checks, then `hydra.main` itself runs the command line (a single run,
+a sweep with its sweeper and launcher, `--cfg`/`--info`/`--hydra-help`), given the claimed directory as an override.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from typing import Callable
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
-from hydra._internal.utils import get_args_parser, run_and_report
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -54,14 +52,24 @@ def _usage(command: str) -> str:
 
 
 def arguments(command: str, argv: list[str]) -> argparse.Namespace:
-    """The command line as Hydra's own parser reads it (overrides, -m, --cfg, …); a bad one is the usage line and
-    exit code 2."""
+    """The command line read with Hydra's flags (overrides, -m, --cfg, …; hydra.main reads it again); a bad one is the
+    usage line and exit code 2."""
     class Parser(argparse.ArgumentParser):
         def error(self, message):
             print(_usage(command), file=sys.stderr)
             self.exit(2, f"adaptsim {command}: error: {message}\n")
 
-    parser = Parser(add_help=False, parents=[get_args_parser()], prog=f"adaptsim {command}")
+    parser = Parser(add_help=False, prog=f"adaptsim {command}")
+    parser.add_argument("overrides", nargs="*")
+    for flags in ("--help -h", "--hydra-help", "--version", "--resolve", "--run -r", "--multirun -m",
+                  "--shell-completion -sc"):
+        parser.add_argument(*flags.split(), action="store_true")
+    parser.add_argument("--cfg", "-c", choices=["job", "hydra", "all"])
+    parser.add_argument("--package", "-p")
+    parser.add_argument("--info", "-i", nargs="?", const="all",
+                        choices=["all", "config", "defaults", "defaults-tree", "plugins", "searchpath"])
+    for flags in ("--config-path -cp", "--config-name -cn", "--config-dir -cd", "--experimental-rerun"):
+        parser.add_argument(*flags.split())
     args = parser.parse_args(argv)
     if sum([args.run, bool(args.cfg), args.multirun, args.info is not None]) > 1:  # as hydra.main refuses them
         parser.error("only one of --run, --multirun, --cfg and --info")
@@ -228,22 +236,18 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     """
     args = arguments(command, argv)
     error, cfgs = compose_variants(config_name, args.overrides, args.multirun)
-    if not error and args.help:
-        print(help_text(command, cfgs[0]))
-        return 0
     if error:
         print(_usage(command), file=sys.stderr)
         print(f"adaptsim {command}: error: {error}", file=sys.stderr)
         sys.exit(2)
-    if args.cfg or args.info or args.hydra_help:  # Hydra shows, nothing runs
-        with _configs() as hydra:
-            run_and_report(lambda: hydra.show_cfg(config_name, args.overrides, args.cfg, args.package, args.resolve)
-                           if args.cfg else hydra.show_info(args.info, config_name, args.overrides) if args.info
-                           else hydra.hydra_help(config_name, get_args_parser(), args))
+    if args.help:
+        print(help_text(command, cfgs[0]))
+        return 0
+    if args.cfg or args.info or args.hydra_help or args.version:  # Hydra shows, nothing runs
+        _hydra_main(config_name, lambda cfg: None, argv)
         return 0
     multirun = args.multirun
-    overrides = list(args.overrides)
-    out_dir, claimed, finished = claim_output_dir(cfgs, multirun, command, overrides)
+    out_dir, claimed, finished = claim_output_dir(cfgs, multirun, command, list(args.overrides))
     if claimed is not None and claimed.finished:
         print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
         return 0
@@ -253,9 +257,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
         _say_outputs(command, out_dir)
         return 0
-    # the directory claimed, and the mode as `hydra.main` adds it
-    added = [f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"] if out_dir is not None else []
-    added += [f"hydra.mode={'MULTIRUN' if multirun else 'RUN'}"]
+    claimed_dir = [f"hydra.{'sweep' if multirun else 'run'}.dir={_quoted(out_dir)}"] if out_dir is not None else []
     # a resumed sweep that fails keeps the record of the sweep that was resumed: Hydra rewrites multirun.yaml
     # (the sweep's jobs, for `table`) before any job can fail
     record = out_dir / "multirun.yaml" if multirun and out_dir is not None else None
@@ -278,11 +280,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
                 raise
 
     try:
-        with _configs() as hydra:
-            if multirun:
-                run_and_report(lambda: hydra.multirun(config_name, job, overrides + added))
-            else:
-                run_and_report(lambda: _run(hydra, job, cfgs[0], out_dir, added))
+        _hydra_main(config_name, job, [*argv, *claimed_dir])
     finally:
         if multirun and out_dir is not None:  # the sweep's claim says it ended (a resume may take it over)
             write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
@@ -294,29 +292,16 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     return 1 if failed or (refused and not multirun) else 0
 
 
+def _hydra_main(config_name: str, task_function: Callable, argv: list[str]) -> None:
+    """`argv` run by `hydra.main` on adaptsim's configs, as if it were the command line."""
+    import hydra
 
-def _run(hydra, job: Callable, cfg, out_dir: Path | None, added: list[str]) -> None:
-    """A single run, as Hydra's own `run` does it (hydra/_internal/hydra.py `Hydra.run`), on the config composed and
-    checked already: what the launch adds (`added`: the claimed directory `out_dir`, the mode) set in it and
-    recorded among its overrides, as composing again with them would."""
-    from hydra._internal.callbacks import Callbacks
-    from hydra.core.utils import run_job
-    from hydra.types import HydraContext, RunMode
-    from omegaconf import open_dict
-
-    with open_dict(cfg):
-        cfg.hydra.mode = RunMode.RUN
-        if out_dir is not None:
-            cfg.hydra.run.dir = str(out_dir)
-        for override in added:
-            cfg.hydra.overrides.hydra.append(override)
-    callbacks = Callbacks(cfg)
-    name = cfg.hydra.job.config_name
-    callbacks.on_run_start(config=cfg, config_name=name)
-    ret = run_job(hydra_context=HydraContext(config_loader=hydra.config_loader, callbacks=callbacks),
-                  task_function=job, config=cfg, job_dir_key="hydra.run.dir", job_subdir_key=None)
-    callbacks.on_run_end(config=cfg, config_name=name, job_return=ret)
-    ret.return_value  # noqa: B018 (raises the job's exception, as Hydra's `run` does)
+    GlobalHydra.instance().clear()
+    saved, sys.argv = sys.argv, ["adaptsim", *argv]
+    try:
+        hydra.main(config_path=str(CONFIG_DIR), config_name=config_name, version_base="1.3")(task_function)()
+    finally:
+        sys.argv = saved
 
 
 def _say_outputs(command: str, sweep_dir: Path) -> None:

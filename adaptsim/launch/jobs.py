@@ -213,11 +213,18 @@ def record_failed_job(sweep_dir: Path | None, job: Path, error: str) -> None:
 def basic_sweep_jobs(sweeper: str | None, params: dict | None, overrides: list[str]) -> list[list[str]] | None:
     """The jobs, in order, that Hydra's basic sweeper expands its `params` (hydra.sweeper.params) and the command
     line's task `overrides` into, each a list of overrides; None where another sweeper (`sweeper`: its _target_)
-    chooses its jobs itself. What a resumed sweep checks before Hydra writes, and what the reports expect to find."""
+    chooses its jobs itself. What a resumed sweep checks before Hydra writes, and what the reports expect to find.
+    (As BasicSweeper.split_arguments expands them: one list of values per key, the last of a key's overrides in its
+    first one's place, their product; written here, since Hydra's sweeper is no public API.)"""
     if sweeper != BASIC_SWEEPER:
         return None
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    import itertools
+
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    parsed = OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in (params or {}).items()] + list(overrides))
-    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    values = {}
+    for o in OverridesParser.create().parse_overrides([f"{k}={v}" for k, v in (params or {}).items()] + overrides):
+        key = o.get_key_element()
+        values[key] = [f"{key}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override() \
+            else [f"{key}={o.get_value_element_as_str()}"]
+    return [list(job) for job in itertools.product(*values.values())]
