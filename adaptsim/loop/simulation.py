@@ -230,6 +230,7 @@ class Simulation:
         self.hyps, self.pieces, self.per_doc = [], [], []
         self.cut = 0  # hypotheses cut at decode.max_length
         self.interactive = interactive.mode_of(cfg.metrics.interactive)
+        self.interactive_costs = cfg.metrics.interactive_costs  # how an effort is counted (serve: a person's)
         if self.interactive != "off":
             # a vocabulary the simulated translator cannot spell with fails before the first segment
             model.piece_index()
@@ -399,7 +400,7 @@ class Simulation:
         if self.interactive == "off":
             return None
         system = self.learner.model.completions(seg.source, context=context, **self.cfg.decode)
-        return interactive.simulate(self.interactive, self.cfg.metrics.interactive_costs, seg.reference,
+        return interactive.simulate(self.interactive, self.interactive_costs, seg.reference,
                                     translation.text, system.propose, self.cfg.metrics.max_corrections,
                                     lambda: system.calls)
 
@@ -426,8 +427,7 @@ class Simulation:
         probed, self.probed = self.probed, None
         if probed is not None:
             self.probes.append(probed)
-        scores = self.evaluator.segment(i, hyp, hyp_pieces, effort)
-        running = self.evaluator.running()  # the curve's next row (what `finish` writes whole), and the bar's
+        scores, running = self.scored(i, translation, effort)
         if write:
             line = {"doc_id": seg.doc_id, "seg_id": seg.seg_id, "index": i, "source": seg.source,
                     "reference": seg.reference, "hypothesis": hyp, "pieces": hyp_pieces, "updates": result.updates,
@@ -444,14 +444,20 @@ class Simulation:
             if probed is not None:
                 line["probe"] = probed
             self.writer.step(line | {"translate_s": seconds, "update_s": result.seconds} | scores)
-        self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
-        if self.index % RSS_EVERY == 0:
-            if write:  # an interrupted run keeps its curves this far: the first write (after any replayed steps)
-                # replaces what an earlier process wrote, later ones append
+        if running is not None:
+            self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
+            if self.index % RSS_EVERY == 0 and write:  # an interrupted run keeps its curves this far: the first write
+                # (after any replayed steps) replaces what an earlier process wrote, later ones append
                 self.writer.curves(self.unwritten_curves, append=self.curves_started)
                 self.unwritten_curves, self.curves_started = [], True
-        self.bar.set_postfix(_headline(running), refresh=False)
+            self.bar.set_postfix(_headline(running), refresh=False)
         self.bar.update()
+
+    def scored(self, i: int, translation: Translation, effort: Effort | None) -> tuple[dict, dict | None]:
+        """Step i's scores for its line, and the running scores after it: the curve's next row (what `finish` writes
+        whole) and the bar's."""
+        scores = self.evaluator.segment(i, translation.text, translation.pieces, effort)
+        return scores, self.evaluator.running()
 
     def end_document(self, doc, segments: int | None = None) -> None:
         """The document's record; `segments`: how many of its segments the run went through, if not all (a serve
@@ -498,7 +504,7 @@ class Simulation:
                               "translate_s_per_segment": statistics.mean(self.timing.translate_s)}
         if self.efforts:
             metrics = self.cfg.metrics
-            cost["interactive"] = interactive_cost(self.efforts, self.interactive, metrics.interactive_costs,
+            cost["interactive"] = interactive_cost(self.efforts, self.interactive, self.interactive_costs,
                                                    metrics.max_corrections)
         return cost
 

@@ -1,12 +1,13 @@
 """A simulation's bookkeeping (adaptsim/loop/simulation.py `Simulation`) for a translator in the loop, and the effort
 the page measures.
 
-A simulation knows every reference before it starts; here each arrives when the translator validates it. So the
-evaluator is rebuilt at every step over the references validated so far (their truecasing is trained on them, as a
-simulation's on all of its own): each step's line holds that step's scores at once. When a run ends, its steps are
-scored once more over all its references and steps.jsonl is rewritten with those scores (atomically), so
-steps.jsonl, curves.csv and summary.json agree as a simulation's do, and summary.json's data_fingerprint becomes
-that of the documents with the validated texts, which the run also writes as references.tsv: `adaptsim run
+A simulation knows every reference before it starts; here each arrives when the translator validates it, and a
+step's scores depend on the references after it too (the truecaser is trained on all of them, as a simulation's on
+all of its own). So a step is scored once, when the run ends: until then its line holds what the step did and the
+page's effort, not its scores; at the end one evaluator over all the validated references scores every step and
+steps.jsonl is written again with the scores (atomically), so steps.jsonl, curves.csv and summary.json agree as a
+simulation's do, and a session's work per step does not grow with its length. summary.json's data_fingerprint
+becomes that of the documents with the validated texts, which the run also writes as references.tsv: `adaptsim run
 dataset=tsv dataset.path=<run>/references.tsv` simulates the same documents with the translator's references (the
 same data fingerprint, so `compare` takes both).
 
@@ -64,22 +65,9 @@ class HumanSimulation(Simulation):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.interactive = HUMAN  # every step has an effort: replayed from its record, summed in the summary
-        self.cfg.metrics.interactive_costs = HUMAN  # (summary.json cost.interactive names the counting)
+        self.interactive_costs = HUMAN  # (summary.json cost.interactive names the counting)
         self.validated: list = []  # the segments so far, each with its validated text as reference
         self.accepted = 0  # the completions accepted on the segment being committed (human.jsonl)
-        self.scope = resolve_scope(self.cfg.metrics.scope, self.cfg.reset)
-
-    def evaluator_over(self, segments: list) -> Evaluator:
-        return Evaluator.from_config(self.cfg.metrics, [s.reference for s in segments], [s.doc_id for s in segments],
-                                     subword_tokenize=self.learner.model.pieces, scope=self.scope)
-
-    def recall(self) -> None:
-        """`Simulation.recall`; the steps to replay are scored by one evaluator over their recorded references (else
-        every replayed step would rebuild it: a resume's cost would grow with the square of its steps)."""
-        super().recall()
-        if self.recorded:
-            self.evaluator = self.evaluator_over([self.revealed_segment(s, r)
-                                                  for s, r in zip(self.segments, self.recorded)])
 
     def revealed_segment(self, seg, record: dict):
         """A replayed step's segment with the text the translator validated as its reference."""
@@ -92,30 +80,38 @@ class HumanSimulation(Simulation):
         super().commit(turn, translation, seconds, reference=reference, effort=effort)
 
     def step(self, seg, translation, *args, write: bool = True, **kwargs) -> None:
-        """`Simulation.step`, scored by an evaluator over the references validated so far, `seg`'s included (a replayed
-        step: by `recall`'s); a new step's human.jsonl line is on disk before its steps.jsonl line (a resume cuts
+        """`Simulation.step`; a new step's human.jsonl line is on disk before its steps.jsonl line (a resume cuts
         human.jsonl back to the steps)."""
         self.validated.append(seg)
         if write:
             append_line(self.writer.dir / HUMAN_FILE, {"index": self.index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
                                                        "accepted_completions": self.accepted,
                                                        "completion_requests": kwargs["effort"].decoder_calls})
-            self.evaluator = self.evaluator_over(self.validated)
-            for j, (hyp, pieces, effort) in enumerate(zip(self.hyps, self.pieces, self.efforts)):
-                self.evaluator.segment(j, hyp, pieces, effort)
         super().step(seg, translation, *args, write=write, **kwargs)
 
+    def scored(self, i: int, translation, effort: Effort) -> tuple[dict, None]:
+        """No scores before the run ends (module docstring): the line holds the page's effort, which a resume
+        replays."""
+        return {"effort": effort.record()}, None
+
     def finish(self, **timing) -> dict:
-        """steps.jsonl scored over all the references, references.tsv and the data fingerprint of the documents as
-        validated, then `Simulation.finish` (summary.json `finished` last: a kill before it leaves a run to resume)."""
-        final = self.evaluator_over(self.validated)
+        """Every step scored once, over all the validated references (steps.jsonl written again with the scores, each
+        line's keys in a simulation's order), references.tsv and the data fingerprint of the documents as validated,
+        then `Simulation.finish` (summary.json `finished` last: a kill before it leaves a run to resume)."""
+        metrics = self.cfg.metrics
+        self.evaluator = Evaluator.from_config(metrics, [s.reference for s in self.validated],
+                                               [s.doc_id for s in self.validated],
+                                               subword_tokenize=self.learner.model.pieces,
+                                               scope=resolve_scope(metrics.scope, self.cfg.reset))
         records, _ = written_steps(self.writer.dir)
         if len(records) != len(self.validated):
             raise UserError(f"{self.writer.dir}/steps.jsonl: {len(records)} steps for {len(self.validated)} segments")
         lines = []
         for i, record in enumerate(records):
-            record.update(final.segment(i, record["hypothesis"], record["pieces"], Effort.of_record(record["effort"])))
-            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+            scores = self.evaluator.segment(i, record["hypothesis"], record["pieces"],
+                                            Effort.of_record(record["effort"]))
+            lines.append(json.dumps({k: v for k, v in record.items() if k not in scores} | scores,
+                                    ensure_ascii=False) + "\n")
         write_bytes_atomic(self.writer.dir / "steps.jsonl", "".join(lines).encode("utf-8"))
         write_references(self.writer.dir / "references.tsv", self.validated)
         documents: dict[str, list] = {}
