@@ -22,7 +22,7 @@ from pathlib import Path
 
 from adaptsim import fingerprints as inputs
 from adaptsim.errors import UserError
-from adaptsim.records import SIMULATIONS, job_fields, written_records, written_steps
+from adaptsim.records import SIMULATIONS, check_resumable, job_fields, written_records, written_steps
 from adaptsim.rules import flatten
 
 # The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
@@ -73,35 +73,41 @@ def recorded_fingerprints(summary: dict) -> dict:
 
 
 def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | None = None, *,
-          current: dict | None = None, beside_steps: tuple[str, ...] = ()) -> None:
-    """Refuse (one line) to resume the run `previous` records (its summary.json, or what train's checkpoint keeps) in
-    `run_dir` with `cfg` unless they agree on every setting but `FREE` and the command's `COMMAND_FREE`, on every file
-    a setting names and every recorded fingerprint, and its records resume whole (`check_records`; `beside_steps`:
-    files of a line per step, serve's human.jsonl). Reads only. `current`: the model's, data's and method's
-    fingerprints in summary.json's shape where the command has them at hand (serve's session: its method's share of
-    the documents), else computed from `cfg` (`computed`: what was computed already; the jobs of one sweep share it).
-    A directory this process checked already with the same config and whose summary.json is unchanged since (a
-    sweep's job, checked before Hydra started it) is not checked again. What passes is remembered (`recorded`)."""
+          current: dict | None = None, beside_steps: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Refuse (one line) to resume the run `previous` records (its summary.json, or what train's checkpoint keeps; {}
+    if none) in `run_dir` with `cfg` unless it is there to resume (`check_resumable`: no steps without a summary,
+    no process still writing them) and they agree on every setting but `FREE` and the command's `COMMAND_FREE`, on
+    every file a setting names and every recorded fingerprint, and its records resume whole (`check_records`;
+    `beside_steps`: files of a line per step, serve's human.jsonl). Reads only. `current`: the model's, data's and
+    method's fingerprints in summary.json's shape where the command has them at hand (serve's session: its method's
+    share of the documents), else computed from `cfg` (`computed`: what was computed already; the jobs of one sweep
+    share it). A directory this process checked already with the same config and whose summary.json is unchanged
+    since (a sweep's job, checked before Hydra started it) is not checked again. Returns the records as found
+    (summary.json, .hydra/, the log: what a refusal by the replay gives back), also remembered for the job
+    (`recorded`)."""
     from adaptsim.records.summary import _PASSED, _records
 
+    check_resumable(run_dir, previous)
     if not previous:
-        return
+        return {}
     fields = job_fields(command, cfg, [])
     key = json.dumps([fields["config"], fields["input_fingerprints"]], sort_keys=True, default=str)
     summary = Path(run_dir) / "summary.json"
     if summary.is_file() and summary.read_bytes() == _PASSED.get((str(run_dir), key), {}).get("summary.json"):
-        return  # checked already, and unchanged since
+        return _PASSED[(str(run_dir), key)]  # checked already, and unchanged since
     where, again = f"{run_dir}: cannot resume", AGAIN.get(command, NEW_RUN)
     check_settings(where, previous, fields["config"], command, again)
     check_inputs(where, previous, fields["input_fingerprints"], again)
     check_records(run_dir, beside_steps, again)
-    if current is None and recorded_fingerprints(previous):
+    recorded = recorded_fingerprints(previous)
+    if current is None and recorded:
         current = _fingerprints(cfg, command, {} if computed is None else computed,
-                                any(k.startswith("method_info.") for k in recorded_fingerprints(previous)), previous)
+                                any(k.startswith("method_info.") for k in recorded), previous)
     check_fingerprints(where, previous, current or {}, again)
     for checked in [k for k in _PASSED if k[0] == str(run_dir)]:
         del _PASSED[checked]
-    _PASSED[(str(run_dir), key)] = _records(run_dir)
+    found = _PASSED[(str(run_dir), key)] = _records(run_dir)
+    return found
 
 
 def check_settings(where: str, previous: dict, requested: dict, command: str, again: str) -> None:
