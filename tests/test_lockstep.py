@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-from pathlib import Path
 
 import pytest
 import torch
@@ -155,16 +154,17 @@ def test_an_interrupted_sweep_resumes_to_the_uninterrupted_outputs(tmp_path, dat
         assert sa["scores"] == sb["scores"] and sa["per_document"] == sb["per_document"]
 
 
-def test_a_job_refused_at_its_claim_is_recorded_alone(tmp_path, data, capsys):
-    """A lockstep resume refused at one job's claim (here: its run is still going, another process holds it)
-    records that job's error for that job; the jobs after it are recorded as not started, not with its error."""
+def test_a_job_refused_at_its_claim_refuses_the_sweep_before_it_starts(tmp_path, data, capsys):
+    """A lockstep resume that one job's claim would refuse (here: its run is still going, another process holds it)
+    is refused before Hydra starts, naming that job, and nothing in the sweep changes (#65: it once closed the other
+    jobs as failed and rewrote every .hydra/)."""
     assert run(tmp_path, "s", *data, "method=none,full", "dataset.max_documents=1", launcher="lockstep") == 0
     first = tmp_path / "s" / "0_none" / "summary.json"
     summary = json.loads(first.read_text())
     first.write_text(json.dumps({**summary, "status": "running", "process": {"pid": 1, "host": socket.gethostname()}}))
+    before = {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()}
+    capsys.readouterr()
     assert run(tmp_path, "s", *data, "method=none,full", "dataset.max_documents=1", "resume=true",
                launcher="lockstep") == 1
-    failed = [json.loads(line) for line in (tmp_path / "s" / "failed.jsonl").read_text().splitlines()]
-    by_job = {Path(r["job"]).name: r["error"] for r in failed}
-    assert by_job["0_none"].endswith("0_none: the run is still going (process 1); cannot resume it")
-    assert by_job["1_full"].startswith("not started: the lockstep sweep stopped at 0_none")
+    assert capsys.readouterr().err.strip().endswith("0_none: the run is still going (process 1); cannot resume it")
+    assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before

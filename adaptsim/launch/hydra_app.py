@@ -1,13 +1,11 @@
-"""Run a task function under Hydra with adaptsim's configs, and reject bad overrides up front.
+"""Run a command's task under Hydra with adaptsim's configs: the checks before Hydra starts, then `hydra.main`.
 
-Hydra itself reports a bad override with exit code 1 and a hint about HYDRA_FULL_ERROR; we check the
-overrides first (composing once per sweep value) so the user gets a short usage line and exit code 2.
-Here: composition (`compose`), the checks before Hydra starts (overrides, the output directory, a resume), the
-launch (`launch`, `run_task`) and `--help`. The job bookkeeping every launcher shares (claims, a job's end, failed
-jobs, what runs around a job) is adaptsim/launch/jobs.py.
-
-Only Hydra's public API: `hydra.compose` for the checks, then `hydra.main` itself runs the command line (a single run,
-a sweep with its sweeper and launcher, `--cfg`/`--info`/`--hydra-help`), given the claimed directory as an override.
+Before Hydra writes anything: the overrides composed (`hydra.compose`, each sweep value once; a bad one is a usage line
+and exit code 2, where Hydra's would be exit code 1 after it had written multirun.yaml), the output directory claimed
+and, with resume=true, every run there checked (`claim_output_dir`). Then `hydra.main` runs the command line as it
+would (a single run, a sweep with its sweeper and launcher, --cfg/--info/--hydra-help), given the claimed directory.
+Only Hydra's public API. `--help` is adaptsim/launch/help.py; the job bookkeeping every launcher shares (claims, a
+job's end, failed jobs, what runs around a job) adaptsim/launch/jobs.py.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ import argparse
 import contextlib
 import functools
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -29,6 +26,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
+from adaptsim.launch.help import help_text
 from adaptsim.launch.jobs import (
     SWEEP_CLAIM,
     basic_sweep_jobs,
@@ -86,12 +84,12 @@ def arguments(command: str, argv: list[str]) -> argparse.Namespace:
 
 @contextlib.contextmanager
 def _configs():
-    """Hydra initialised on adaptsim's configs for the block (its instance yielded), and cleared after it (Hydra
-    keeps one global instance; leaving it set breaks the next initialisation)."""
+    """Hydra initialised on adaptsim's configs for the block, and cleared after it (Hydra keeps one global instance;
+    leaving it set breaks the next initialisation)."""
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            yield GlobalHydra.instance().hydra
+            yield
     finally:
         GlobalHydra.instance().clear()
 
@@ -105,38 +103,30 @@ def compose(config_name: str, overrides: list[str] = (), hydra_node: bool = Fals
 
 def check_overrides(config_name: str, overrides: list[str]) -> str | None:
     """Return an error message if the overrides of a single run do not compose, else None."""
-    return compose_variants(config_name, overrides, multirun=False)[0]
+    return checked_config(config_name, overrides, multirun=False)[0]
 
 
-def compose_variants(config_name: str, overrides: list[str], multirun: bool = True) -> tuple[str | None, list]:
-    """(error message or None, the composed configs with Hydra's node: the first value of every sweep, then
-    each other sweep value once). Without `multirun` a sweep is an error, as Hydra's run makes it."""
+def checked_config(config_name: str, overrides: list[str], multirun: bool = True) -> tuple[str | None, object]:
+    """(error message or None, the config of every sweep's first value, with Hydra's node), each other sweep value
+    composed once too. Without `multirun` a sweep is an error, as Hydra's run makes it."""
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except Exception as e:  # OverrideParseException: bad syntax
-        return str(e).splitlines()[0], []
-    base, sweeps = [], []
-    for o in parsed:
-        key = o.get_key_element()
-        if o.is_sweep_override():
-            if not multirun:
-                return (f"{o.input_line}: a sweep needs -m (a list is {key}=[…]; a text with commas is quoted: "
-                        f"{key}='…')"), []
-            values = list(o.sweep_string_iterator())
-            base.append(f"{key}={values[0]}")
-            sweeps.append((len(base) - 1, key, values[1:]))
-        else:
-            base.append(o.input_line)
-    variants = [base] + [base[:i] + [f"{k}={v}"] + base[i + 1:] for i, k, vs in sweeps for v in vs]
-    cfgs = []
+        return str(e).splitlines()[0], None
+    sweeps = [o for o in parsed if o.is_sweep_override()]
+    if sweeps and not multirun:
+        key = sweeps[0].get_key_element()
+        return (f"{sweeps[0].input_line}: a sweep needs -m (a list is {key}=[…]; a text with commas is quoted: "
+                f"{key}='…')"), None
+    values = {id(o): list(o.sweep_string_iterator()) for o in sweeps}
+    first = [f"{o.get_key_element()}={values[id(o)][0]}" if id(o) in values else o.input_line for o in parsed]
+    variants = [first] + [first[:i] + [f"{o.get_key_element()}={v}"] + first[i + 1:]
+                          for i, o in enumerate(parsed) for v in values.get(id(o), [])[1:]]
     try:
         with _configs():
-            for overrides in variants:
-                cfgs.append(hydra_compose(config_name, overrides=overrides, return_hydra_config=True))
+            return None, [hydra_compose(config_name, overrides=v, return_hydra_config=True) for v in variants][0]
     except Exception as e:  # ConfigCompositionException, MissingConfigException, …
-        msg = " ".join(str(e).split())
-        return msg.split(" Config search path")[0][:400], []
-    return None, cfgs
+        return " ".join(str(e).split()).split(" Config search path")[0][:400], None
 
 
 def _output_dir(cfg, multirun: bool) -> Path | None:
@@ -147,14 +137,13 @@ def _output_dir(cfg, multirun: bool) -> Path | None:
         return None
 
 
-def claim_output_dir(cfgs: list, multirun: bool, command: str,
+def claim_output_dir(cfg, multirun: bool, command: str,
                      overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None, list[Path]]:
     """Claim the command's output directory before Hydra writes anything into it, and say which it is (so
     Hydra is given that same directory, not a second reading of ${now:…}). A single run's directory is
     claimed by creating its job's summary.json (returned); a sweep's by `jobs.claim_sweep_dir`. With resume=true the
     runs there are checked first (`resume.check`; a sweep's with its command line's `overrides`), and a resumed sweep
     whose every job has finished names them (the third value; else it is empty): there is nothing to run."""
-    cfg = cfgs[0]
     path = _output_dir(cfg, multirun)
     if path is None:
         return None, None, []
@@ -235,19 +224,19 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     (joblib, submitit) the error is raised again after printing: that is how such a launcher learns of it.
     """
     args = arguments(command, argv)
-    error, cfgs = compose_variants(config_name, args.overrides, args.multirun)
+    error, cfg = checked_config(config_name, args.overrides, args.multirun)
     if error:
         print(_usage(command), file=sys.stderr)
         print(f"adaptsim {command}: error: {error}", file=sys.stderr)
         sys.exit(2)
     if args.help:
-        print(help_text(command, cfgs[0]))
+        print(help_text(command, cfg))
         return 0
     if args.cfg or args.info or args.hydra_help or args.version:  # Hydra shows, nothing runs
         _hydra_main(config_name, lambda cfg: None, argv)
         return 0
     multirun = args.multirun
-    out_dir, claimed, finished = claim_output_dir(cfgs, multirun, command, list(args.overrides))
+    out_dir, claimed, finished = claim_output_dir(cfg, multirun, command, list(args.overrides))
     if claimed is not None and claimed.finished:
         print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
         return 0
@@ -261,7 +250,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
     # a resumed sweep that fails keeps the record of the sweep that was resumed: Hydra rewrites multirun.yaml
     # (the sweep's jobs, for `table`) before any job can fail
     record = out_dir / "multirun.yaml" if multirun and out_dir is not None else None
-    resumed = record.read_bytes() if record and record.is_file() and cfgs[0].get("resume") else None
+    resumed = record.read_bytes() if record and record.is_file() and cfg.get("resume") else None
     since = time.time()
     main_pid = os.getpid()
     refused = []  # a single run's error that left no trace on disk (a resume refused by its replay: records given back)
@@ -309,82 +298,6 @@ def _say_outputs(command: str, sweep_dir: Path) -> None:
     if command in ("run", "bench"):
         print(f"adaptsim {command}: the sweep's outputs are in {sweep_dir} (python -m adaptsim table {sweep_dir})",
               file=sys.stderr)
-
-# configs/ folders that are not groups a run composes: files code reads itself (method=fixed's lists, LitTER's
-# resources) and Hydra's own groups (`--hydra-help` lists those)
-NOT_GROUPS = {"fixed_lists", "litter", "hydra"}
-
-
-def help_text(command: str, cfg) -> str:
-    """`adaptsim COMMAND --help`: the groups a run composes, with their options (the `_common` files every option
-    of a group includes are none), then the composed config with the command line's overrides."""
-    lines = [f"usage: adaptsim {command} [-m] [group=option …] [key=value …]", "",
-             "Configuration groups (group=option; -m and comma-separated options: a sweep):"]
-    for group in sorted(p for p in CONFIG_DIR.iterdir() if p.is_dir() and p.name not in NOT_GROUPS):
-        options = sorted(f.stem for f in group.glob("*.yaml") if not f.stem.startswith("_"))
-        lines.append(f"  {group.name}: {', '.join(options)}")
-    from omegaconf import OmegaConf
-
-    body = OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))
-    meanings = _meanings(cfg)
-    return "\n".join(lines + ["", "Config (override anything: key=value; after #, what the YAML says it means):", "",
-                              *_annotated(body, meanings), "", "Hydra's own options: --hydra-help"])
-
-
-_KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w.+-]*):(?:\s+(?:[^#]*?))?\s*(?:#\s?(.*))?$")
-
-
-def _meanings(cfg) -> dict[str, str]:
-    """{dotted key: its comment, with the comment lines aligned below it} from the YAML files the config was composed
-    of: the primary config and those it extends, and each group's chosen option (with the group's _common.yaml)."""
-    from omegaconf import OmegaConf
-
-    files: list[tuple[Path, str]] = []
-    name = OmegaConf.select(cfg, "hydra.job.config_name", default=None) or "run"
-    while (CONFIG_DIR / f"{name}.yaml").is_file():
-        files.append((CONFIG_DIR / f"{name}.yaml", ""))
-        parent = [d for d in OmegaConf.load(CONFIG_DIR / f"{name}.yaml").get("defaults", [])
-                  if isinstance(d, str) and d != "_self_" and (CONFIG_DIR / f"{d}.yaml").is_file()]
-        name = parent[0] if parent else ""
-    for group, option in (OmegaConf.select(cfg, "hydra.runtime.choices", default=None) or {}).items():
-        for path in (CONFIG_DIR / group / "_common.yaml", CONFIG_DIR / group / f"{option}.yaml"):
-            if not group.startswith("hydra") and option and path.is_file():
-                package = "" if "@package _global_" in path.read_text(encoding="utf-8")[:200] else group
-                files.append((path, package))
-    out: dict[str, str] = {}
-    for path, package in reversed(files):  # the primary config last: its words win
-        stack: list[tuple[int, str]] = []
-        last = None  # (dotted key, column of its comment's #): comment lines below at that column continue it
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if last and line.lstrip().startswith("#") and line.index("#") == last[1]:
-                out[last[0]] += " " + line.strip().lstrip("#").strip()
-                continue
-            last = None
-            found = _KEY_LINE.match(line)
-            if not found or line.lstrip().startswith("#"):
-                continue
-            indent, key, comment = len(found[1]), found[2], found[3]
-            stack = [(i, k) for i, k in stack if i < indent] + [(indent, key)]
-            if comment and stack[0][1] != "defaults":
-                dotted = ".".join(filter(None, [package, *(k for _, k in stack)]))
-                out[dotted], last = comment.strip(), (dotted, line.index("#", len(found[1]) + len(key)))
-    return out
-
-
-def _annotated(body: str, meanings: dict[str, str]) -> list[str]:
-    """The composed config's YAML lines, each key's meaning beside it where a YAML file gives one."""
-    lines, stack = [], []
-    for line in body.rstrip().splitlines():
-        found = _KEY_LINE.match(line)
-        if found:
-            indent = len(found[1])
-            stack = [(i, k) for i, k in stack if i < indent] + [(indent, found[2])]
-            meaning = meanings.get(".".join(k for _, k in stack))
-            if meaning:
-                line = f"{line}  # {meaning}"
-        lines.append(line)
-    return lines
-
 
 def _quoted(path: Path) -> str:
     """A path as the value of a Hydra override (quoted where its characters would be read as grammar)."""
