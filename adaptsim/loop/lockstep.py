@@ -24,15 +24,11 @@ model's size; where no lean search applies (other architectures, `memory`), the 
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-
 from omegaconf import DictConfig, OmegaConf
 
 from adaptsim.errors import UserError
-from adaptsim.loop.learner import cloned_learners, load
-from adaptsim.loop.settings import validate
-from adaptsim.loop.simulation import Simulation, loop
-from adaptsim.records import JobSummary, RecordWriter, compress_records, speaking_for
+from adaptsim.loop.simulation import simulate_runs
+from adaptsim.records import JobSummary
 from adaptsim.rules import flatten
 
 SHARED = ("model", "dataset", "decode", "device", "threads", "malloc_tuning")  # settings lockstep runs must share
@@ -53,22 +49,8 @@ def check_together(cfgs: list[DictConfig]) -> None:
 
 
 def simulate_together(cfgs: list[DictConfig], jobs: list[JobSummary]) -> None:
-    """The runs of `cfgs` into their jobs' directories, in lockstep: `simulate.loop` over K clones of one model.
-    A run that fails (its error is a UserError: a divergence under on_divergence=stop) is closed as failed with
-    its error, and the others go on."""
+    """The runs of `cfgs` into their jobs' directories, in lockstep: `simulate_runs` over K clones of one model, once
+    the settings they must share are checked. A run that fails (its error is a UserError: a divergence under
+    on_divergence=stop) is closed as failed with its error, and the others go on."""
     check_together(cfgs)
-    for cfg in cfgs[1:]:
-        validate(cfg)
-    base, documents = load(cfgs[0])
-    skipped = dict(documents.skipped)
-    with ExitStack() as stack:
-        runs = []
-        for k, (cfg, job, learner) in enumerate(zip(cfgs, jobs, cloned_learners(base, cfgs))):
-            with speaking_for(job.dir):
-                runs.append(Simulation(OmegaConf.merge(cfg, {"progress": cfg.progress and k == 0}), job,
-                                       stack.enter_context(RecordWriter(job.dir, resume=cfg.resume)), learner,
-                                       documents, skipped))
-        loop(base, runs, lockstep=len(runs))
-    for cfg, job in zip(cfgs, jobs):
-        if cfg.compress and job.data.get("status") == "finished":
-            compress_records(job.dir)
+    simulate_runs(cfgs, jobs, lockstep=len(cfgs))

@@ -19,15 +19,16 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from adaptsim import allocator
 from adaptsim.data.types import Segment, fingerprint
 from adaptsim.errors import UserError
 from adaptsim.fingerprints import model_fingerprint
 from adaptsim.loop import interactive
-from adaptsim.loop.learner import Learner, describe_device, load
+from adaptsim.loop.learner import Learner, cloned_learners, describe_device, load
 from adaptsim.loop.offsets import save_offsets
+from adaptsim.loop.settings import validate
 from adaptsim.loop.update import UpdateResult
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
@@ -49,18 +50,38 @@ class ReplayRefused(UserError):
 
 
 def simulate(cfg: DictConfig, job: JobSummary, limit: int | None = None) -> dict:
-    """One run alone over the dataset (the first `limit` segments if given) into the job's directory: the loop
+    """One run alone over the dataset (the first `limit` segments if given) into the job's directory: `simulate_runs`
     with K = 1. Returns the summary; a failed run raises its one-line error."""
-    with RecordWriter(job.dir, resume=cfg.resume) as writer:
-        model, documents = load(cfg, limit)
-        skipped = dict(documents.skipped)
-        learner = Learner(model, method_cfg=cfg.method, update_cfg=cfg["update"], reset=cfg.reset, seed=cfg.seed)
-        loop(model, [Simulation(cfg, job, writer, learner, documents, skipped)])
+    simulate_runs([cfg], [job], limit)
     if job.data.get("status") == "failed":
         raise UserError(job.data["error"])
-    if cfg.compress:
-        compress_records(job.dir)
     return job.data
+
+
+def simulate_runs(cfgs: list[DictConfig], jobs: list[JobSummary], limit: int | None = None, **timing) -> None:
+    """K runs of one model on one stream, each into its job's directory, K ≥ 1 (alone: `simulate`; a lockstep sweep:
+    adaptsim/loop/lockstep.py): the settings checked, each run's files opened, the data and the model loaded once, a
+    learner per run (K > 1: on clones of the model that share the tensors no run trains, `cloned_learners`), `loop`,
+    and each finished run's records compressed where its `compress` says. A run that fails is closed as failed and the
+    others go on; `timing`: more fields for each summary's timing. Only the first run shows progress."""
+    for cfg in cfgs[1:]:
+        validate(cfg)  # the first: by `load`
+    with ExitStack() as stack:
+        writers = [stack.enter_context(RecordWriter(job.dir, resume=cfg.resume)) for cfg, job in zip(cfgs, jobs)]
+        base, documents = load(cfgs[0], limit)
+        one = cfgs[0]  # alone, the model itself (cfg.update is DictConfig.update)
+        learners = cloned_learners(base, cfgs) if len(cfgs) > 1 else [
+            Learner(base, method_cfg=one.method, update_cfg=one["update"], reset=one.reset, seed=one.seed)]
+        skipped = dict(documents.skipped)
+        runs = []
+        for k, (cfg, job, writer, learner) in enumerate(zip(cfgs, jobs, writers, learners)):
+            with speaking_for(job.dir):
+                runs.append(Simulation(cfg if k == 0 else OmegaConf.merge(cfg, {"progress": False}), job, writer,
+                                       learner, documents, skipped))
+        loop(base, runs, **timing)
+    for cfg, job in zip(cfgs, jobs):
+        if cfg.compress and job.data.get("status") == "finished":
+            compress_records(job.dir)
 
 
 def loop(base: Model, runs: list[Simulation], **timing) -> None:
