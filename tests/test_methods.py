@@ -406,3 +406,15 @@ def test_lasso_keeps_the_same_tensors_with_one_or_two_threads():
         torch.set_num_threads(before)
     assert histories[0] == histories[1]
     assert histories[0][1] > 0  # the selection moved during the document: there was something to decide
+
+
+def test_only_the_methods_that_retrieve_carry_the_retrieval_hooks():
+    """`Method` is the SGD side alone; what tm and icl add (keeping post-edits, retrieving from them) is `Retrieval`,
+    which the loop asks for, so a method that only trains implements none of it."""
+    from adaptsim.methods.base import Method
+    from adaptsim.methods.retrieval import Retrieval
+
+    assert not any(hasattr(Method, hook) for hook in ("revealed", "matches", "context", "moment"))
+    retrieving = {path.stem for path in (CONFIG_DIR / "method").glob("*.yaml")
+                  if issubclass(methods.method_class(OmegaConf.load(path)), Retrieval)}
+    assert retrieving == {"tm", "icl"}

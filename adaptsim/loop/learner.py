@@ -22,6 +22,7 @@ from adaptsim.data import Dataset, check_lengths, load_documents
 from adaptsim.errors import UserError
 from adaptsim.loop.settings import validate
 from adaptsim.loop.update import Diverged, Snapshot, Updater, UpdateResult
+from adaptsim.methods.retrieval import Retrieval
 from adaptsim.models import Model, load_model
 
 log = logging.getLogger("adaptsim")
@@ -97,6 +98,8 @@ class Learner:
         self.model = model
         torch.manual_seed(seed)
         self.method = methods.build(method_cfg, model)
+        # what the method retrieves from the post-edits it keeps (tm, icl), if it does
+        self.retrieval = self.method if isinstance(self.method, Retrieval) else None
         self.updater = Updater(model, self.method, **update_cfg)
         self.theta0 = Snapshot(self.method.parameters())
         self.reset = reset
@@ -145,14 +148,14 @@ class Learner:
         """θ, fine-tuned for a moment on the earlier pairs the method retrieves for `source` (tm; none for the other
         methods), each with the update rule at a rate scaled by its score; every trained tensor is restored exactly
         on leaving. A divergence there leaves θ as it was: the segment is translated with it and it is counted."""
-        matches = self.method.matches(source)
+        matches = self.retrieval.matches(source) if self.retrieval else []
         if not matches:
             yield
             return
         start = time.perf_counter()
         saved = Snapshot(dict(zip(self.updater.names, self.updater.params)))  # θ as the moment finds it
         try:
-            lr, until = self.method.moment  # the moment's rate at a score of 100, and its stopping rule
+            lr, until = self.retrieval.moment  # the moment's rate at a score of 100, and its stopping rule
             for src, ref, score in matches:
                 result = self.updater(self.model.pair(src, ref), lr / self.method.lr * score / 100, steps=True,
                                       until=until)
@@ -181,8 +184,8 @@ class Learner:
         try:
             result = self.updater(batch)
             self.at_theta0 = False
-            if revealed is not None:
-                self.method.revealed(*revealed)
+            if revealed is not None and self.retrieval:
+                self.retrieval.revealed(*revealed)
             return result, False
         except Diverged as e:
             if e.updates == 0 and e.ppl_before is None and self.at_theta0:

@@ -395,7 +395,8 @@ class Simulation:
         source may (`Model.max_tokens`, half a decoder-only model's position table: the rest is the target's), so the
         first pairs of the prompt's order (the oldest, or the weakest matches) are left out until it fits; the step
         records the ones quoted."""
-        context, model = self.learner.method.context(seg.source, seg.doc_id), self.learner.model
+        retrieval, model = self.learner.retrieval, self.learner.model
+        context = retrieval.context(seg.source, seg.doc_id) if retrieval else []
         while context and model.prompt_tokens(seg.source, [(s, t) for s, t, _ in context]) > model.max_tokens:
             context = context[1:]
         return context
@@ -516,7 +517,7 @@ class Simulation:
         cost = {"step_ms_median": 1000 * statistics.median(step_s) if step_s else None, "steps": len(step_s),
                 "state_bytes_median": statistics.median(p["state_bytes"] for p in per_doc),
                 "state_bytes_max": max(p["state_bytes"] for p in per_doc)}
-        if self.learner.method.moment:  # tm's moments, zeros too
+        if self.learner.retrieval and self.learner.retrieval.moment:  # tm's moments, zeros too
             cost["temporary"] = self.learner.temporary
         if self.prompts:  # a decoder-only model's prompts (icl's cost is their length) and its translations' seconds
             tokens, pairs = zip(*self.prompts)

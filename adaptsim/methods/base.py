@@ -19,20 +19,15 @@ step (e.g. lasso's proximal step, or restricting embedding rows):
     method.after_pair(batch)     -> once per pair, after its updates: a method that adapts without gradient
                                     steps does it here (memory stores the pair's decoder states) and returns
                                     True, so the update rule measures the pair's perplexity again
-    method.matches(source)       -> before the segment is translated: earlier (source, reference, score) pairs, or
-                                    an external TM's, to fine-tune on for a moment (tm's retrieval; default none)
-                                    with the rate and stopping rule `method.moment`; the learner adapts, translates
-                                    and restores θ (adaptsim/loop/learner.py `adapted_for`)
-    method.context(source, doc_id) -> before the segment is translated: earlier (source, post-edit, step) pairs to
-                                    put into the prompt of a model that reads context (icl's retrieval; default none)
-    method.revealed(source, reference, doc_id, step) -> once per pair, after its update: the post-edit is revealed
-                                    (tm and icl keep it)
     method.check_stream(segments) -> before the run: refuse (UserError) a stream the method must not be tested on
                                     (fixed: the held-out data its list was chosen on)
     method.state_bytes(offset_bytes) -> bytes to store one document's adapted state; `offset_bytes` is the size
                                     of the trainable tensors' offsets θ − θ0 that changed (adaptsim/loop/offsets.py),
                                     the default; a method with state outside its parameters adds it
     method.info()                -> method-specific figures for summary.json
+
+A method that keeps the post-edits and retrieves from them (tm, icl) is also a `Retrieval`
+(adaptsim/methods/retrieval.py: `revealed`, `matches`, `context`).
 """
 
 from __future__ import annotations
@@ -76,18 +71,6 @@ class Method:
 
     def after_pair(self, batch: dict[str, torch.Tensor]) -> bool:
         return False
-
-    # the moment of adaptation on `matches`: its learning rate at a score of 100, and (ppl_threshold, max_updates)
-    moment: tuple[float, tuple[float, int]] | None = None
-
-    def matches(self, source: str) -> list[tuple[str, str, float]]:
-        return []
-
-    def context(self, source: str, doc_id: str) -> list[tuple[str, str, int | None]]:
-        return []
-
-    def revealed(self, source: str, reference: str, doc_id: str | None = None, step: int | None = None) -> None:
-        pass
 
     def check_stream(self, segments) -> None:
         pass

@@ -31,6 +31,7 @@ from rapidfuzz import fuzz, process
 
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
+from adaptsim.methods.retrieval import Retrieval
 from adaptsim.methods.tm import Score
 from adaptsim.rules import Choice, Integer, Rule, Text
 
@@ -47,7 +48,7 @@ class MethodConfig(Rule):
         return "must be a method's config: choose it with method@method.weights=NAME (configs/method/NAME.yaml)"
 
 
-class InContext(Method):
+class InContext(Retrieval, Method):
     settings = {"name": Text(), "k": Integer(1), "retrieval": Choice(RETRIEVALS),
                 "threshold": Score(at_least=0, at_most=100), "weights": MethodConfig()}
 
@@ -67,7 +68,7 @@ class InContext(Method):
             raise UserError(str(e).replace("method.", "method.weights.", 1)) from None
         super().__init__(model, name=name, lr=self.inner.lr)
         self.gradient_steps = self.inner.gradient_steps
-        self.moment = self.inner.moment
+        self.moment = self.inner.moment if isinstance(self.inner, Retrieval) else None
         self.k, self.retrieval, self.threshold = int(k), retrieval, float(threshold)
         self.weights = self.inner.name
         self.pairs: list[tuple[str, str, str | None, int | None]] = []  # (source, post-edit, document, step)
@@ -88,7 +89,8 @@ class InContext(Method):
 
     def revealed(self, source, reference, doc_id=None, step=None):
         self.pairs.append((source, reference, doc_id, step))
-        self.inner.revealed(source, reference, doc_id, step)
+        if isinstance(self.inner, Retrieval):
+            self.inner.revealed(source, reference, doc_id, step)
 
     def start_document(self, theta0):
         self.pairs.clear()
@@ -117,7 +119,7 @@ class InContext(Method):
         return self.inner.after_pair(batch)
 
     def matches(self, source):
-        return self.inner.matches(source)
+        return self.inner.matches(source) if isinstance(self.inner, Retrieval) else []
 
     def check_stream(self, segments):
         self.inner.check_stream(segments)

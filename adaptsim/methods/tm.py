@@ -79,6 +79,7 @@ from adaptsim.data import FORMATS, check_lengths, load_documents
 from adaptsim.data.textio import expand
 from adaptsim.errors import DataError, UserError
 from adaptsim.methods.base import Method
+from adaptsim.methods.retrieval import Retrieval
 from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, show
 
 KEY = "method.external"
@@ -132,7 +133,7 @@ class DatasetBlock(Rule):
         return value
 
 
-class Tm(Method):
+class Tm(Retrieval, Method):
     settings = {**Method.settings, "k": Integer(1), "threshold": Score(at_least=0, at_most=100),
                 "online": Boolean(), "moment_lr": Number(above=0), "moment_ppl_threshold": Number(at_least=1),
                 "moment_max_updates": Integer(1), "external": DatasetBlock()}
