@@ -154,7 +154,7 @@ def test_tsv_duplicate_ids_kept_when_asked(tmp_path):
 def test_bad_options(tmp_path):
     with pytest.raises(UserError, match=r"dataset.format='nope': choose plain"):
         load_documents({"format": "nope", "path": "x"})
-    with pytest.raises(UserError, match=r"dataset.on_empty='drop': choose error \| skip"):
+    with pytest.raises(UserError, match=r"dataset.on_empty='drop': choose 'error' \| 'skip'"):
         tsv(tmp_path, TSV, on_empty="drop")
     with pytest.raises(UserError, match=r"dataset.max_segments=0"):
         tsv(tmp_path, TSV, max_segments=0)

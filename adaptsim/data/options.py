@@ -12,12 +12,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
+from adaptsim.rules import Choice, Integer, Rule
 
-CHOICES = {
-    "on_empty": ("error", "skip"),
-    "on_too_long": ("error", "skip"),
-    "on_duplicate_id": ("error", "keep"),
-    "group_by": (None, "topic"),
+# the type and allowed values of the options every format has (adaptsim/rules.py); a format's own are its reader's
+RULES: dict[str, Rule] = {
+    "on_empty": Choice(("error", "skip")), "on_too_long": Choice(("error", "skip")),
+    "on_duplicate_id": Choice(("error", "keep")), "group_by": Choice((None, "topic")),
+    "split_every": Integer(1, null="not split"), "min_segments": Integer(1, null="no minimum"),
+    "max_documents": Integer(1, null="all"), "max_segments": Integer(1, null="all"),
 }
 
 
@@ -36,14 +38,8 @@ def resolve(cfg) -> dict:
     opts = {**common_defaults(), **dict(cfg)}
     if opts.get("format") in (None, "???"):
         raise UserError("dataset.format is not set")
-    for key, allowed in CHOICES.items():
-        if opts.get(key) not in allowed:
-            shown = " | ".join("null" if a is None else a for a in allowed)
-            raise UserError(f"dataset.{key}={opts.get(key)!r}: choose {shown}")
-    for key in ("split_every", "min_segments", "max_documents", "max_segments"):
-        value = opts.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise UserError(f"dataset.{key}={value!r}: must be a positive integer or null")
+    for key, rule in RULES.items():
+        rule.check(f"dataset.{key}", opts.get(key))
     if isinstance(opts.get("documents"), str):
         opts["documents"] = [opts["documents"]]
     return opts
