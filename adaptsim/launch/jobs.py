@@ -113,33 +113,24 @@ def _main_watcher(main_pid: int) -> threading.Event:
     return job_done
 
 
-def _in_local_worker() -> bool:
-    from hydra.core.hydra_config import HydraConfig
-
-    return str(HydraConfig.get().launcher.get("_target_", "")).endswith(_LOCAL_LAUNCHERS)
-
-
-def _one_thread_per_worker() -> None:
-    """`threads: null` in a parallel launcher's worker means one torch thread: torch's default (all physical
-    cores) in each of n_jobs workers oversubscribes the machine (docs/performance.md). An explicit `threads`
-    still wins (adaptsim.loop.learner.load sets it)."""
-    import torch
-
-    torch.set_num_threads(1)
-
-
 @contextlib.contextmanager
 def job_context(main_pid: int):
-    """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated), and in a local launcher's
-    worker the sweep's main process is watched."""
+    """Around each job: SIGTERM unwinds it like SIGINT (as errors.Terminated); in a parallel launcher's worker,
+    `threads: null` is one torch thread (torch's default, all physical cores, in each of n_jobs workers oversubscribes
+    the machine: docs/performance.md; an explicit `threads` still wins, adaptsim.loop.learner.load), and in a local
+    launcher's worker the sweep's main process is watched."""
+    from hydra.core.hydra_config import HydraConfig
+
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, raise_terminated) if in_main_thread else None
     job_done = None
     if os.getpid() != main_pid:
-        if _in_local_worker():
+        if str(HydraConfig.get().launcher.get("_target_", "")).endswith(_LOCAL_LAUNCHERS):
             job_done = _main_watcher(main_pid)
             job_done.clear()
-        _one_thread_per_worker()
+        import torch
+
+        torch.set_num_threads(1)
     try:
         yield
     finally:

@@ -107,9 +107,10 @@ def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> N
 
 
 def check_resumable(run_dir: Path, previous: dict) -> None:
-    """Refuse (one line) to resume the run in `run_dir` (`previous`: its summary.json, {} if none) where its steps have
-    no summary.json to check them by, or where it is still going. Reads only: a sweep checks every job before Hydra
-    starts."""
+    """Refuse (one line) to resume the run in `run_dir` (`previous`: its summary.json, {} if none) where the directory
+    cannot be used (`check_run_dir`), its steps have no summary.json to check them by, or the run is still going.
+    Reads only: a sweep checks every job before Hydra starts."""
+    check_run_dir(run_dir, resume=True, create=False)
     if not previous and any((Path(run_dir) / n).is_file() and (Path(run_dir) / n).stat().st_size
                             for n in ("steps.jsonl", "steps.jsonl.xz")):
         raise UserError(f"{run_dir}: holds a run's steps but no summary.json, so the settings they were made "
