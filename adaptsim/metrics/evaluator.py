@@ -80,7 +80,7 @@ class Evaluator:
         self._variants: dict[str, tuple[Callable[[str], frozenset[str]], list[Levels]]] = {
             "": (self.words, word_levels)}
         if novel_vocab is not None:
-            is_novel = novelty(load_known(novel_vocab, self.words.raw_tokens))
+            is_novel = novelty(load_known(novel_vocab, self.words.raw_tokens, self.words.segmenter is not None))
             self._variants[NOVEL] = (self.words, [restrict(lv, is_novel) for lv in word_levels])
         if subword_tokenize is not None:
             pieces = _Pieces(subword_tokenize)
@@ -90,8 +90,9 @@ class Evaluator:
         # every setting that changes a score, files by content (their name alone let two lists pass as one); the
         # truecaser's text only where one is given (the default, the run's references, is the stream's own)
         self._signature = "|".join([
-            f"R|lang:{lang}", "tok:moses", f"case:{case}",
-            *([f"truecase:text#{_digest(truecase_text)}"] if case == "truecase" and truecase_text is not None else []),
+            f"R|lang:{lang}", f"tok:{self.words.tok}", f"case:{self.words.case}",  # a segmenter's language: no case
+            *([f"truecase:text#{_digest(truecase_text)}"] if self.words.case == "truecase" and truecase_text is not None
+              else []),
             "stop:" + ("iso-" + lang if stopwords is None
                        else f"file:{Path(stopwords).name}#{file_fingerprint(Path(stopwords))}"),
             f"scope:{scope}", f"k:{k_max}",

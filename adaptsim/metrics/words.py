@@ -1,5 +1,12 @@
 """Target text → set of content-word types (docs/design.md §4), cached per distinct string and token.
 
+Languages written without spaces between words (Chinese, Japanese, Korean, Thai) are cut into words by their
+segmenter (adaptsim.metrics.segmenters: jieba, fugashi + unidic-lite, kiwipiepy, pythainlp; the extra `cjk`) and
+not cased: their scripts have no case, so `case: truecase` means `none` there (`lower` still lowercases the Latin
+words they quote); the stopwords-iso list of the language then filters the segmenter's words. Such a language
+without a segmenter is refused, as are references written mostly in such a script under a language written with
+spaces (`content_words`). Every other language takes the Moses path below, unchanged.
+
 Pipeline: Moses tokenizer (escaped, as the Moses truecaser expects) → Moses truecaser trained on
 target-side text (or lowercasing, or nothing) → unescape → keep tokens that are not stopwords and
 hold a letter or digit. Comparisons after this are case-sensitive: truecasing is what keeps the
@@ -27,6 +34,7 @@ from sacremoses import MosesTokenizer, MosesTruecaser
 
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
+from adaptsim.metrics.segmenters import check_script, segmenter_for
 
 CASES = ("truecase", "lower", "none")
 _UNSEEN = object()
@@ -56,14 +64,23 @@ def _unescape(token: str) -> str:
     return html.unescape(token) if "&" in token else token
 
 
+def _as_written(token: str) -> str:
+    return token
+
+
 class WordPipeline:
     """Tokenises, cases and filters target text; every step keyed on the target language."""
 
     def __init__(self, lang: str, stopwords: frozenset[str], case: str = "truecase"):
         if case not in CASES:
             raise UserError(f"metrics case must be one of {', '.join(CASES)}, not {case!r}")
+        self.segmenter = segmenter_for(lang)  # None: Moses
+        if self.segmenter is not None and case == "truecase":
+            case = "none"  # a script without case (module docstring)
         self.lang, self.case, self.stopwords = lang, case, stopwords
-        self._tokenizer = MosesTokenizer(lang=lang)
+        self.tok = "moses" if self.segmenter is None else self.segmenter.name  # the signature's tokenisation
+        self._tokenizer = MosesTokenizer(lang=lang) if self.segmenter is None else None
+        self._plain = _unescape if self.segmenter is None else _as_written  # Moses escapes, segmenters do not
         self._truecaser: MosesTruecaser | None = None
         self._content: dict[str, frozenset[str]] = {}  # text -> content words
         self._word: dict[str, str | None] = {}  # cased, escaped Moses token -> content word, or None
@@ -83,6 +100,9 @@ class WordPipeline:
                 self._content[text] = self._words_of(tokens)
 
     def _escaped(self, text: str) -> list[str]:
+        """Moses' escaped tokens (the truecaser's input), or the segmenter's words."""
+        if self.segmenter is not None:
+            return self.segmenter.words(text)
         return self._tokenizer.tokenize(text, escape=True)
 
     def _cased(self, escaped_tokens: list[str]) -> list[str]:
@@ -100,19 +120,19 @@ class WordPipeline:
         for token in self._cased(escaped_tokens):
             word = self._word.get(token, _UNSEEN)
             if word is _UNSEEN:
-                word = _unescape(token)
+                word = self._plain(token)
                 word = self._word[token] = word if word not in self.stopwords and is_word(word) else None
             if word is not None:
                 words.add(word)
         return frozenset(words)
 
     def raw_tokens(self, text: str) -> list[str]:
-        """Moses tokens of `text` as written (no casing), unescaped."""
-        return [_unescape(t) for t in self._escaped(text)]
+        """Moses tokens (or the segmenter's words) of `text` as written (no casing), unescaped."""
+        return [self._plain(t) for t in self._escaped(text)]
 
     def tokens(self, text: str) -> list[str]:
-        """Moses tokens of `text` after casing, unescaped (so "&" is "&", not "&amp;")."""
-        return [_unescape(t) for t in self._cased(self._escaped(text))]
+        """Moses tokens (or the segmenter's words) of `text` after casing, unescaped (so "&" is "&", not "&amp;")."""
+        return [self._plain(t) for t in self._cased(self._escaped(text))]
 
     def __call__(self, text: str) -> frozenset[str]:
         """Content-word types of `text`."""
@@ -127,7 +147,10 @@ def content_words(references: Sequence[str], lang: str, case: str, stopwords: st
     """A run's content words, built the one way: the target language's tokenizer and stopwords (`stopwords`: a file,
     else stopwords-iso's), the truecaser trained on `truecase_text` or else on the references (whose content words
     are then cached, as they are scored next). For the Evaluator, and for the reports that group words as the run
-    did (adaptsim.metrics.roles)."""
+    did (adaptsim.metrics.roles). References written mostly in a script without spaces under a language written with
+    them are refused (segmenters.check_script)."""
+    segmenter_for(lang)  # a language without spaces and without a segmenter: refused before its stopwords are sought
+    check_script(lang, references)
     words = WordPipeline(lang, load_stopwords(lang, stopwords), case)
     words.fit(references if truecase_text is None else truecase_text, keep=truecase_text is None)
     return words

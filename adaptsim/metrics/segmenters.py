@@ -1,0 +1,196 @@
+"""Which segmenter cuts a target language's text into words (docs/design.md §4, docs/usage.md "Words by language").
+
+Languages written with spaces keep the Moses tokenizer (adaptsim.metrics.words' own path, unchanged). Languages
+written without them (`SPACELESS`) need a word segmenter: one implementation per library, from the optional extra
+`cjk` (`pip install -e ".[cjk]"`), imported when a text of that language is first segmented. Thai's library is in the
+same extra: one install line for every language written without spaces, and pythainlp needs no other package. A
+spaceless language without a segmenter here (Lao, Khmer, Burmese, Tibetan, …) is refused (`segmenter_for`): scored
+with Moses, a sentence would be one word.
+
+Every segmenter returns the words as written (surfaces, no lemmas: R0/R1 compare what the hypothesis holds, as the
+Moses path does), whitespace dropped, punctuation as words of its own (the content-word filter drops it):
+
+- zh: jieba (precise mode, `lcut(text, cut_all=False, HMM=True)`): its 350k-word dictionary, and its HMM for words
+  it lacks (the names of a talk). It keeps compounds such as 驱动程序 whole, the unit a translator corrects.
+- ja: fugashi (MeCab) with unidic-lite: UniDic short units, the units the Japanese corpora (BCCWJ) count words in
+  and the ones stopwords-iso's Japanese list is written in (だっ, なかっ, られ).
+- ko: kiwipiepy (Kiwi) morphemes regrouped into the words of Korean school grammar: a particle (tags J*) and the
+  copula 이다 (VCP) are words of their own, every other morpheme stays with the word it is written in (a verb with
+  its endings, a noun with its suffixes), punctuation apart; a word's text is its stretch of the input. stopwords-iso's
+  Korean list holds the particles 이, 가, 을, 를, 의, 에, 와, 과, 로 but not 은, 는, 도: those count as content words
+  unless a stopword file (metrics.stopwords) lists them.
+- th: pythainlp `word_tokenize(engine="newmm")`: maximal matching on its dictionary, within Thai character clusters.
+
+None of these scripts has case: the pipeline does not truecase them (words.WordPipeline).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
+
+from adaptsim.errors import UserError
+
+EXTRA = 'pip install -e ".[cjk]"'
+# written without spaces between words (ISO 639-1 and 639-3 codes) → its name; Korean is written with spaces
+# between phrases (eojeol) that hold the particles, so a Moses word there is a word with its case marker
+SPACELESS = {"zh": "Chinese", "zho": "Chinese", "cmn": "Chinese", "yue": "Cantonese", "wuu": "Wu Chinese",
+             "ja": "Japanese", "jpn": "Japanese", "ko": "Korean", "kor": "Korean", "th": "Thai", "tha": "Thai",
+             "lo": "Lao", "lao": "Lao", "km": "Khmer", "khm": "Khmer", "my": "Burmese", "mya": "Burmese",
+             "bo": "Tibetan", "bod": "Tibetan", "dz": "Dzongkha", "dzo": "Dzongkha", "shn": "Shan"}
+# letters of scripts written without spaces between words (Han, kana, Hangul, Thai, Lao, Tibetan, Myanmar, Khmer)
+_SPACELESS_SCRIPT = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
+                               "\u1100-\u11ff\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff]")
+
+
+def base_language(lang: str) -> str:
+    """The language subtag of a code: "zh" of zh, zh-CN, zh_Hans, zho_Hans (NLLB), ja_XX (mBART)."""
+    return re.split("[-_]", str(lang), maxsplit=1)[0].lower()
+
+
+def spaceless(lang: str) -> str | None:
+    """The name of `lang` where it is written without spaces between words, else None."""
+    return SPACELESS.get(base_language(lang))
+
+
+class Segmenter:
+    """Cuts one language's text into words (`words`); `name` (library-version) goes into the scores' signatures."""
+
+    library = ""              # the package, as pip and importlib.metadata name it
+    modules: tuple[str, ...] = ()  # what it imports (`check` looks for them without importing)
+
+    def __init__(self, lang: str):
+        self.lang = lang
+        try:
+            self.name = f"{self.library}-{version(self.library)}"
+            self._load()
+        except (ImportError, PackageNotFoundError):
+            raise UserError(f"metrics.lang={lang}: {spaceless(lang)} words need {self.library}, not installed: "
+                            f"{EXTRA}") from None
+
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    def words(self, text: str) -> list[str]:
+        raise NotImplementedError
+
+
+class Jieba(Segmenter):
+    library = "jieba"
+    modules = ("jieba",)
+
+    def _load(self) -> None:
+        import jieba
+        jieba.setLogLevel(60)  # its dictionary-loading messages
+        self._tokenizer = jieba.Tokenizer()
+
+    def words(self, text: str) -> list[str]:
+        return [w for w in self._tokenizer.lcut(text, cut_all=False, HMM=True) if not w.isspace()]
+
+
+class Fugashi(Segmenter):
+    library = "fugashi"
+    modules = ("fugashi", "unidic_lite")
+
+    def _load(self) -> None:
+        import fugashi
+        import unidic_lite  # noqa: F401  the dictionary fugashi's Tagger finds; absent, say so here
+        self._tagger = fugashi.Tagger()
+
+    def words(self, text: str) -> list[str]:
+        return [w.surface for w in self._tagger(text) if w.surface and not w.surface.isspace()]
+
+
+class Kiwi(Segmenter):
+    library = "kiwipiepy"
+    modules = ("kiwipiepy",)
+    _OWN_WORD = ("J", "VCP")  # particles and the copula: words of their own in school grammar
+
+    def _load(self) -> None:
+        from kiwipiepy import Kiwi as KiwiAnalyser
+        self._kiwi = KiwiAnalyser()
+
+    def words(self, text: str) -> list[str]:
+        spans: list[list[int]] = []  # [start, end) of each word in `text`
+        joins = False  # whether the next morpheme may join the last word (it is neither punctuation nor a particle)
+        for token in self._kiwi.tokenize(text):
+            start, end, tag = token.start, token.start + token.len, token.tag
+            punctuation = tag.startswith("S") and tag not in ("SL", "SH", "SN")  # not letters, Hanja, numbers
+            own = not spans or start >= spans[-1][1] and (  # a contraction (그건: 그 것 ㄴ) stays one word
+                punctuation or tag.startswith(self._OWN_WORD) or not joins
+                or any(c.isspace() for c in text[spans[-1][1]:start]))
+            if own:
+                spans.append([start, end])
+            else:
+                spans[-1][1] = max(spans[-1][1], end)
+            joins = not punctuation
+        return [text[a:b] for a, b in spans if text[a:b].strip()]
+
+
+class PyThaiNLP(Segmenter):
+    library = "pythainlp"
+    modules = ("pythainlp",)
+
+    def _load(self) -> None:
+        from pythainlp.tokenize import word_tokenize
+        self._tokenize = word_tokenize
+
+    def words(self, text: str) -> list[str]:
+        return [w for w in self._tokenize(text, engine="newmm", keep_whitespace=False) if w.strip()]
+
+
+SEGMENTERS: dict[str, type[Segmenter]] = {"zh": Jieba, "ja": Fugashi, "ko": Kiwi, "th": PyThaiNLP}
+_BY_NAME = {"zho": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "tha": "th"}
+
+
+def _segmenter_class(lang: str) -> type[Segmenter] | None:
+    """The segmenter class of `lang`; None where it is written with spaces; UserError where it is written without
+    and adaptsim has no segmenter for it."""
+    name = spaceless(lang)
+    if name is None:
+        return None
+    base = _BY_NAME.get(base_language(lang), base_language(lang))
+    if base not in SEGMENTERS:
+        raise UserError(f"metrics.lang={lang}: {name} is written without spaces between words and adaptsim has no "
+                        f"word segmenter for it (it segments {', '.join(SEGMENTERS)}, with {EXTRA}), so word recall "
+                        "cannot be computed")
+    return SEGMENTERS[base]
+
+
+@cache
+def segmenter_for(lang: str) -> Segmenter | None:
+    """The segmenter of `lang`; None where it is written with spaces (Moses' path); UserError, naming the setting and
+    the extra, where it is written without spaces and has no segmenter here, or its library is not installed."""
+    segmenter = _segmenter_class(lang)
+    return None if segmenter is None else segmenter(lang)
+
+
+def check(lang: str) -> None:
+    """`segmenter_for`'s refusals without importing a library (a run's settings check: before anything loads)."""
+    segmenter = _segmenter_class(lang)
+    if segmenter is not None and any(find_spec(m) is None for m in segmenter.modules):
+        raise UserError(f"metrics.lang={lang}: {spaceless(lang)} words need {segmenter.library}, not installed: "
+                        f"{EXTRA}")
+
+
+def tokenisation(target_lang: str, moses: str = "moses") -> str:
+    """How a pair's words are cut, as LitTER's and the terms' signatures name it: `moses` (the caller's Moses variant,
+    source and target), or for a target written without spaces `moses` (the source) and the segmenter's
+    library-version after a slash."""
+    segmenter = segmenter_for(target_lang)
+    return moses if segmenter is None else f"{moses}/{segmenter.name}"
+
+
+def check_script(lang: str, texts) -> None:
+    """Refuse texts written mostly in a script without spaces (over half of their letters and digits) when `lang` is
+    a language written with spaces: a mislabelled target language would score each sentence as one word."""
+    if spaceless(lang) is not None:
+        return
+    joined = "".join(texts)
+    letters = sum(c.isalnum() for c in joined)
+    found = _SPACELESS_SCRIPT.findall(joined)
+    if letters and 2 * len(found) > letters:
+        raise UserError(f"metrics.lang={lang}, but the references are written in a script without spaces between "
+                        f"words ({found[0]}…): set model.target_lang (or metrics.lang) to their language")

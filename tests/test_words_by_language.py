@@ -1,0 +1,181 @@
+"""Words by target language (issue #66; adaptsim/metrics/segmenters.py, docs/usage.md "Words by language"): a
+language written without spaces is cut by its segmenter (the extra `cjk`) or refused, never scored as one word per
+sentence; every other language keeps the Moses path, byte for byte. Real text: ../shared/data/ted-cjk (skipped
+without it), each library's tests skipped without the library (pytest.importorskip)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+from adaptsim import PROJECT_ROOT
+from adaptsim.errors import UserError
+from adaptsim.metrics import Evaluator, segmenters
+from adaptsim.metrics.words import WordPipeline, content_words, is_word, load_stopwords
+from adaptsim.records.files import read_record, record_file
+
+SHARED = Path(os.environ.get("ADAPTSIM_SHARED", PROJECT_ROOT.parent / "shared"))
+TED_CJK = SHARED / "data" / "ted-cjk"
+LIBRARY = {"zh": "jieba", "ja": "fugashi", "ko": "kiwipiepy", "th": "pythainlp"}
+RESULTS = PROJECT_ROOT / "docs" / "results" / "base-ende" / "runs"
+
+
+def words_of(lang: str) -> WordPipeline:
+    pytest.importorskip(LIBRARY[lang])
+    return WordPipeline(lang, load_stopwords(lang), "truecase")
+
+
+# -- refusals: one line, naming the setting and the extra ------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["lo", "km", "my", "bo", "lao_Laoo"])
+def test_a_language_without_spaces_and_without_a_segmenter_is_refused(lang):
+    with pytest.raises(UserError) as e:
+        content_words(["ສະບາຍດີ"], lang, "truecase", None, None)
+    message = str(e.value)
+    assert "\n" not in message and f"metrics.lang={lang}" in message and 'pip install -e ".[cjk]"' in message
+    with pytest.raises(UserError, match=f"metrics.lang={lang}"):
+        segmenters.check(lang)  # the settings' check, before anything loads
+
+
+def test_a_segmenter_whose_library_is_missing_names_the_extra(monkeypatch):
+    segmenters.segmenter_for.cache_clear()
+    monkeypatch.setitem(sys.modules, "jieba", None)  # import jieba raises ImportError
+    monkeypatch.setattr(segmenters, "find_spec", lambda name: None)
+    try:
+        for refuse in (lambda: content_words(["我喜欢新的驱动程序。"], "zh", "truecase", None, None),
+                       lambda: segmenters.check("zh")):
+            with pytest.raises(UserError) as e:
+                refuse()
+            assert str(e.value) == 'metrics.lang=zh: Chinese words need jieba, not installed: pip install -e ".[cjk]"'
+    finally:
+        segmenters.segmenter_for.cache_clear()
+
+
+def test_references_in_a_script_without_spaces_under_a_spaced_language_are_refused():
+    with pytest.raises(UserError, match=r"^metrics.lang=de, but the references are written in a script without"):
+        content_words(["我喜欢新的驱动程序。", "Ein Satz."], "de", "truecase", None, None)
+    content_words(["Das Wort 驱动程序 ist chinesisch."], "de", "truecase", None, None)  # a quoted word is fine
+
+
+def test_language_codes_are_read_by_their_language_subtag():
+    assert [segmenters.base_language(c) for c in ("zh", "zh-CN", "zho_Hans", "ja_XX", "DE")] == \
+        ["zh", "zh", "zho", "ja", "de"]
+    assert segmenters.spaceless("zho_Hans") == "Chinese" and segmenters.spaceless("de_DE") is None
+    assert segmenters.segmenter_for("de") is None and segmenters.segmenter_for("en") is None
+
+
+# -- each segmenter -----------------------------------------------------------------------------------------
+
+def test_chinese_the_issues_example():
+    """Issue #66: `我喜欢用新的驱动程序。` was one content word; now its words, and the stopwords leave in the same
+    segmentation."""
+    words = words_of("zh")
+    assert words.segmenter.words("我喜欢用新的驱动程序。") == ["我", "喜欢", "用", "新", "的", "驱动程序", "。"]
+    assert words("我喜欢用新的驱动程序。") == {"喜欢", "新", "驱动程序"}  # 我, 用, 的: stopwords-iso zh
+    ev = Evaluator(["我喜欢新的驱动程序。"], lang="zh", sacrebleu=["BLEU"])
+    assert ev.corpus(["我喜欢用新的驱动程序。"])["counts"]["R0"] == {"num": 3, "den": 3}
+    assert ev.corpus(["我喜欢新的程序。"])["counts"]["R0"]["num"] < 3
+
+
+def test_japanese_korean_thai_words():
+    assert words_of("ja").segmenter.words("私は新しいドライバーを使います。") == \
+        ["私", "は", "新しい", "ドライバー", "を", "使い", "ます", "。"]
+    assert words_of("ja")("私は新しいドライバーを使います。") == {"新しい", "ドライバー", "使い"}
+    ko = words_of("ko")  # school grammar: particles and the copula apart, a verb with its endings
+    assert ko.segmenter.words("나는 새로운 드라이버를 사용합니다. 그는 학생이다.") == \
+        ["나", "는", "새로운", "드라이버", "를", "사용합니다", ".", "그", "는", "학생", "이다", "."]
+    assert {"새로운", "드라이버", "사용합니다", "학생"} <= ko("나는 새로운 드라이버를 사용합니다. 그는 학생이다.")
+    assert words_of("th").segmenter.words("ฉันชอบใช้ไดรเวอร์ใหม่ สวัสดีครับ") == \
+        ["ฉัน", "ชอบ", "ใช้", "ไดรเวอร์", "ใหม่", "สวัสดี", "ครับ"]
+
+
+def test_scripts_without_case_are_not_truecased_and_the_signature_names_the_segmenter():
+    words = words_of("zh")
+    assert words.case == "none" and words._truecaser is None
+    assert "iPhone" in words("他买了一部iPhone。")  # a quoted Latin word keeps its casing
+    signature = Evaluator(["我喜欢新的驱动程序。"], lang="zh", sacrebleu=["BLEU"]).corpus(["我"])["signatures"]["R"]
+    assert f"tok:jieba-{__import__('importlib.metadata').metadata.version('jieba')}|case:none|" in signature
+    assert "|tok:moses|case:truecase|" in Evaluator(["Ein Satz."], lang="de", sacrebleu=["BLEU"]).corpus(
+        ["Ein Satz."])["signatures"]["R"]
+
+
+# -- every other language: Moses, byte for byte -----------------------------------------------------------------
+
+def test_the_committed_en_de_records_reproduce_exactly():
+    """docs/results' TED en→de run (written before #66; a text-free record: its references as hashes, no hypotheses)
+    re-scored on ../shared's TED references: every segment's R0/R1 denominators (the references' content words,
+    counted in the run's scope: Moses, the truecaser, stopwords-iso German) and the recall signature are the
+    recorded ones."""
+    run = RESULTS / "ted" / "none"
+    path = SHARED / "data" / "ted" / "iwslt17.tst2016.en-de.tsv"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    summary = json.loads((run / "summary.json").read_text())
+    rows = [json.loads(line) for line in read_record(record_file(run, "steps.jsonl")).splitlines() if line.strip()]
+    references = [line.split("\t")[3] for line in path.read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
+    assert ["sha256:" + hashlib.sha256(r.encode()).hexdigest()[:16] for r in references] == \
+        [r["reference"] for r in rows]
+    metrics = summary["config"]["metrics"]
+    ev = Evaluator(references, [r["doc_id"] for r in rows], lang=metrics["lang"], case=metrics["case"],
+                   scope=summary["metrics_scope"], k_max=metrics["k_max"], subword_tokenize=str.split,
+                   sacrebleu=["BLEU"])
+    keys = ("R0_den", "R1_den", "R0+1_den")
+    scored = [ev.segment(i, "") for i in range(len(rows))]
+    assert [{k: s[k] for k in keys} for s in scored] == [{k: r[k] for k in keys} for r in rows]
+    assert ev.corpus([""] * len(rows))["signatures"]["R"] == summary["signatures"]["R"]
+
+
+# -- real text: TED talks into Chinese, Japanese, Korean ------------------------------------------------------
+
+def ted(lang: str) -> tuple[list[str], list[str]]:
+    path = TED_CJK / f"iwslt17.tst2016.en-{lang}.tsv"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
+    return [r[3] for r in rows], [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("lang", ["zh", "ja", "ko"])
+def test_ted_word_counts_per_segment_are_plausible(lang):
+    words = words_of(lang)
+    references, _ = ted(lang)
+    counts = [sum(map(is_word, words.segmenter.words(r))) for r in references]
+    median = statistics.median(counts)
+    print(f"{lang}: {len(counts)} segments, words per segment median {median}, min {min(counts)}, max {max(counts)}")
+    assert 8 <= median <= 40
+    assert sum(c <= 3 for c in counts) < 0.1 * len(counts)
+
+
+@pytest.mark.parametrize("lang", ["zh", "ja", "ko"])
+def test_ted_recall_of_a_reference_against_itself_and_without_one_word(lang):
+    """Each segment's reference against itself: R0 = R1 = R0+1 = 100. Against a copy with one R0 word replaced by □ (a
+    symbol, no word) in each segment that has one occurring once: that word is gone from every hypothesis, and R0's
+    numerator drops by exactly the reference's R0 words the hypotheses lack — the replaced ones and, where the cut
+    re-segments a neighbour (1800年代 without 1800: 年代 for 年 代), those. In nearly every segment only the replaced
+    word is lost."""
+    pytest.importorskip(LIBRARY[lang])
+    references, doc_ids = ted(lang)
+    ev = Evaluator(references, doc_ids, lang=lang, sacrebleu=["BLEU"])
+    same = ev.corpus(references)
+    assert same["scores"]["R0"] == same["scores"]["R1"] == same["scores"]["R0+1"] == 100.0
+    levels = ev._variants[""][1]
+    hypotheses, replaced, lost, exact = [], 0, 0, 0
+    for reference, level in zip(references, levels):
+        once = [w for w in ev.words.segmenter.words(reference) if w in level[0] and reference.count(w) == 1]
+        hypothesis = reference.replace(once[0], "□") if once else reference
+        hypotheses.append(hypothesis)
+        if once:
+            missing = ev.words(reference) - ev.words(hypothesis)
+            assert once[0] in missing
+            replaced, lost, exact = replaced + 1, lost + len(missing & level[0]), exact + (missing == {once[0]})
+    less = ev.corpus(hypotheses)["counts"]
+    print(f"{lang}: {replaced} of {len(references)} segments with one R0 word replaced; only it lost in {exact}; "
+          f"R0 {same['counts']['R0']['num']} → {less['R0']['num']} of {less['R0']['den']}")
+    assert replaced > 0.9 * len(references) and exact > 0.95 * replaced
+    assert less["R0"] == {"num": same["counts"]["R0"]["num"] - lost, "den": same["counts"]["R0"]["den"]}
