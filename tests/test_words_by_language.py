@@ -179,3 +179,81 @@ def test_ted_recall_of_a_reference_against_itself_and_without_one_word(lang):
           f"R0 {same['counts']['R0']['num']} → {less['R0']['num']} of {less['R0']['den']}")
     assert replaced > 0.9 * len(references) and exact > 0.95 * replaced
     assert less["R0"] == {"num": same["counts"]["R0"]["num"] - lost, "den": same["counts"]["R0"]["den"]}
+
+
+# -- everything built on words ----------------------------------------------------------------------------------
+
+def test_the_settings_check_refuses_before_any_work():
+    from adaptsim.launch.hydra_app import compose
+    from adaptsim.loop.settings import validate
+
+    with pytest.raises(UserError, match=r"^metrics.lang=lo: Lao is written without spaces"):
+        validate(compose("run", ["model.target_lang=lo"]), "run")
+    pytest.importorskip("jieba")
+    with pytest.raises(UserError, match=r"^metrics.interactive=word: .* use metrics.interactive=char$"):
+        validate(compose("run", ["model.target_lang=zh", "metrics.interactive=word"]), "run")
+    validate(compose("run", ["model.target_lang=zh", "metrics.interactive=char"]), "run")
+
+
+def test_the_simulated_translator_counts_a_spaceless_language_by_characters_and_its_words():
+    from adaptsim.loop import interactive
+
+    segmenter = words_of("zh").segmenter
+    reference, shown = "我喜欢新的驱动程序。", ["我喜欢旧的驱动程序。", "我喜欢新的驱动程序。"]
+    keras = interactive.count("char", "nmt-keras", reference, shown, segmenter)
+    own = interactive.count("char", "adaptsim", reference, shown, segmenter)
+    # one character typed (新, at 3); words: 我 喜欢 新 的 驱动程序 (not 。), where whitespace gives 1
+    assert (keras.KS, keras.MA, keras.WS, keras.chars, keras.words) == (1, 2, 1, 10, 5)
+    assert (own.KS, own.WS, own.words) == (1, 1, 5)
+    assert interactive.count("char", "nmt-keras", reference, shown).words == 1  # what a segmenter replaces
+    with pytest.raises(ValueError):
+        interactive.count("word", "nmt-keras", reference, shown, segmenter)
+
+
+def test_cxmi_groups_pieces_into_the_segmenters_words_and_gives_them_their_roles():
+    import numpy as np
+
+    from adaptsim.metrics import cxmi
+    from adaptsim.metrics.roles import Roles
+
+    segmenter = words_of("zh").segmenter
+    pieces = ["__zh__", "▁我", "喜欢", "用新", "的", "驱动", "程序", "。", "</s>"]
+    assert cxmi.segmented_piece_words(pieces, segmenter) == [
+        ("", [0]), ("我", [1]), ("喜欢", [2]), ("用新", [3]), ("的", [4]), ("驱动程序", [5, 6]), ("。", [7]), ("", [8])]
+    references = ["我喜欢新的驱动程序。", "新的驱动程序很好。"]
+    roles = Roles({"lang": "zh"}, references, ["d", "d"], "document")
+    rows = [{"ref_pieces": ["▁我", "喜欢", "新的", "驱动", "程序", "。", "</s>"], "hypothesis": "我喜欢驱动。"},
+            {"ref_pieces": ["▁新的", "驱动", "程序", "很好", "。", "</s>"], "hypothesis": "新的驱动程序很好。"}]
+    found = cxmi.words(roles, rows, [np.ones(7), np.ones(6)])
+    by_text = {(w.segment, w.role, w.value) for w in found}
+    assert (0, "first", 2.0) in by_text and (1, "second, recalled", 2.0) in by_text  # 驱动程序: two pieces
+    assert [w.role for w in found if w.segment == 0] == ["stopword", "first", "other content", "first",
+                                                       "punctuation", "end"]  # 新的: one piece across 新|的
+
+
+def test_litter_terms_and_novel_words_use_the_segmenter():
+    from adaptsim.metrics import litter, terms
+
+    pytest.importorskip("jieba")
+    assert litter.words("我喜欢新的驱动程序。", "zh") == ["我", "喜欢", "新", "的", "驱动程序"]
+    assert litter.lemma("驱动程序", "zh") == "驱动程序"  # simplemma has no Chinese
+    scorer = litter.Litter(litter.Dictionary({"driver": ["驱动程序", "司机"]}, ["test"]), "en", "zh", stopwords=True,
+                           strip_accents=True, compounds=False, partial=False, lemmas=True)
+    assert not scorer.strip_accents and "|tok:moses-dashes/jieba-" in scorer.signature()
+    assert scorer.bag("我喜欢新的驱动程序。") >= {"驱动程序", "喜欢"}
+    assert scorer.error(["driver"], "他是一名工程师。", "他是一名驱动程序。") is True  # a blocked word, segmented
+    assert scorer.error(["driver"], "他是一名工程师。", "他是一名工程师。") is False
+    assert "|tok:moses/jieba-" in terms.Terms(scorer).signature("document")
+
+
+
+def test_a_novel_vocabulary_of_a_spaceless_language_is_known_in_the_segmenters_words(tmp_path):
+    from adaptsim.metrics import novel
+
+    words = words_of("zh")
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("驱动程序 12\n我喜欢 3\n", encoding="utf-8")  # 我喜欢: jieba's 我 + 喜欢
+    assert novel.load_known(vocabulary, words.raw_tokens) == {"驱动程序", "我喜欢"}  # the Moses reading
+    assert novel.load_known(vocabulary, words.raw_tokens, segment_entries=True) == {"驱动程序", "我", "喜欢"}
+    ev = Evaluator(["我喜欢新的驱动程序。"], lang="zh", novel_vocab=str(vocabulary), sacrebleu=["BLEU"])
+    assert ev.corpus(["我喜欢新的驱动程序。"])["counts"]["novel.R0"] == {"num": 1, "den": 1}  # 新

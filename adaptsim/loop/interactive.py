@@ -45,6 +45,11 @@ What differs from NMT-Keras in both countings (the procedure, not the accounting
   validated words' ids, replacing unknown words afterwards).
 - Texts are compared with whitespace collapsed, and the reference is the data's detokenised one as the user would
   type it (NMT-Keras: the tokenised reference unless `--detokenize-bpe`), so characters are counted on it.
+- Languages written without spaces between words (adaptsim.metrics.segmenters): the word level, which validates
+  whitespace-separated words, is refused (`check_language`); at the character level the keystrokes, mouse actions
+  and characters are counted as above, and the reference's words (WSR's and MAR's denominator, adaptsim's words
+  typed into) are the metrics' segmenter's words that hold a letter or digit, since whitespace words would be whole
+  clauses.
 - At most `metrics.max_corrections` corrections per segment (NMT-Keras has no cap): then the user deletes the rest
   of the hypothesis (one keystroke, if there is any), types the rest of the reference (the word level's word
   strokes and characters, no spaces; the character level's characters) and moves the mouse there as the
@@ -56,7 +61,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from adaptsim.errors import UserError
 from adaptsim.metrics.effort import Effort
+from adaptsim.metrics.segmenters import Segmenter, spaceless
+from adaptsim.metrics.words import is_word
 
 MODES = ("off", "word", "char")
 COSTS = ("nmt-keras", "adaptsim")  # metrics.interactive_costs
@@ -71,13 +79,24 @@ def mode_of(setting) -> str:
     return setting
 
 
+def check_language(mode, lang: str) -> None:
+    """Refuse the word level for a language written without spaces: its whitespace words are clauses."""
+    name = spaceless(lang) if mode == "word" else None
+    if name is not None:
+        raise UserError(f"metrics.interactive=word: the simulated translator validates whitespace-separated words, and "
+                        f"{name} (metrics.lang={lang}) is written without spaces between words; use "
+                        "metrics.interactive=char")
+
+
 def simulate(mode: str, costs: str, reference: str, hypothesis: str, propose: Callable[[str], str],
-             max_corrections: int, calls: Callable[[], int] = lambda: 0) -> Effort:
+             max_corrections: int, calls: Callable[[], int] = lambda: 0, segmenter: Segmenter | None = None
+             ) -> Effort:
     """The effort to turn `hypothesis` into `reference` at `mode` level, counted as `costs` says;
     `propose(validated)` is the system's hypothesis once the user has validated the reference's first characters
-    `validated`; `calls()` how many searches the system has run (summary cost)."""
+    `validated`; `calls()` how many searches the system has run (summary cost); `segmenter`: the words of a language
+    written without spaces (the metrics')."""
     start = time.perf_counter()
-    effort = count(mode, costs, reference, shown(mode, reference, hypothesis, propose, max_corrections))
+    effort = count(mode, costs, reference, shown(mode, reference, hypothesis, propose, max_corrections), segmenter)
     effort.decoder_calls, effort.seconds = calls(), time.perf_counter() - start
     return effort
 
@@ -94,14 +113,19 @@ def shown(mode: str, reference: str, hypothesis: str, propose: Callable[[str], s
     return hyps
 
 
-def count(mode: str, costs: str, reference: str, hypotheses: list[str]) -> Effort:
+def count(mode: str, costs: str, reference: str, hypotheses: list[str], segmenter: Segmenter | None = None) -> Effort:
     """What the user spends at `mode` level, counted as `costs` says (module docstring), to correct `hypotheses`
     (`shown`'s) into `reference`, whitespace collapsed: each but the last is corrected at its first error; the last
-    holds the reference (cut if it runs past it) or, still wrong, is where the cap made the user type the rest."""
+    holds the reference (cut if it runs past it) or, still wrong, is where the cap made the user type the rest.
+    `segmenter` (character level only): the reference's words are its words with a letter or digit."""
     word, keras = mode == "word", costs == "nmt-keras"
+    if word and segmenter is not None:
+        raise ValueError("the word level counts whitespace words; a segmenter serves the character level only")
     reference = _collapsed(reference)
     ref = _units(mode, reference)
-    effort = Effort(chars=len(reference), words=len(reference.split()), level=mode, costs=costs)
+    spans = None if segmenter is None else _spans(reference, [w for w in segmenter.words(reference) if is_word(w)])
+    effort = Effort(chars=len(reference), words=len(reference.split()) if spans is None else len(spans), level=mode,
+                    costs=costs)
     cursor = last = 0  # adaptsim: after the last typed text; nmt-keras, char level: the last correction's position
     touched = set()  # character level, adaptsim: the words typed into
     for n, hypothesis in enumerate(hypotheses):
@@ -125,10 +149,10 @@ def count(mode: str, costs: str, reference: str, hypotheses: list[str]) -> Effor
         if word:
             effort.WS += len(typed)
         else:
-            touched.update(_word_at(reference, q) for q in range(p, p + len(typed)) if reference[q] != " ")
+            touched.update(_word_at(reference, q, spans) for q in range(p, p + len(typed)) if reference[q] != " ")
         effort.capped, cursor, last = capped, p + 1, p
     if not word:
-        effort.WS = effort.KS if keras else len(touched)
+        effort.WS = effort.KS if keras else len(touched - {None})
     effort.MA += 1  # validation
     return effort
 
@@ -151,6 +175,20 @@ def _first_difference(a, b) -> int:
     return min(len(a), len(b))
 
 
-def _word_at(text: str, position: int) -> int:
-    """Which word (0-based) of `text` the character at `position` belongs to."""
-    return text.count(" ", 0, position)
+def _word_at(text: str, position: int, spans: list[tuple[int, int]] | None = None) -> int | None:
+    """Which word (0-based) of `text` the character at `position` belongs to: its whitespace word, or the span of
+    `spans` that holds it (None: in none, a punctuation mark between a segmenter's words)."""
+    if spans is None:
+        return text.count(" ", 0, position)
+    return next((k for k, (start, end) in enumerate(spans) if start <= position < end), None)
+
+
+def _spans(text: str, words: list[str]) -> list[tuple[int, int]]:
+    """[start, end) of each of `words` in `text`, found left to right (a word not found is left out)."""
+    spans, cursor = [], 0
+    for w in words:
+        at = text.find(w, cursor)
+        if at >= 0:
+            spans.append((at, at + len(w)))
+            cursor = at + len(w)
+    return spans

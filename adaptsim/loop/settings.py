@@ -21,9 +21,11 @@ from adaptsim import CONFIG_DIR, allocator
 from adaptsim.errors import UserError
 from adaptsim.loop.interactive import COSTS as INTERACTIVE_COSTS
 from adaptsim.loop.interactive import MODES as INTERACTIVE
+from adaptsim.loop.interactive import check_language as check_interactive_language
 from adaptsim.methods import check_method
 from adaptsim.metrics import SCOPES
 from adaptsim.metrics.sacre import METRICS
+from adaptsim.metrics.segmenters import check as check_words
 from adaptsim.metrics.words import CASES
 from adaptsim.models.decode import SEARCHES
 from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, Strings, Text, show
@@ -140,6 +142,10 @@ def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True)
     if decode.max_length < SHORT_MAX_LENGTH and warn:
         log.warning("decode.max_length=%d: hypotheses are cut off after %d tokens (often empty or truncated)",
                     decode.max_length, decode.max_length)
+    lang = OmegaConf.select(cfg, "metrics.lang", default=None)
+    if lang is not None:  # words by language (adaptsim/metrics/segmenters.py): refused before any work
+        check_words(lang)
+        check_interactive_language(cfg.metrics.get("interactive"), lang)
     if decode.get("dtype") == "bfloat16" and cfg.metrics.get("interactive") not in ("off", False, None):
         raise UserError("decode.dtype=bfloat16: the simulated translator's prefix search runs in float32; use it "
                         "with metrics.interactive=off, or decode.dtype=float32")

@@ -424,7 +424,7 @@ class Simulation:
         system = self.learner.model.completions(seg.source, context=context, **self.cfg.decode)
         return interactive.simulate(self.interactive, self.interactive_costs, seg.reference,
                                     translation.text, system.propose, self.cfg.metrics.max_corrections,
-                                    lambda: system.calls)
+                                    lambda: system.calls, self.evaluator.words.segmenter)
 
     def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
              write: bool = True, effort: Effort | None = None, moment: dict | None = None,

@@ -51,7 +51,10 @@ Against neulab/contextual-mt's contextual_mt/docmt_cxmi.py (the authors' code, `
 
 Words. A reference's pieces are grouped into words (a piece opening with ▁ starts one; a piece of punctuation
 alone is a word of its own, so "Zeit," is two: "Zeit" and ","); a word's P-CXMI is the sum over its pieces, and its
-role in the stream is R0/R1's (adaptsim.metrics.roles).
+role in the stream is R0/R1's (adaptsim.metrics.roles). In a language written without spaces (adaptsim.metrics.
+segmenters) ▁ marks no words: the pieces' text is cut by the metrics' segmenter and each piece goes to the word its
+first character is in (`segmented_piece_words`); words a piece runs across are one word, "other content" then, as a
+hyphenated compound's part is.
 
 Only the arithmetic is here: which runs may be joined (the baseline, same data, model and settings) is checked with
 the other run checks (adaptsim.report.blocks.check_joinable), the report is `adaptsim cxmi` (adaptsim.report.cxmi).
@@ -66,6 +69,7 @@ import numpy as np
 
 from adaptsim.errors import UserError
 from adaptsim.metrics.roles import Roles
+from adaptsim.metrics.segmenters import Segmenter
 from adaptsim.metrics.words import is_punctuation
 
 METRICS = ("CXMI", "CXMI/seg", "CXMI.sent")
@@ -167,6 +171,39 @@ def piece_words(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
     return words
 
 
+def segmented_piece_words(pieces: Sequence[str], segmenter: Segmenter) -> list[tuple[str, list[int]]]:
+    """A reference's pieces grouped into the segmenter's words: (text, the pieces' positions); words that a piece runs
+    across are one; special tokens are words of their own (text "")."""
+    text, extents, specials = "", {}, []  # extents: piece position -> [start, end) of its characters in `text`
+    for j, piece in enumerate(pieces):
+        if _is_special(piece):
+            specials.append((j, ("", [j])))
+            continue
+        plain = piece.replace("▁", " ")
+        start = len(text) + len(plain) - len(plain.lstrip())  # a bare ▁: where the next piece begins
+        text += plain
+        extents[j] = (start, max(start, len(text)))
+    merged: list[list[int]] = []  # [start, end) of each word, words a piece runs across joined
+    cursor = 0
+    for word in segmenter.words(text):
+        at = text.find(word, cursor)
+        if at < 0:
+            continue
+        cursor = at + len(word)
+        if merged and any(s < at < e for s, e in extents.values()):
+            merged[-1][1] = cursor
+        else:
+            merged.append([at, cursor])
+    groups: list[list[int]] = [[] for _ in merged]
+    last = 0  # a piece in no word (whitespace at the end) goes with the word before
+    for j, (s, _) in extents.items():
+        last = next((k for k, (a, b) in enumerate(merged) if a <= s < b), last)
+        if groups:
+            groups[last].append(j)
+    found = [(g[0], (text[a:b], g)) for (a, b), g in zip(merged, groups) if g]
+    return [group for _, group in sorted(found + specials, key=lambda g: g[0])]
+
+
 def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None]) -> list[Word]:
     """Every reference word of the stream with its role and P-CXMI (segments without log-probabilities left
     out)."""
@@ -174,14 +211,17 @@ def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None
     if rows and "ref_pieces" not in rows[0]:
         raise UserError("word roles need the reference's pieces and the hypotheses, which this run's steps.jsonl does "
                         "not hold (a text-free record, scripts/experiments/export_runs.py); run cxmi on the sweep")
-    if not any("▁" in p for row in rows for p in row["ref_pieces"]):
+    segmenter = roles.words.segmenter
+    if segmenter is None and not any("▁" in p for row in rows for p in row["ref_pieces"]):
         raise UserError("word roles need sentencepiece pieces (▁ opening a word); this model's tokenizer writes "
                         "none")
     for i, (row, v) in enumerate(zip(rows, values)):
         if v is None:
             continue
         hyp = roles.words(row.get("hypothesis") or "")
-        for text, positions in piece_words(row["ref_pieces"][len(row["ref_pieces"]) - len(v):]):
+        pieces = row["ref_pieces"][len(row["ref_pieces"]) - len(v):]
+        grouped = piece_words(pieces) if segmenter is None else segmented_piece_words(pieces, segmenter)
+        for text, positions in grouped:
             role, distance = roles.of(i, text, hyp)
             out.append(Word(i, role, float(v[positions].sum()), distance))
     return out

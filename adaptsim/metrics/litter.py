@@ -22,6 +22,11 @@ lemma variant uses spaCy (l. 105–108, 188–225), adaptsim's simplemma; fuzzy 
 `--strip-sourcewords` (l. 605–607; both off in the authors' script) are not offered; the reference scores one span
 per line (the last, l. 578), adaptsim every labelled idiom of a segment.
 
+A target language written without spaces (adaptsim.metrics.segmenters: zh, ja, ko, th) is cut into words by the
+metrics' segmenter instead of Moses (the words R0/R1 count), its words are their own lemmas (simplemma has no data
+for these languages), and accents are never stripped there: a kana's voicing mark (が → か) or a Hangul syllable's
+letters are no accent.
+
 adaptsim's refinements (preset `adaptsim`), and why:
 - `lemmas`: target words (texts and dictionary entries) each with its simplemma lemma too, so "Bohnen" meets a
   dictionary's "Bohne", and a source word's lemma looked up as well. Lemmas come from the cased token:
@@ -68,6 +73,7 @@ from sacremoses import MosesTokenizer
 
 from adaptsim.data.textio import is_blank, read_lines
 from adaptsim.errors import DataError, UserError
+from adaptsim.metrics.segmenters import segmenter_for, spaceless, tokenisation
 from adaptsim.metrics.words import is_word
 
 ENGLISH_FUNCTION_WORDS = frozenset("""
@@ -87,7 +93,8 @@ _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")
 
 @cache
 def lemma(word: str, lang: str) -> str:
-    return simplemma.lemmatize(word, lang=lang)
+    """simplemma's lemma; a word of a language written without spaces is its own (simplemma has none of them)."""
+    return word if spaceless(lang) else simplemma.lemmatize(word, lang=lang)
 
 
 @cache
@@ -100,6 +107,9 @@ def words(text: str, lang: str, dashes: bool = False) -> list[str]:
     LitTER's tokenisation, hyphenated words split as the reference's (litter.py l. 83–87,
     aggressive_dash_splits=True), so "Zebra-Streifen" is "Zebra" and "Streifen"."""
     text = text.replace("\u2019", "'")
+    segmenter = segmenter_for(lang)  # a language written without spaces: its segmenter's words (module docstring)
+    if segmenter is not None:
+        return [t for t in segmenter.words(text) if is_word(t)]
     return [t for t in _moses(lang).tokenize(text, escape=False, aggressive_dash_splits=dashes) if is_word(t)]
 
 
@@ -265,6 +275,7 @@ class Litter:
         if stopwords and not stopwordsiso.has_lang(target_lang):
             raise UserError(f"no stopwords-iso list for {target_lang!r}; set stopwords off")
         self.dictionary, self.source_lang, self.target_lang = dictionary, source_lang, target_lang
+        strip_accents = strip_accents and not spaceless(target_lang)  # no accents in those scripts (docstring)
         self.stopwords, self.strip_accents, self.compounds, self.partial = stopwords, strip_accents, compounds, partial
         self.lemmas = lemmas
         self.source_stopwords = ENGLISH_FUNCTION_WORDS if stopwords else frozenset()
@@ -335,7 +346,8 @@ class Litter:
 
     def signature(self) -> str:
         yes = {True: "yes", False: "no"}
-        return "|".join([f"LitTER|lang:{self.source_lang}-{self.target_lang}", "tok:moses-dashes",
+        return "|".join([f"LitTER|lang:{self.source_lang}-{self.target_lang}",
+                         f"tok:{tokenisation(self.target_lang, 'moses-dashes')}",
                          f"dict:{'+'.join(self.dictionary.names)}", "case:low", f"stop:{yes[self.stopwords]}",
                          f"acc:{'strip' if self.strip_accents else 'keep'}", f"comp:{yes[self.compounds]}",
                          f"partial:{yes[self.partial]}",

@@ -3,7 +3,8 @@ post-edit used, and how many renderings does one term get in one document? Per s
 
 Definitions, with the choices the definition leaves open and why:
 - Words. Reference and hypothesis words are the content words R0/R1 count (the run's WordPipeline: Moses tokens,
-  truecased, no stopwords), so a rendering is always a word R0/R1 could recall. Source words are Moses tokens
+  truecased, no stopwords; a language written without spaces: its segmenter's words, adaptsim.metrics.segmenters),
+  so a rendering is always a word R0/R1 could recall. Source words are Moses tokens
   with a letter, less LitTER's English function words (when its `stopwords` switch is on). A source word and a
   target word match as LitTER matches them: the target word, lower-cased, accent-stripped (switch) or its
   simplemma lemma, is one of the dictionary translations of the source word, of its lower-cased form or its lemma.
@@ -46,6 +47,7 @@ from importlib.metadata import version
 import numpy as np
 
 from adaptsim.metrics.litter import Litter, lemma, words
+from adaptsim.metrics.segmenters import tokenisation
 
 CONSISTENT, DIFFERENT, NEITHER = "consistent", "different", "neither"
 METRICS = ("consistency", "consistency.all", "renderings")
@@ -110,8 +112,9 @@ class Terms:
 
     def signature(self, scope: str) -> str:
         sc = self.scorer
-        return "|".join([f"terms|lang:{sc.source_lang}-{sc.target_lang}", f"scope:{scope}", "tok:moses",
-                         f"dict:{'+'.join(sc.dictionary.names)}", f"stop:{'yes' if sc.stopwords else 'no'}",
+        return "|".join([f"terms|lang:{sc.source_lang}-{sc.target_lang}", f"scope:{scope}",
+                         f"tok:{tokenisation(sc.target_lang)}", f"dict:{'+'.join(sc.dictionary.names)}",
+                         f"stop:{'yes' if sc.stopwords else 'no'}",
                          f"acc:{'strip' if sc.strip_accents else 'keep'}", f"lemma:simplemma-{version('simplemma')}"])
 
     def verdict(self, occurrence: Occurrence, content: frozenset[str]) -> str | None:
