@@ -39,7 +39,7 @@ from adaptsim.launch.jobs import (
     record_failed_job,
 )
 from adaptsim.launch.resume import check as resume_check
-from adaptsim.records import JobSummary, check_resumable, job_fields, write_bytes_atomic, write_json_atomic
+from adaptsim.records import JobSummary, job_fields, write_bytes_atomic, write_json_atomic
 
 # Hydra's flags that choose other configs than the command's: adaptsim's commands compose their own
 _OTHER_CONFIGS = ("config_path", "config_name", "config_dir", "experimental_rerun")
@@ -138,68 +138,71 @@ def _output_dir(cfg, multirun: bool) -> Path | None:
 
 
 def claim_output_dir(cfg, multirun: bool, command: str,
-                     overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None, list[Path]]:
+                     overrides: list[str] = ()) -> tuple[Path | None, JobSummary | None, list[Path], dict]:
     """Claim the command's output directory before Hydra writes anything into it, and say which it is (so
     Hydra is given that same directory, not a second reading of ${now:…}). A single run's directory is
     claimed by creating its job's summary.json (returned); a sweep's by `jobs.claim_sweep_dir`. With resume=true the
     runs there are checked first (`resume.check`; a sweep's with its command line's `overrides`), and a resumed sweep
-    whose every job has finished names them (the third value; else it is empty): there is nothing to run."""
+    whose every job has finished names them (the third value; else it is empty): there is nothing to run. The fourth
+    holds a sweep's records as each job's check found them, by job directory (what a job gives back where its replay
+    refuses; a single run's job keeps its own)."""
     path = _output_dir(cfg, multirun)
     if path is None:
-        return None, None, []
+        return None, None, [], {}
     resume = bool(cfg.get("resume", False))
     if multirun:
-        finished = check_sweep_resume(path, cfg, command, overrides) if resume else []
+        finished, found = check_sweep_resume(path, cfg, command, overrides) if resume else ([], {})
         claim_sweep_dir(path, resume)
-        return path, None, finished
+        return path, None, finished, found
     if command != "train":  # a bad setting refused before the directory is claimed, so that it stays usable
         from omegaconf import OmegaConf
 
         from adaptsim.loop.settings import validate
 
         validate(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), cfg.hydra.job.config_name, warn=False)
-    if resume:
-        resume_check(path, read_json(path / "summary.json"), cfg, command)
-    return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume=resume), []
+    found = resume_check(path, read_json(path / "summary.json"), cfg, command) if resume else {}
+    return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume, found), [], {}
 
 
-def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> list[Path]:
+def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> tuple[list[Path], dict[str, dict]]:
     """`resume.check` for every job of a resumed sweep that has a run directory, before Hydra writes anything (its
     multirun.yaml, each job's .hydra/): the jobs recomputed as Hydra's basic sweeper expands them and numbered as its
-    launchers (and lockstep) number them. Returns their directories where every one has finished, else [].
-    (Another sweeper chooses its jobs itself: each job is checked as it starts, `claim_job`.)"""
+    launchers (and lockstep) number them. Returns their directories where every one has finished (else []), and the
+    records each check found, by job directory. (Another sweeper chooses its jobs itself: each job is checked as it
+    starts, `claim_job`.)"""
     from omegaconf import OmegaConf, open_dict
 
     if not path.is_dir():
-        return []
+        return [], {}
     hydra = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
     jobs = basic_sweep_jobs(OmegaConf.select(cfg, "hydra.sweeper._target_"),
                             OmegaConf.select(cfg, "hydra.sweeper.params"), [o for o in overrides if o not in hydra])
     if jobs is None:
-        return []
+        return [], {}
     with _configs():
         composed = [hydra_compose(cfg.hydra.job.config_name, overrides=[*hydra, *job], return_hydra_config=True)
                     for job in jobs]
     computed = {}  # fingerprints, computed once for the jobs that share a model, data and method
-    finished = []
+    finished, found = [], {}
     for num, job in enumerate(composed):
         with open_dict(job):
             job.hydra.job.num = num
         out = path / str(OmegaConf.select(job, "hydra.sweep.subdir"))
         previous = read_json(out / "summary.json")
-        check_resumable(out, previous)
-        resume_check(out, previous, job, command, computed)
+        found[str(out)] = resume_check(out, previous, job, command, computed)
         if previous.get("status") == "finished":
             finished.append(out)
-    return finished if len(finished) == len(composed) else []
+    return (finished if len(finished) == len(composed) else []), found
 
 
-def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None) -> None:
-    """One job of any command, the same way (the task wrapper): claim the job's directory (`claim_job`),
-    run `task(cfg, job)` unless it finished already, and close the summary (`closing`)."""
+def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None, found: dict | None = None) -> None:
+    """One job of any command, the same way (the task wrapper): claim the job's directory (`claim_job`; `found`: a
+    sweep's records as the checks before Hydra found them, by job directory), run `task(cfg, job)` unless it finished
+    already, and close the summary (`closing`)."""
     from hydra.core.hydra_config import HydraConfig
 
-    job = claim_job(Path(HydraConfig.get().runtime.output_dir), command, cfg, job)
+    out = Path(HydraConfig.get().runtime.output_dir)
+    job = claim_job(out, command, cfg, job, found=(found or {}).get(str(out)))
     if not job.finished:
         with closing([job]):
             task(cfg, job)
@@ -236,7 +239,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         _hydra_main(config_name, lambda cfg: None, argv)
         return 0
     multirun = args.multirun
-    out_dir, claimed, finished = claim_output_dir(cfg, multirun, command, list(args.overrides))
+    out_dir, claimed, finished, found = claim_output_dir(cfg, multirun, command, list(args.overrides))
     if claimed is not None and claimed.finished:
         print(f"adaptsim {command}: {out_dir}: finished already; nothing to resume", file=sys.stderr)
         return 0
@@ -260,7 +263,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         # (only module-level names in here besides the closure: a parallel launcher pickles this function)
         try:
             with job_context(main_pid):
-                return run_task(task, cfg, command, claimed if os.getpid() == main_pid else None)
+                return run_task(task, cfg, command, claimed if os.getpid() == main_pid else None, found)
         except UserError as e:
             print(f"adaptsim {command}: error: {e}", file=sys.stderr)
             record_failed_job(*_job_dirs(), str(e))
@@ -268,6 +271,7 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
             if os.getpid() != main_pid:
                 raise
 
+    job.resume_found = found  # what the lockstep launcher, which claims its jobs itself, hands to `claim_job`
     try:
         _hydra_main(config_name, job, [*argv, *claimed_dir])
     finally:

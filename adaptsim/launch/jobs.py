@@ -22,7 +22,6 @@ from pathlib import Path
 
 from adaptsim.errors import Terminated, UserError, raise_terminated
 from adaptsim.launch.resume import check as resume_check
-from adaptsim.records import recorded
 from adaptsim.records import JobSummary, alive, check_run_dir, job_fields, recorded_process, write_json_atomic
 
 log = logging.getLogger("adaptsim")
@@ -169,21 +168,25 @@ def closing(jobs: list[JobSummary]):
 
 
 def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None,
-              overrides: list[str] | None = None) -> JobSummary:
+              overrides: list[str] | None = None, found: dict[str, bytes] | None = None) -> JobSummary:
     """The job's summary.json, claimed (or `job`, claimed already by `claim_output_dir`), and what a resume
     finds said in the job's log. `overrides`: the job's command-line overrides where Hydra's runtime config is
-    another job's (a lockstep sweep composes every job before any runs)."""
+    another job's (a lockstep sweep composes every job before any runs). `found`: the records the resume check
+    before Hydra started found here (`check_sweep_resume`); where summary.json is still those bytes the job is not
+    checked again."""
     from hydra.core.hydra_config import HydraConfig
 
     if job is None:
         fields = job_fields(command, cfg, HydraConfig.get().overrides.task if overrides is None else overrides)
-        if cfg.get("resume", False):
-            resume_check(run_dir, read_json(run_dir / "summary.json"), cfg, command)
-        job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)))
+        summary = run_dir / "summary.json"
+        if cfg.get("resume", False) and not (found and summary.is_file()
+                                             and summary.read_bytes() == found.get("summary.json")):
+            found = resume_check(run_dir, read_json(summary), cfg, command)
+        job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)), found=found)
     if job.finished:
         log.info("%s: finished already; nothing to resume", run_dir)
         if cfg.get("resume", False):  # a resumed sweep's finished job: what Hydra wrote as it started it, as it was
-            job.give_back(recorded(run_dir))
+            job.give_back()
     elif job.nothing_to_resume:
         log.warning("%s: resume=true, but no run to resume here: starting a new one", run_dir)
     return job

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from adaptsim import fingerprints as inputs
 from adaptsim.errors import UserError
-from adaptsim.records import SIMULATIONS, check_resumable, job_fields, written_records, written_steps
+from adaptsim.records import (SIMULATIONS, check_resumable, job_fields, read_records, written_records,
+                              written_steps)
 from adaptsim.rules import flatten
 
 # The settings a resumed run may change: they cannot change an output (steps, hypotheses, scores, summary figures
@@ -81,20 +82,12 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
     `beside_steps`: files of a line per step, serve's human.jsonl). Reads only. `current`: the model's, data's and
     method's fingerprints in summary.json's shape where the command has them at hand (serve's session: its method's
     share of the documents), else computed from `cfg` (`computed`: what was computed already; the jobs of one sweep
-    share it). A directory this process checked already with the same config and whose summary.json is unchanged
-    since (a sweep's job, checked before Hydra started it) is not checked again. Returns the records as found
-    (summary.json, .hydra/, the log: what a refusal by the replay gives back), also remembered for the job
-    (`recorded`)."""
-    from adaptsim.records.summary import _PASSED, _records
-
+    share it). Returns the records as found (summary.json, .hydra/, the log: what a refusal by the replay gives back;
+    the job keeps them, `JobSummary.found`)."""
     check_resumable(run_dir, previous)
     if not previous:
         return {}
     fields = job_fields(command, cfg, [])
-    key = json.dumps([fields["config"], fields["input_fingerprints"]], sort_keys=True, default=str)
-    summary = Path(run_dir) / "summary.json"
-    if summary.is_file() and summary.read_bytes() == _PASSED.get((str(run_dir), key), {}).get("summary.json"):
-        return _PASSED[(str(run_dir), key)]  # checked already, and unchanged since
     where, again = f"{run_dir}: cannot resume", AGAIN.get(command, NEW_RUN)
     check_settings(where, previous, fields["config"], command, again)
     check_inputs(where, previous, fields["input_fingerprints"], again)
@@ -104,10 +97,7 @@ def check(run_dir: Path, previous: dict, cfg, command: str, computed: dict | Non
         current = _fingerprints(cfg, command, {} if computed is None else computed,
                                 any(k.startswith("method_info.") for k in recorded), previous)
     check_fingerprints(where, previous, current or {}, again)
-    for checked in [k for k in _PASSED if k[0] == str(run_dir)]:
-        del _PASSED[checked]
-    found = _PASSED[(str(run_dir), key)] = _records(run_dir)
-    return found
+    return read_records(run_dir)
 
 
 def check_settings(where: str, previous: dict, requested: dict, command: str, again: str) -> None:

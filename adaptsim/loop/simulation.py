@@ -35,7 +35,7 @@ from adaptsim.metrics.effort import Effort
 from adaptsim.metrics.forgetting import Probe
 from adaptsim.models import Model, Translation
 from adaptsim.progress import progress
-from adaptsim.records import JobSummary, RecordWriter, compress_records, recorded, speaking_for
+from adaptsim.records import JobSummary, RecordWriter, compress_records, speaking_for
 
 log = logging.getLogger("adaptsim")
 RSS_EVERY = 100  # segments between two readings of the resident memory (summary.json timing.rss_mb)
@@ -139,7 +139,7 @@ def loop(base: Model, runs: list[Simulation], **timing) -> None:
                 except UserError as e:
                     with speaking_for(run.job.dir):
                         if isinstance(e, ReplayRefused):  # the run's records as they were, nothing more written
-                            run.job.give_back(recorded(run.job.dir))
+                            run.job.give_back()
                         run.job.close("failed", str(e))
                         if len(runs) > 1:  # alone, its command reports the error
                             log.error("%s: %s", run.job.dir, e)

@@ -145,10 +145,12 @@ def job_fields(command: str, cfg, overrides) -> dict:
 class JobSummary:
     """summary.json of one job. `fields` (what the job is: command, method, model, data; `job_fields`) are written at
     once with status `running`; `resume=True` takes over an interrupted job's summary, and `finished` then
-    says whether there is nothing left to do."""
+    says whether there is nothing left to do. `found`: the run's records as its resume check found them (what
+    `give_back` writes back)."""
 
-    def __init__(self, run_dir: Path, fields: dict, resume: bool = False):
+    def __init__(self, run_dir: Path, fields: dict, resume: bool = False, found: dict[str, bytes] | None = None):
         self.dir = Path(run_dir)
+        self.found = found or {}
         self.path = self.dir / "summary.json"
         check_run_dir(self.dir, resume)
         previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
@@ -169,10 +171,10 @@ class JobSummary:
                     raise _os_error(self.path, e, "create") from None
             self._write()
 
-    def give_back(self, records: dict[str, bytes]) -> None:
-        """Write `records` (file name under the directory → bytes, as a resume found them) back, and nothing more from
-        now on: a resume refused by its replay leaves the run's records as they were."""
-        for name, data in records.items():
+    def give_back(self, records: dict[str, bytes] | None = None) -> None:
+        """Write `records` (file name under the directory → bytes; the records the resume found, `found`, by default)
+        back, and nothing more from now on: a resume refused by its replay leaves the run's records as they were."""
+        for name, data in (self.found if records is None else records).items():
             tmp = self.dir / (name + ".given-back.tmp")
             try:
                 tmp.write_bytes(data)
@@ -210,18 +212,13 @@ class JobSummary:
             raise _os_error(self.path, e, "write") from None
 
 
-# The files that record what a run is, and its log, as the check found them (by run directory and resolved config): a
-# resume refused only by its replay (§1: what no setting names), and a finished job of a resumed sweep (which Hydra
-# starts, writing its .hydra/ and log, before it is found finished), write them back (`recorded`;
-# adaptsim/launch/resume.py `check` keeps them).
+# The files that record what a run is, and its log: what a resume found before anything was written
+# (adaptsim/launch/resume.py `check` returns them, the job keeps them: `JobSummary.found`), written back where the
+# resume is refused only by its replay (§1: what no setting names) or a resumed sweep's job is found finished after
+# Hydra started it (writing its .hydra/ and log).
 RECORDS = ("summary.json", ".hydra/config.yaml", ".hydra/hydra.yaml", ".hydra/overrides.yaml", "adaptsim.log")
-_PASSED: dict[tuple[str, str], dict[str, bytes]] = {}
 
 
-def _records(run_dir: Path) -> dict[str, bytes]:
+def read_records(run_dir: Path) -> dict[str, bytes]:
+    """The run's records (`RECORDS`) as they are now: file name under the directory → bytes."""
     return {name: (Path(run_dir) / name).read_bytes() for name in RECORDS if (Path(run_dir) / name).is_file()}
-
-
-def recorded(run_dir: Path) -> dict[str, bytes]:
-    """The records of the run in `run_dir` as `check` found them before anything was written ({} if unchecked)."""
-    return next((records for (d, _), records in _PASSED.items() if d == str(run_dir)), {})

@@ -33,7 +33,7 @@ class LockstepLauncher(Launcher):
             record_failed_job(sweep, sweep, error)
             return []
         collected, returns = self._job_dirs(job_overrides, initial_job_idx)
-        _run_together(collected, sweep)
+        _run_together(collected, sweep, getattr(self.task_function, "resume_found", {}))
         return returns
 
     def _job_dirs(self, job_overrides, initial_job_idx: int):
@@ -61,9 +61,10 @@ class LockstepLauncher(Launcher):
         return collected, returns
 
 
-def _run_together(collected, sweep: Path) -> None:
-    """Claim every job's directory (with resume=true a finished run is left alone), run the others in lockstep,
-    and close each summary as a job alone is closed (`adaptsim.launch.jobs.closing`)."""
+def _run_together(collected, sweep: Path, found: dict[str, dict]) -> None:
+    """Claim every job's directory (with resume=true a finished run is left alone; `found`: the records the checks
+    before Hydra found, by job directory), run the others in lockstep, and close each summary as a job alone is
+    closed (`adaptsim.launch.jobs.closing`)."""
     from adaptsim.errors import UserError
     from adaptsim.launch.jobs import claim_job, closing, job_context, record_failed_job
     from adaptsim.loop.lockstep import simulate_together
@@ -76,7 +77,7 @@ def _run_together(collected, sweep: Path) -> None:
             for cfg, out, overrides in collected:
                 claiming = out
                 with speaking_for(out):
-                    jobs.append(claim_job(out, "run", cfg, overrides=overrides))
+                    jobs.append(claim_job(out, "run", cfg, overrides=overrides, found=found.get(str(out))))
             claiming = None
             pending = [(cfg, job) for (cfg, _, _), job in zip(collected, jobs) if not job.finished]
             if pending:
