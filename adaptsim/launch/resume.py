@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from adaptsim import fingerprints as inputs
+from adaptsim.fingerprints import changed, model_fingerprint
 from adaptsim.errors import UserError
 from adaptsim.records import (SIMULATIONS, check_resumable, job_fields, read_records, written_records,
                               written_steps)
@@ -117,7 +117,7 @@ def check_inputs(where: str, previous: dict, requested: dict, again: str) -> Non
     if "input_fingerprints" not in previous:
         raise UserError(f"{where}: its records hold no fingerprints of the files it read (written by an older "
                         f"adaptsim, or before it began); {again}")
-    differ = inputs.changed(previous["input_fingerprints"], requested)
+    differ = changed(previous["input_fingerprints"], requested)
     if differ:
         raise UserError(f"{where}: a file it read has changed ({'; '.join(differ)}; recorded → now); restore it, "
                         f"or {again}")
@@ -174,7 +174,7 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool, previous: 
     if key not in computed:
         documents = load_documents(cfg.dataset)
         computed[key] = {"documents": documents, "data_read_fingerprint": fingerprint(documents),
-                         "model_fingerprint": inputs.model_fingerprint(cfg.model.path)}
+                         "model_fingerprint": model_fingerprint(cfg.model.path)}
     known = computed[key]
     out = {"model_fingerprint": known["model_fingerprint"]}
     if all(previous.get(k) is not None and previous.get(k) == known[k]
