@@ -20,7 +20,7 @@ from adaptsim import config_defaults
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import DataError
 from adaptsim.metrics import SCOPES, Evaluator, write_curves
-from adaptsim.metrics.sacre import METRICS
+from adaptsim.metrics.sacre import METRICS, TOKENIZERS, check_tokenize
 from adaptsim.metrics.words import CASES
 
 
@@ -43,6 +43,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sacrebleu", type=_names, default=list(run.sacrebleu), metavar="NAMES",
                    help=f"comma-separated sacrebleu metrics to compute (default: {','.join(run.sacrebleu)}; "
                         "TER is slow)")
+    p.add_argument("--tokenize", default=run.tokenize, metavar="NAME",
+                   help=f"BLEU/SBLEU tokeniser (default: {run.tokenize}: sacrebleu's for --lang, zh → zh, ja → "
+                        f"ja-mecab, ko → ko-mecab, else 13a; TER's Asian options for zh/ja/ko); or "
+                        f"{' | '.join(TOKENIZERS)}")
     p.add_argument("--curves", help="also write learning curves (cumulative scores per segment) to this CSV")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
@@ -88,6 +92,7 @@ def format_text(result: dict) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    check_tokenize(args.lang, args.tokenize, key="--tokenize")  # before reading: a missing package in one line
     refs = read_lines(args.ref)
     hyps = _parallel(args.hyp, len(refs), f"--ref {args.ref}")
     docs = _parallel(args.docs, len(refs), f"--ref {args.ref}") if args.docs else None
@@ -95,7 +100,7 @@ def main(argv: list[str]) -> int:
         refs, docs, lang=args.lang, case=args.case, stopwords=args.stopwords, k_max=args.k_max, scope=args.scope,
         truecase_text=read_lines(args.truecase_text) if args.truecase_text else None,
         novel_vocab=args.novel_vocab, subword_tokenize=_spm_pieces(args.spm) if args.spm else None,
-        sacrebleu=args.sacrebleu)
+        sacrebleu=args.sacrebleu, tokenize=args.tokenize)
     result = evaluator.corpus(hyps)
     if args.curves:
         write_curves(evaluator.curves(hyps), args.curves)

@@ -24,7 +24,7 @@ from adaptsim.loop.interactive import MODES as INTERACTIVE
 from adaptsim.loop.interactive import check_language as check_interactive_language
 from adaptsim.methods import check_method
 from adaptsim.metrics import SCOPES
-from adaptsim.metrics.sacre import METRICS
+from adaptsim.metrics.sacre import AUTO, METRICS, TOKENIZERS, check_tokenize
 from adaptsim.metrics.segmenters import check as check_words
 from adaptsim.metrics.words import CASES
 from adaptsim.models.decode import SEARCHES
@@ -65,6 +65,7 @@ SETTINGS: dict[str, Rule] = {
     "metrics.scope": Choice((None, *SCOPES)),  # null: follow `reset`
     "metrics.case": Choice(CASES),
     "metrics.sacrebleu": Strings(tuple(METRICS), empty=True),
+    "metrics.tokenize": Choice((AUTO, *TOKENIZERS)),  # sacrebleu's BLEU tokenisers; auto: by metrics.lang
     "metrics.interactive": Choice(INTERACTIVE, aliases=(False,)),  # YAML reads a bare off as false
     "metrics.interactive_costs": Choice(INTERACTIVE_COSTS),
     "metrics.max_corrections": Integer(1),
@@ -136,6 +137,8 @@ def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True)
         if OmegaConf.select(cfg, key, default=_ABSENT) is not _ABSENT:
             rule.check(key, OmegaConf.select(cfg, key))
     check_device(cfg.device)
+    if OmegaConf.select(cfg, "metrics.tokenize", default=None) is not None:  # its packages, before any work
+        check_tokenize(cfg.metrics.lang, cfg.metrics.tokenize)
     update, decode = cfg["update"], cfg["decode"]  # (cfg.update is DictConfig's method)
     if update.min_updates > update.max_updates:
         raise UserError(f"update.min_updates={update.min_updates}: must be ≤ update.max_updates={update.max_updates}")

@@ -60,7 +60,7 @@ class Evaluator:
                  stopwords: str | None = _METRICS["stopwords"], k_max: int = _METRICS["k_max"],
                  scope: str = "document", novel_vocab: str | None = _METRICS["novel_vocab"],
                  subword_tokenize: Callable[[str], list[str]] | None = None,
-                 sacrebleu: Sequence[str] = METRICS):
+                 sacrebleu: Sequence[str] = METRICS, tokenize: str = _METRICS["tokenize"]):
         self.references = list(references)
         n = len(self.references)
         self.doc_ids = [str(d) for d in doc_ids] if doc_ids is not None else ["0"] * n
@@ -100,7 +100,7 @@ class Evaluator:
               if novel_vocab is not None else []),
             *(["subword:yes"] if subword_tokenize is not None else []),
             f"sacremoses:{version('sacremoses')}", f"stopwordsiso:{version('stopwordsiso')}"])
-        self.sacre = SacreMetrics(sacrebleu)
+        self.sacre = SacreMetrics(sacrebleu, lang=lang, tokenize=tokenize)  # BLEU/TER by the target language
         self._records: dict[int, tuple[str, Stats]] = {}  # scored segments: hypothesis, sacrebleu statistics
         self._sums = {key: [0, 0] for key in self.keys}
         self._running = Running(self.sacre)
@@ -116,7 +116,7 @@ class Evaluator:
                    truecase_text=None if text is None else read_lines(text),
                    stopwords=cfg.stopwords, k_max=cfg.k_max, scope=scope or cfg.scope or "document",
                    novel_vocab=cfg.novel_vocab, subword_tokenize=subword_tokenize if cfg.subword else None,
-                   sacrebleu=list(cfg.sacrebleu))
+                   sacrebleu=list(cfg.sacrebleu), tokenize=cfg.tokenize)
 
     def __len__(self) -> int:
         return len(self.references)

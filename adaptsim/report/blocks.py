@@ -32,6 +32,10 @@ _NOT_RESULTS = (*FREE, "hydra", "device", "save_offsets", "serve")
 # settings that change what a reference scores or how a run's hypotheses come about: runs joined token by token
 # with the baseline (CXMI) must agree on them
 _SAME_SCORING = ("model", "decode", "update.dtype", "device")
+# the signature parts that say how BLEU, SBLEU and TER tokenise (metrics.tokenize, TER's Asian options:
+# adaptsim/metrics/sacre.py), named first where runs differ in them: BLEU into Chinese with 13a and with zh are two
+# measurements
+_TOKENISATION = ("BLEU.tok", "SBLEU.tok", "TER.norm", "TER.asian")
 
 
 @dataclass
@@ -98,20 +102,25 @@ def one_model(runs: list[Run]) -> None:
 
 def same_scoring(group: list[Run], decoding: bool = True) -> None:
     """Refuse (one line, naming the first difference and two runs that differ in it) runs scored with other metric
-    settings (their signatures: R's holds the stopword list's and the truecaser's text by content) or, with
+    settings (their signatures: R's holds the stopword list's and the truecaser's text by content; a difference in
+    BLEU's, SBLEU's or TER's tokenisation is named as one, the same in `table`, `compare`, `findings`, `plot`) or, with
     `decoding`, decoded otherwise (every `decode` setting): a table's rows, a finding, a forgetting curve would mix
     two measurements. (`compare` compares decodings on purpose, its labels naming them: decoding=False.)"""
     first = group[0]
     for run in group[1:]:
+        _same(first, run, _tokenisation, "scored with different tokenisations", "scored with one metrics.tokenize",
+              shared=True)
         _same(first, run, _signature_parts, "scored with different metric settings", "scored one way")
         if decoding:
             _same(first, run, _decoding, "decoded differently", "decoded one way")
 
 
-def _same(first: Run, run: Run, parts, what: str, how: str) -> None:
-    """One line naming the first of `parts` (a run → {key: value}) in which the two runs differ, if any."""
+def _same(first: Run, run: Run, parts, what: str, how: str, shared: bool = False) -> None:
+    """One line naming the first of `parts` (a run → {key: value}) in which the two runs differ, if any (`shared`:
+    of those both runs have)."""
     a, b = parts(first), parts(run)
-    k = next((k for k in sorted({*a, *b}) if a.get(k) != b.get(k)), None)
+    keys = sorted(a.keys() & b.keys() if shared else {*a, *b}, key=list(_TOKENISATION).index if shared else None)
+    k = next((k for k in keys if a.get(k) != b.get(k)), None)
     if k is not None:
         raise UserError(f"runs {what} ({k}: {a.get(k, '(none)')} in {first.dir}, {b.get(k, '(none)')} in "
                         f"{run.dir}); compare runs {how}")
@@ -125,6 +134,12 @@ def _signature_parts(run: Run) -> dict[str, str]:
             key, _, value = part.partition(":")
             out[f"{metric}.{key}" if value else f"{metric}.{n}"] = value or key
     return out
+
+
+def _tokenisation(run: Run) -> dict[str, str]:
+    """The tokenisation parts of a run's signatures, in `_TOKENISATION`'s order."""
+    parts = _signature_parts(run)
+    return {k: parts[k] for k in _TOKENISATION if k in parts}
 
 
 def _decoding(run: Run) -> dict:
