@@ -11,8 +11,10 @@ better:
 Corpus rates are ratios of sums (as NMT-Keras accumulates them), so a long segment weighs by its length; the
 reports resample the per-segment counts (adaptsim/report/significance.py). Reference characters are those of the
 reference with its whitespace collapsed, spaces included (NMT-Keras' `len(u' '.join(hypothesis))`); words are its
-whitespace words. Which counting filled the counts (`metrics.interactive_costs`) is recorded with each segment's
-counts and in summary.json cost.interactive: resumes and reports refuse to mix countings, and tables name theirs.
+whitespace words, or in a language written without spaces its segmenter's words with a letter or digit
+(adaptsim/metrics/segmenters.py; only the character level is simulated there). Which counting filled the counts
+(`metrics.interactive_costs`) is recorded with each segment's counts and in summary.json cost.interactive: resumes
+and reports refuse to mix countings, and tables name theirs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """A reference word's role in the stream, by R0/R1's counting (docs/design.md §4): what CXMI's words (adaptsim/metrics/
 cxmi.py), terminology consistency (`adaptsim terms`) and recall by fuzzy match (`table --bands-by-match`) group by.
 
-Content words are the run's own (its metric settings: tokenizer, truecaser trained as its evaluator trained it,
-stopwords), counted in the run's scope at set level (adaptsim.metrics.recall). A word is the first, the second
-(recalled or missed by this run's hypothesis) or a later occurrence of a content word; "other content" where the
+Content words are the run's own (its metric settings: tokenizer or, for a language written without spaces, its
+segmenter (adaptsim/metrics/segmenters.py), truecaser trained as its evaluator trained it, stopwords), counted in
+the run's scope at set level (adaptsim.metrics.recall). A word is the first, the second (recalled or missed by this
+run's hypothesis) or a later occurrence of a content word; "other content" where the
 metrics' tokenisation does not see it as one content word (hyphenated compounds, a word split differently); a
 stopword; punctuation; the end of sentence (and any language token).
 """

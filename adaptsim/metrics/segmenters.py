@@ -110,7 +110,7 @@ class Kiwi(Segmenter):
 
     def _load(self) -> None:
         from kiwipiepy import Kiwi as KiwiAnalyser
-        self._kiwi = KiwiAnalyser()
+        self._kiwi = KiwiAnalyser(num_workers=0)  # one thread, as each adaptsim process keeps (0: since 0.21)
 
     def words(self, text: str) -> list[str]:
         spans: list[list[int]] = []  # [start, end) of each word in `text`
