@@ -257,3 +257,30 @@ def test_a_novel_vocabulary_of_a_spaceless_language_is_known_in_the_segmenters_w
     assert novel.load_known(vocabulary, words.raw_tokens, segment_entries=True) == {"驱动程序", "我", "喜欢"}
     ev = Evaluator(["我喜欢新的驱动程序。"], lang="zh", novel_vocab=str(vocabulary), sacrebleu=["BLEU"])
     assert ev.corpus(["我喜欢新的驱动程序。"])["counts"]["novel.R0"] == {"num": 1, "den": 1}  # 新
+
+
+@pytest.mark.parametrize("lang", ["zh", "ja", "ko"])
+def test_adaptsim_score_over_a_whole_talk(lang, tmp_path, capsys):
+    """`adaptsim score --lang X` over the first talk: its references against themselves score 100, against the talk's
+    segments shifted by one (a neighbour's words) far less, but not 0 (words a talk repeats)."""
+    from adaptsim import cli
+
+    pytest.importorskip(LIBRARY[lang])
+    references, doc_ids = ted(lang)
+    talk = [r for r, d in zip(references, doc_ids) if d == doc_ids[0]]
+    ref, same, shifted = tmp_path / "ref.txt", tmp_path / "same.txt", tmp_path / "shifted.txt"
+    ref.write_text("".join(r + "\n" for r in talk), encoding="utf-8")
+    same.write_text(ref.read_text(encoding="utf-8"), encoding="utf-8")
+    shifted.write_text("".join(r + "\n" for r in talk[1:] + talk[:1]), encoding="utf-8")
+
+    def score(hyp):
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(["score", "--hyp", str(hyp), "--ref", str(ref), "--lang", lang, "--sacrebleu", "BLEU", "--json"])
+        assert exit_.value.code == 0
+        return json.loads(capsys.readouterr().out)
+
+    itself, neighbour = score(same), score(shifted)
+    assert itself["scores"]["R0"] == itself["scores"]["R1"] == 100.0
+    assert itself["counts"]["R0"]["den"] > 5 * len(talk)  # words, not one per sentence
+    assert 0 < neighbour["scores"]["R0"] < 50
+    assert f"tok:{LIBRARY[lang]}-" in itself["signatures"]["R"]
