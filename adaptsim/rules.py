@@ -79,14 +79,16 @@ class Integer(Rule):
 
 @dataclass(frozen=True)
 class Number(Rule):
-    """A finite number, optionally > above, ≥ at_least, ≤ at_most (NaN and ±inf are refused)."""
+    """A finite number, optionally > above, ≥ at_least, ≤ at_most (NaN and ±inf are refused); `null` allowed where it
+    means something."""
     above: float | None = None
     at_least: float | None = None
     at_most: float | None = None
     why: str = ""
+    null: str | None = None
 
     def ok(self, value) -> bool:
-        return (_is_number(value) and math.isfinite(value)
+        return (value is None and self.null is not None) or (_is_number(value) and math.isfinite(value)
                 and (self.above is None or value > self.above)
                 and (self.at_least is None or value >= self.at_least)
                 and (self.at_most is None or value <= self.at_most))
@@ -97,7 +99,8 @@ class Number(Rule):
         else:
             bound = "".join(f" {op} {v:g}" for op, v in ((">", self.above), ("≥", self.at_least), ("≤", self.at_most))
                             if v is not None)
-        return f"must be a{' finite' if not bound else ''} number{bound}" + (f" ({self.why})" if self.why else "")
+        rule = f"a{' finite' if not bound else ''} number{bound}" + (f" ({self.why})" if self.why else "")
+        return f"must be null ({self.null}) or {rule}" if self.null else f"must be {rule}"
 
 
 @dataclass(frozen=True)

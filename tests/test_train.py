@@ -128,7 +128,7 @@ def test_bfloat16_trains_as_well_with_float32_weights(text_files, tmp_path):
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     state = torch.load(tmp_path / "bf16" / "last" / "trainer_state.pt", weights_only=False)["optimizer"]["state"]
     assert {s["exp_avg"].dtype for s in state.values()} == {torch.float32}
-    with pytest.raises(UserError, match="train.dtype=float16: choose float32 | bfloat16"):
+    with pytest.raises(UserError, match=re.escape("train.dtype='float16': choose 'float32' | 'bfloat16'")):
         train(config(text_files, tmp_path / "x", "train.dtype=float16"))
 
 
@@ -239,11 +239,14 @@ def test_max_minutes_stops_training_on_the_clock(text_files, tmp_path, minute_pe
 
 @pytest.mark.parametrize("overrides, message", [
     (["train.max_steps=null"], "set train.max_steps, train.max_epochs or train.max_minutes"),
-    (["train.max_minutes=0"], "train.max_minutes=0: give a positive number of minutes (or null)"),
-    (["train.max_steps=null", "train.max_minutes=-2"], "train.max_minutes=-2: give a positive number of minutes"),
-    (["train.checkpoint_minutes=soon"], "train.checkpoint_minutes=soon: give a positive number of minutes"),
-    (["train.max_steps=-1"], "train.max_steps=-1: give a whole number (0 or null: no limit)"),  # trained nothing
-    (["train.max_epochs=1.5"], "train.max_epochs=1.5: give a whole number"),
+    (["train.max_minutes=0"], "train.max_minutes=0: must be null (no time limit) or a number > 0"),
+    (["train.max_steps=null", "train.max_minutes=-2"], "train.max_minutes=-2: must be null (no time limit) or a "
+                                                       "number > 0"),
+    (["train.checkpoint_minutes=soon"], "train.checkpoint_minutes='soon': must be null (no timed checkpoints) or "
+                                        "a number > 0"),
+    (["train.max_steps=-1"], "train.max_steps=-1: must be null (no limit; 0 too) or an integer ≥ 0"),  # trains nothing
+    (["train.max_epochs=1.5"], "train.max_epochs=1.5: must be null (no limit; 0 too) or an integer ≥ 0"),
+    (["allocator=tcmalloc"], "allocator='tcmalloc': choose 'jemalloc' | 'system'"),
 ])
 def test_training_bounds_are_checked(text_files, tmp_path, overrides, message):
     with pytest.raises(UserError, match="^" + re.escape(message)):

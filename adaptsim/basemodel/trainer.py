@@ -38,7 +38,9 @@ from adaptsim import allocator
 from adaptsim.basemodel.scratch_model import build_model, count_parameters, train_tokenizer, vocab_sizes
 from adaptsim.errors import DataError, UserError
 from adaptsim.launch import resume
+from adaptsim.loop.settings import DTYPES, check_device
 from adaptsim.progress import progress
+from adaptsim.rules import Choice, Integer, Number, Rule
 from adaptsim.records import job_fields
 
 log = logging.getLogger("adaptsim.train")
@@ -256,9 +258,20 @@ def train(cfg: DictConfig) -> dict:
     return trainer.summary()
 
 
+# The type and allowed values of train's settings checked by rule (adaptsim/rules.py), as run's are (SETTINGS in
+# adaptsim/loop/settings.py); a step or epoch bound of -1 would train nothing and write the untrained model.
+SETTINGS: dict[str, Rule] = {
+    "train.max_steps": Integer(0, null="no limit; 0 too"), "train.max_epochs": Integer(0, null="no limit; 0 too"),
+    "train.max_minutes": Number(above=0, null="no time limit"),
+    "train.checkpoint_minutes": Number(above=0, null="no timed checkpoints"),
+    "train.dtype": Choice(DTYPES), "allocator": Choice(allocator.CHOICES),
+    "threads": Integer(1, null="torch's default"),
+}
+
+
 def check_settings(cfg: DictConfig) -> None:
-    """What can be checked before anything is read or written."""
-    from adaptsim.loop.settings import DTYPES, check_device, check_threads
+    """What can be checked before anything is read or written: the model's `arch`, the training files, and the
+    settings' rules (`SETTINGS`, as `run`'s are checked: adaptsim/loop/settings.py)."""
 
     if "arch" not in cfg.model or cfg.model.arch is None:
         raise UserError(f"model={cfg.model.get('name')}: no `arch` block, so there is nothing to train "
@@ -267,23 +280,12 @@ def check_settings(cfg: DictConfig) -> None:
         if OmegaConf.is_missing(cfg.train, key):
             raise UserError(f"train.{key} is not set: give the training text files, one sentence per line "
                             "(train.source=FILE train.target=FILE)")
-    for key in ("max_minutes", "checkpoint_minutes"):
-        value = cfg.train[key]
-        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
-            raise UserError(f"train.{key}={value}: give a positive number of minutes (or null)")
-    for key in ("max_steps", "max_epochs"):  # -1 would train nothing and write the untrained model as the result
-        value = cfg.train[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise UserError(f"train.{key}={value}: give a whole number (0 or null: no limit)")
+    for key, rule in SETTINGS.items():
+        rule.check(key, OmegaConf.select(cfg, key))
     if not cfg.train.max_steps and not cfg.train.max_epochs and not cfg.train.max_minutes:
         raise UserError("set train.max_steps, train.max_epochs or train.max_minutes")
-    if cfg.train.dtype not in DTYPES:
-        raise UserError(f"train.dtype={cfg.train.dtype}: choose " + " | ".join(DTYPES))
-    if cfg.allocator not in allocator.CHOICES:
-        raise UserError(f"allocator={cfg.allocator}: choose " + " | ".join(allocator.CHOICES))
     log.info("%s", allocator.describe(cfg.allocator))
     check_device(cfg.device)
-    check_threads(cfg.threads)
     if cfg.threads:
         torch.set_num_threads(int(cfg.threads))
 
