@@ -116,10 +116,6 @@ def check_device(device) -> None:
                             f"cuda:0 … cuda:{torch.cuda.device_count() - 1}")
 
 
-def check_threads(threads) -> None:
-    SETTINGS["threads"].check("threads", threads)
-
-
 def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True) -> None:
     """Raise a one-line UserError for the first invalid setting; warn about legal but suspicious ones (`warn`: the
     check that precedes the job's own, before its log exists, says nothing but errors)."""
