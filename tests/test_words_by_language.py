@@ -53,6 +53,8 @@ def test_a_segmenter_whose_library_is_missing_names_the_extra(monkeypatch):
             with pytest.raises(UserError) as e:
                 refuse()
             assert str(e.value) == 'metrics.lang=zh: Chinese words need jieba, not installed: pip install -e ".[cjk]"'
+        with pytest.raises(UserError, match=r"^metrics.lang=ja_XX: Japanese words need fugashi and unidic-lite, not "):
+            segmenters.check("ja_XX")
     finally:
         segmenters.segmenter_for.cache_clear()
 

@@ -60,6 +60,7 @@ class Segmenter:
 
     library = ""              # the package, as pip and importlib.metadata name it
     modules: tuple[str, ...] = ()  # what it imports (`check` looks for them without importing)
+    needs = ""                # the packages a refusal names (the library, and a dictionary where it needs one)
 
     def __init__(self, lang: str):
         self.lang = lang
@@ -67,8 +68,7 @@ class Segmenter:
             self.name = f"{self.library}-{version(self.library)}"
             self._load()
         except (ImportError, PackageNotFoundError):
-            raise UserError(f"metrics.lang={lang}: {spaceless(lang)} words need {self.library}, not installed: "
-                            f"{EXTRA}") from None
+            raise missing(lang, type(self)) from None
 
     def _load(self) -> None:
         raise NotImplementedError
@@ -92,6 +92,7 @@ class Jieba(Segmenter):
 
 class Fugashi(Segmenter):
     library = "fugashi"
+    needs = "fugashi and unidic-lite"
     modules = ("fugashi", "unidic_lite")
 
     def _load(self) -> None:
@@ -171,8 +172,13 @@ def check(lang: str) -> None:
     """`segmenter_for`'s refusals without importing a library (a run's settings check: before anything loads)."""
     segmenter = _segmenter_class(lang)
     if segmenter is not None and any(find_spec(m) is None for m in segmenter.modules):
-        raise UserError(f"metrics.lang={lang}: {spaceless(lang)} words need {segmenter.library}, not installed: "
-                        f"{EXTRA}")
+        raise missing(lang, segmenter)
+
+
+def missing(lang: str, segmenter: type[Segmenter]) -> UserError:
+    """The refusal where `lang`'s segmenter is not installed: the setting, the packages, the install line."""
+    return UserError(f"metrics.lang={lang}: {spaceless(lang)} words need {segmenter.needs or segmenter.library}, "
+                     f"not installed: {EXTRA}")
 
 
 def tokenisation(target_lang: str, moses: str = "moses") -> str:
