@@ -105,7 +105,7 @@ def check_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "me
     packages missing (the `cjk` extra), or sacrebleu failing to load it (its dictionary's check). The downloaded
     SentencePiece models (flores) are not fetched here: `SacreMetrics` refuses in one line if that fails."""
     name = choose_tokenize(lang, tokenize, key)
-    missing = [package for module, package in _NEEDS.get(name, {}).items() if importlib.util.find_spec(module) is None]
+    missing = [package for module, package in _NEEDS.get(name, {}).items() if not _installed(module)]
     why = f"{key}={tokenize}" + (f" (target language {lang})" if tokenize in (None, AUTO) else "")
     if missing:
         raise UserError(f"{why}: BLEU's {name} tokeniser needs {' and '.join(missing)}, not installed; "
@@ -113,6 +113,13 @@ def check_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "me
     if name not in _DOWNLOADED:
         _load(name, why)
     return name
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules, a broken parent package
+        return False
 
 
 def _load(name: str, why: str):
