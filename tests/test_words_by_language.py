@@ -17,6 +17,7 @@ import pytest
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
 from adaptsim.metrics import Evaluator, segmenters
+from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, content_words, is_word, load_stopwords
 from adaptsim.records.files import read_record, record_file
 
@@ -286,3 +287,33 @@ def test_adaptsim_score_over_a_whole_talk(lang, tmp_path, capsys):
     assert itself["counts"]["R0"]["den"] > 5 * len(talk)  # words, not one per sentence
     assert 0 < neighbour["scores"]["R0"] < 50
     assert f"tok:{LIBRARY[lang]}-" in itself["signatures"]["R"]
+
+
+ZH_STREAM = [("doc1", "I like the new driver.", "我喜欢新的驱动程序。"),
+             ("doc1", "The driver is installed.", "驱动程序已经安装好了。"),
+             ("doc1", "Restart the computer.", "请重新启动电脑。"),
+             ("doc2", "The computer is new.", "这台电脑是新的。"),
+             ("doc2", "Install the driver again.", "请再次安装驱动程序。")]
+
+
+def test_a_run_into_chinese_counts_words_and_the_translators_effort_by_the_segmenter(tmp_path, tiny_model_dir):
+    """`adaptsim run` into zh (the tiny model cannot write Chinese: what matters is how it is scored): R0/R1 on
+    jieba's words, the signature says so, and the simulated translator works at the character level with the
+    segmenter's words."""
+    from test_tm import run, summary
+
+    words = words_of("zh")
+    data = tmp_path / "zh.tsv"
+    data.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(
+        f"{d}\t{i}\t{s}\t{r}\n" for i, (d, s, r) in enumerate(ZH_STREAM, 1)), encoding="utf-8")
+    out = run(tmp_path / "run", tiny_model_dir, data, "model.target_lang=zh", "method=full",
+              "metrics.interactive=char", "metrics.max_corrections=30")
+    done = summary(out)
+    rows = [json.loads(line) for line in (out / "steps.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert done["signatures"]["R"].startswith(f"R|lang:zh|tok:{words.segmenter.name}|case:none|")
+    levels = occurrence_levels([words(r) for _, _, r in ZH_STREAM], [d for d, _, _ in ZH_STREAM], 1)
+    assert [(r["R0_den"], r["R1_den"]) for r in rows] == [(len(a), len(b)) for a, b in levels]
+    assert levels[1][1] == {"驱动程序"} and levels[4][0] == {"再次", "安装", "驱动程序"}  # by document
+    assert [r["effort"]["words"] for r in rows] == [sum(map(is_word, words.segmenter.words(r)))
+                                                    for _, _, r in ZH_STREAM]
+    assert all(r["effort"]["chars"] == len(r["reference"]) for r in rows)
