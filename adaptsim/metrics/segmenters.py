@@ -11,7 +11,10 @@ Every segmenter returns the words as written (surfaces, no lemmas: R0/R1 compare
 Moses path does), whitespace dropped, punctuation as words of its own (the content-word filter drops it):
 
 - zh: jieba (precise mode, `lcut(text, cut_all=False, HMM=True)`): its 350k-word dictionary, and its HMM for words
-  it lacks (the names of a talk). It keeps compounds such as 驱动程序 whole, the unit a translator corrects.
+  it lacks (the names of a talk). It keeps compounds such as 驱动程序 whole, the unit a translator corrects. Its
+  dictionary, like stopwords-iso's zh list, is simplified Chinese: traditional text is cut worse (我喜歡 → 我喜 歡用)
+  and its 們-forms are no stopwords. A traditional code (zh-TW, zho_Hant) has no stopwords-iso list, so it needs a
+  stopword file (metrics.stopwords) before it is scored at all.
 - ja: fugashi (MeCab) with unidic-lite: UniDic short units, the units the Japanese corpora (BCCWJ) count words in
   and the ones stopwords-iso's Japanese list is written in (だっ, なかっ, られ).
 - ko: kiwipiepy (Kiwi) morphemes regrouped into the words of Korean school grammar: a particle (tags J*) and the
