@@ -118,7 +118,7 @@ class Kiwi(Segmenter):
 
     def words(self, text: str) -> list[str]:
         spans: list[list[int]] = []  # [start, end) of each word in `text`
-        joins = False  # whether the next morpheme may join the last word (it is neither punctuation nor a particle)
+        joins = False  # whether the next morpheme may join the last word (the last morpheme is no punctuation)
         for token in self._kiwi.tokenize(text):
             start, end, tag = token.start, token.start + token.len, token.tag
             punctuation = tag.startswith("S") and tag not in ("SL", "SH", "SN")  # not letters, Hanja, numbers
