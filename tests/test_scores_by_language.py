@@ -237,3 +237,50 @@ def test_score_over_a_whole_talk_equals_sacrebleu(tmp_path, capsys, lang):
     assert out["segments"] == len(refs) > 30
     assert out["scores"]["BLEU"] == pytest.approx(expected["BLEU"], abs=1e-9)
     assert out["scores"]["SBLEU"] == pytest.approx(expected["SBLEU"], abs=1e-9)
+
+
+def test_table_and_compare_name_a_tokenisation_other_than_13a(tmp_path, capsys):
+    """Runs scored alike into Chinese: `table` and `compare` say under their scores how BLEU and TER were tokenised
+    (a German table says nothing new: the committed tables above)."""
+    sigs = SacreMetrics(lang="zh").signatures()
+    base, full = _run(tmp_path, "base", "none", sigs), _run(tmp_path, "full", "full", sigs)
+    assert cli(["table", str(base), str(full)]) == 0
+    said = ("BLEU and SBLEU tokenised with zh; TER with sacrebleu's Asian options (norm:yes|asian:yes): by the target "
+            'language (metrics.tokenize; docs/usage.md, "Scores by language")')
+    assert f"_{said}._" in capsys.readouterr().out
+    assert cli(["table", str(base), str(full), "--format", "latex"]) == 0
+    assert f"% {said}" in capsys.readouterr().out.replace("\\_", "_")
+
+
+def _scored_run(root: Path, name: str, method: str, hyps: list[str], refs: list[str], ids: list[str]) -> Path:
+    """A run directory as `run` writes it (steps with sacrebleu's statistics, summary), scored into Chinese."""
+    from adaptsim.metrics import Evaluator
+
+    try:
+        evaluator = Evaluator(refs, ids, lang="zh")
+    except UserError as e:  # R0/R1's word segmenter (the cjk extra) is absent
+        pytest.skip(str(e))
+    d = root / name
+    d.mkdir(parents=True)
+    with open(d / "steps.jsonl", "w", encoding="utf-8") as f:
+        for i, hyp in enumerate(hyps):
+            row = {"doc_id": ids[i], "seg_id": str(i), "reference": refs[i], "hypothesis": hyp,
+                   **evaluator.segment(i, hyp)}
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    c = evaluator.corpus(hyps)
+    (d / "summary.json").write_text(json.dumps({
+        "status": "finished", "method": method, "model": "m", "model_path": "/models/zh", "dataset": "zh",
+        "data_fingerprint": "fp-zh", "segments": len(hyps), "scores": c["scores"], "signatures": c["signatures"]}))
+    return d
+
+
+def test_compare_names_the_tokenisation_of_a_chinese_run(tmp_path, capsys):
+    refs = [ZH_REF, "我们身处人类历史的转折点上。", "他喜欢新的驱动程序。", "这是一个新的程序。"] * 2
+    ids = ["a"] * 4 + ["b"] * 4
+    base = _scored_run(tmp_path, "base", "none", [ZH_HYP] + refs[1:], refs, ids)
+    full = _scored_run(tmp_path, "full", "full", refs, refs, ids)
+    assert cli(["compare", str(base), str(full), "--metrics", "BLEU,TER"]) == 0
+    assert "\nBLEU tokenised with zh; TER with sacrebleu's Asian options" in capsys.readouterr().out  # SBLEU not shown
+    assert cli(["compare", str(base), str(full), "--metrics", "BLEU,SBLEU,TER", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokenisation"].startswith(
+        "BLEU and SBLEU tokenised with zh; TER with sacrebleu's Asian options (norm:yes|asian:yes)")

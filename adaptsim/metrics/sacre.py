@@ -132,6 +132,19 @@ def _load(name: str, why: str):
                         + (f"; {EXTRA}" if name in _NEEDS else "")) from None
 
 
+def note(signatures: dict, metrics: Sequence[str]) -> str | None:
+    """What a report says under BLEU, SBLEU or TER that are not tokenised as sacrebleu's defaults (13a, TERCOM's), from
+    a run's signatures; None for the defaults (a German run's tables as before). Reports compare runs alike only."""
+    parts = {name: dict(p.partition(":")[::2] for p in str(signatures.get(name, "")).split("|")) for name in METRICS}
+    bleu = [m for m in ("BLEU", "SBLEU") if m in metrics and parts[m].get("tok", DEFAULT_TOKENIZE) != DEFAULT_TOKENIZE]
+    ter = "TER" in metrics and parts["TER"].get("asian") == "yes"
+    if not bleu and not ter:
+        return None
+    said = ([f"{' and '.join(bleu)} tokenised with {parts[bleu[0]]['tok']}"] if bleu else []) + (
+        ["TER with sacrebleu's Asian options (norm:yes|asian:yes)"] if ter else [])
+    return f"{'; '.join(said)}: by the target language (metrics.tokenize; docs/usage.md, \"Scores by language\")"
+
+
 class SacreMetrics:
     """The chosen sacrebleu scores: mixed case, BLEU and SBLEU with `tokenize` (`auto`: sacrebleu's choice for the
     target language `lang`, 13a where none is given), TER with sacrebleu's Asian options for zh/ja/ko targets and its

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from adaptsim.errors import UserError
-from adaptsim.metrics import cxmi, effort
+from adaptsim.metrics import cxmi, effort, sacre
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, labels, one_model, same_scoring
 from adaptsim.report.notes import notes
@@ -79,6 +79,8 @@ def as_json(runs: list[Run], labels: list[str], metrics: list[str], result) -> d
         out["notes"] = said
     if effort.note(runs[0].summary, metrics):  # how the effort was counted (the runs' alike: sig.check_effort)
         out["effort"] = effort.counting(runs[0].summary)
+    if tokenised := sacre.note(runs[0].summary.get("signatures") or {}, metrics):  # not 13a/TERCOM: said
+        out["tokenisation"] = tokenised
     for m in metrics:
         rows = []
         for i in range(len(runs)):
@@ -122,6 +124,8 @@ def text(runs: list[Run], labels: list[str], metrics: list[str], result, decimal
                       "", *lines, "", f"{sig.footer(result).replace('the baseline', labels[0])}",
                       f"signature: {result.signature}",
                       *([counted] if (counted := effort.note(runs[0].summary, metrics)) else []),
+                      *([tokenised] if (tokenised := sacre.note(runs[0].summary.get("signatures") or {}, metrics))
+                        else []),
                       f"runs: {runs_line}",
                       *(f"Note: {n}" for n in notes(zip(labels, runs)))])
 

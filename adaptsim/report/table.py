@@ -31,7 +31,7 @@ import sys
 from dataclasses import dataclass, field
 
 from adaptsim.errors import UserError
-from adaptsim.metrics import cxmi, effort
+from adaptsim.metrics import cxmi, effort, sacre
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, Block, best, blocks, relative
 from adaptsim.report.markdown import head
@@ -272,6 +272,8 @@ def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str
             out += [f"_{_footer(result)}._", ""]
         if counted := _effort_note(block, metrics):
             out += [f"_{counted}._", ""]
+        if tokenised := sacre.note(block.rows[0][1].summary.get("signatures") or {}, metrics):
+            out += [f"_{tokenised}._", ""]
         for n in notes(block.rows):
             out += [f"_Note: {n}._", ""]
     return "\n".join(out + [f"_{_legend(rel, metrics)}._", ""])
@@ -339,6 +341,8 @@ def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
             out.append(f"% {_tex(_footer(result))}")
         if counted := _effort_note(block, metrics):
             out.append(f"% {_tex(counted)}")
+        if tokenised := sacre.note(block.rows[0][1].summary.get("signatures") or {}, metrics):
+            out.append(f"% {_tex(tokenised)}")
         out += [f"% Note: {_tex(n)}" for n in notes(block.rows)]
         out += [f"% {_tex(_caption(block))}",
                 rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics + extra)) + r" \\", r"\midrule"]
