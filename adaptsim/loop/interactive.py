@@ -49,7 +49,8 @@ What differs from NMT-Keras in both countings (the procedure, not the accounting
   whitespace-separated words, is refused (`check_language`); at the character level the keystrokes, mouse actions
   and characters are counted as above, and the reference's words (WSR's and MAR's denominator, adaptsim's words
   typed into) are the metrics' segmenter's words that hold a letter or digit, since whitespace words would be whole
-  clauses.
+  clauses. The system's side is unchanged: everything validated since the last space is the word begun, which the
+  first generated pieces must spell (so a correction reuses less of the prefix cache than between spaced words).
 - At most `metrics.max_corrections` corrections per segment (NMT-Keras has no cap): then the user deletes the rest
   of the hypothesis (one keystroke, if there is any), types the rest of the reference (the word level's word
   strokes and characters, no spaces; the character level's characters) and moves the mouse there as the
