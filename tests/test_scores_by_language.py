@@ -284,3 +284,21 @@ def test_compare_names_the_tokenisation_of_a_chinese_run(tmp_path, capsys):
     assert cli(["compare", str(base), str(full), "--metrics", "BLEU,SBLEU,TER", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokenisation"].startswith(
         "BLEU and SBLEU tokenised with zh; TER with sacrebleu's Asian options (norm:yes|asian:yes)")
+
+
+def test_a_flores_model_that_cannot_be_fetched_is_refused_in_one_line(monkeypatch):
+    from sacrebleu.tokenizers import tokenizer_spm
+
+    model = Path(tokenizer_spm.SACREBLEU_DIR) / "models" / Path(tokenizer_spm.SPM_MODELS["flores200"]["url"]).name
+    if model.exists():
+        pytest.skip(f"{model} was fetched already")
+
+    def offline(url, path):
+        raise OSError(f"cannot fetch {url}")
+
+    monkeypatch.setattr(tokenizer_spm, "download_file", offline)
+    with pytest.raises(UserError) as e:
+        sacre.check_tokenize("th", "flores200")
+    url = tokenizer_spm.SPM_MODELS["flores200"]["url"]
+    assert str(e.value) == (f"metrics.tokenize=flores200: sacrebleu's flores200 tokeniser does not load (cannot fetch "
+                            f"{url}); sacrebleu fetches its SentencePiece model once into ~/.sacrebleu/models")

