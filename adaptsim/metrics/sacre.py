@@ -36,8 +36,11 @@ TER's defaults. chrF is unchanged for every language: sacrebleu removes all whit
 n-grams (`extract_all_char_ngrams`, `include_whitespace=False`), so the spaces of a CJK text (the TED subtitles'
 line breaks) or a Korean spacing error change nothing.
 
-Every choice is in the signatures, in sacrebleu's own format (`BLEU.get_signature()`: `tok:` is the tokeniser's
-`signature()`: `13a`, `zh`, `ja-mecab-0.996-IPA`, `ko-mecab-0.996/ko-0.9.2-KO`; TER's `norm:yes|asian:yes`), so
+Every choice is in the signatures, sacrebleu's own (`get_signature()`; sacrebleu/metrics/bleu.py `BLEUSignature`:
+`'tok': args['tokenizer_signature']`, which `BLEU.__init__` sets to `self.tokenizer.signature()`: `13a`, `zh`,
+`ja-mecab-` + MeCab's version + `-IPA` (`ja-mecab-0.996-IPA`), `ko-mecab-` + its version + `-KO`
+(`ko-mecab-0.996/ko-0.9.2-KO`); metrics/ter.py `TERSignature`: `'norm': args['normalized']`, `'asian':
+args['asian_support']`, booleans written yes/no by `Signature.format`: `norm:yes|…|asian:yes`), so
 the reports refuse runs scored with different tokenisations (adaptsim/report/blocks.py), and `table` and `compare`
 say under such scores how they were tokenised (`note`). A German run's are sacrebleu's defaults, byte for byte as
 before, and its tables say nothing new. A tokeniser whose packages are missing is refused in one line
