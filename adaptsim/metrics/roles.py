@@ -6,7 +6,8 @@ segmenter (adaptsim/metrics/segmenters.py), truecaser trained as its evaluator t
 the run's scope at set level (adaptsim.metrics.recall). A word is the first, the second (recalled or missed by this
 run's hypothesis) or a later occurrence of a content word; "other content" where the
 metrics' tokenisation does not see it as one content word (hyphenated compounds, a word split differently); a
-stopword; punctuation; the end of sentence (and any language token).
+stopword (or a word a segmenter's analyser tags grammatical: adaptsim.metrics.words); punctuation; the end of
+sentence (and any language token).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Roles:
                      if w in self.sets[i]), None)
         if word is None:
             return ("stopword" if text.lower() in self.words.stopwords or text in self.words.stopwords
-                    else "other content"), None
+                    or text in self.words.grammatical else "other content"), None
         distance = self.previous[i].get(word)
         if word in self.levels[i][0]:
             return "first", None

@@ -3,7 +3,9 @@
 Languages written without spaces between words (Chinese, Japanese, Korean, Thai) are cut into words by their
 segmenter (adaptsim.metrics.segmenters: jieba, fugashi + unidic-lite, kiwipiepy, pythainlp; the extra `cjk`) and
 not cased: their scripts have no case, so `case: truecase` means `none` there (`lower` still lowercases the Latin
-words they quote); the stopwords-iso list of the language then filters the segmenter's words. Such a language
+words they quote); the stopwords-iso list of the language then filters the segmenter's words, and so does the
+analyser where it tags words as grammatical (ja, ko: particles, auxiliaries, the copula; `grammatical` holds those
+seen, for the reports that tell stopwords from content words). Such a language
 without a segmenter is refused, as are references written mostly in such a script under a language written with
 spaces (`content_words`). Every other language takes the Moses path below, unchanged.
 
@@ -83,6 +85,7 @@ class WordPipeline:
         self._plain = _unescape if self.segmenter is None else _as_written  # Moses escapes, segmenters do not
         self._truecaser: MosesTruecaser | None = None
         self._content: dict[str, frozenset[str]] = {}  # text -> content words
+        self.grammatical: set[str] = set()  # words a segmenter's analyser tagged grammatical (no content words)
         self._word: dict[str, str | None] = {}  # cased, escaped Moses token -> content word, or None
 
     def fit(self, texts: Iterable[str], keep: bool = False) -> None:
@@ -115,6 +118,13 @@ class WordPipeline:
             return self._truecaser.truecase(" ".join(escaped_tokens), use_known=True)
         return [t.lower() for t in escaped_tokens] if self.case == "lower" else escaped_tokens
 
+    def _segmented(self, text: str) -> frozenset[str]:
+        """Content words of a text in a language written without spaces: its segmenter's words less those the
+        analyser tags grammatical, through the one filter."""
+        analysed = self.segmenter.analyse(text)
+        self.grammatical.update(w for w, grammatical in analysed if grammatical)
+        return self._words_of([w for w, grammatical in analysed if not grammatical])
+
     def _words_of(self, escaped_tokens: list[str]) -> frozenset[str]:
         words = set()
         for token in self._cased(escaped_tokens):
@@ -138,7 +148,8 @@ class WordPipeline:
         """Content-word types of `text`."""
         words = self._content.get(text)
         if words is None:
-            words = self._content[text] = self._words_of(self._escaped(text))
+            words = self._content[text] = (self._words_of(self._escaped(text)) if self.segmenter is None
+                                           else self._segmented(text))
         return words
 
 
