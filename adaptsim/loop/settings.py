@@ -134,7 +134,7 @@ def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True)
             rule.check(key, OmegaConf.select(cfg, key))
     check_device(cfg.device)
     if OmegaConf.select(cfg, "metrics.tokenize", default=None) is not None:  # its packages, before any work
-        check_tokenize(cfg.metrics.lang, cfg.metrics.tokenize)
+        check_tokenize(cfg.metrics.lang, cfg.metrics.tokenize, metrics=list(cfg.metrics.sacrebleu or ()))
     update, decode = cfg["update"], cfg["decode"]  # (cfg.update is DictConfig's method)
     if update.min_updates > update.max_updates:
         raise UserError(f"update.min_updates={update.min_updates}: must be ≤ update.max_updates={update.max_updates}")

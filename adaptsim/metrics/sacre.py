@@ -104,11 +104,15 @@ def choose_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "m
     return tokenize
 
 
-def check_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "metrics.tokenize") -> str:
+def check_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "metrics.tokenize",
+                   metrics: Sequence[str] = METRICS) -> str:
     """The tokeniser `choose_tokenize` gives, refused in one line before any work where it cannot run here: its
     packages missing (the `cjk` extra), or sacrebleu failing to load it (its dictionary's check; flores' model, which
-    sacrebleu fetches here the first time, not reachable)."""
+    sacrebleu fetches here the first time, not reachable). Only where BLEU or SBLEU is among `metrics`: TER and chrF
+    need no tokeniser package."""
     name = choose_tokenize(lang, tokenize, key)
+    if not {"BLEU", "SBLEU"} & set(metrics):
+        return name
     missing = [package for module, package in _NEEDS.get(name, {}).items() if not _installed(module)]
     why = f"{key}={tokenize}" + (f" (target language {lang})" if tokenize in (None, AUTO) else "")
     if missing:
@@ -164,17 +168,17 @@ class SacreMetrics:
             raise UserError(f"unknown sacrebleu metric(s) {', '.join(sorted(unknown))}; "
                             f"choose from {', '.join(METRICS)}")
         self.names = [name for name in METRICS if name in names]
-        self.tokenize, self.asian = check_tokenize(lang, tokenize), asian(lang)
-        bleu = BLEU(tokenize=self.tokenize)  # loads as check_tokenize's did
-        sbleu = BLEU(tokenize=self.tokenize, smooth_method="add-k", smooth_value=1, effective_order=True)
-        # TER(normalized=False, asian_support=False) is TER(): a German run's signature as before, byte for byte
-        scorers = {"BLEU": bleu, "SBLEU": sbleu, "TER": TER(normalized=self.asian, asian_support=self.asian),
-                   "chrF": CHRF()}
-        self.scorers = {name: scorers[name] for name in self.names}
+        self.tokenize, self.asian = check_tokenize(lang, tokenize, metrics=self.names), asian(lang)
+        make = {"BLEU": lambda: BLEU(tokenize=self.tokenize),  # loads as check_tokenize's did
+                "SBLEU": lambda: BLEU(tokenize=self.tokenize, smooth_method="add-k", smooth_value=1,
+                                      effective_order=True),
+                # TER(normalized=False, asian_support=False) is TER(): a German run's signature as before
+                "TER": lambda: TER(normalized=self.asian, asian_support=self.asian), "chrF": CHRF}
+        self.scorers = {name: make[name]() for name in self.names}  # only those chosen: chrF alone needs no MeCab
         for metric in self.scorers.values():
             metric.num_refs = 1  # one reference per segment, always; sacrebleu's signature needs it
         # one statistics extractor per kind: BLEU and BLEU+1 share their statistics
-        self._extractors = {_KIND[name]: scorers[name] for name in self.names}
+        self._extractors = {_KIND[name]: self.scorers[name] for name in self.names}
 
     def signatures(self) -> dict[str, str]:
         return {name: str(metric.get_signature()) for name, metric in self.scorers.items()}
