@@ -92,7 +92,7 @@ def format_text(result: dict) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    check_tokenize(args.lang, args.tokenize, key="--tokenize")  # before reading: a missing package in one line
+    check_tokenize(args.lang, args.tokenize, key="--tokenize", metrics=args.sacrebleu)  # before reading: one line
     refs = read_lines(args.ref)
     hyps = _parallel(args.hyp, len(refs), f"--ref {args.ref}")
     docs = _parallel(args.docs, len(refs), f"--ref {args.ref}") if args.docs else None
