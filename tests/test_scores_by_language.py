@@ -302,3 +302,14 @@ def test_a_flores_model_that_cannot_be_fetched_is_refused_in_one_line(monkeypatc
     url = tokenizer_spm.SPM_MODELS["flores200"]["url"]
     assert str(e.value) == (f"metrics.tokenize=flores200: sacrebleu's flores200 tokeniser does not load (cannot fetch "
                             f"{url}); sacrebleu fetches its SentencePiece model once into ~/.sacrebleu/models")
+
+
+def test_the_forgetting_probe_is_tokenised_as_the_stream():
+    """A probe into Chinese scores BLEU with zh (named in summary.json's `probe`); a German one as before."""
+    from adaptsim.metrics.forgetting import Probe
+
+    def probe(lang, tokenize="auto"):
+        return Probe("probe", ["I like drivers."], [ZH_REF], every=1, lang=lang, tokenize=tokenize)
+
+    assert probe("zh").info() == {"path": "probe", "segments": 1, "every": 1, "tokenize": "zh"}
+    assert probe("de").info() == probe("zh", "13a").info() == {"path": "probe", "segments": 1, "every": 1}

@@ -257,7 +257,8 @@ class Simulation:
             model.piece_index()
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
         self.prompts: list[tuple[int, int]] = []  # a decoder-only model's prompt per step: (tokens, context pairs)
-        self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang)
+        self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang,
+                                       cfg.metrics.get("tokenize"))  # BLEU tokenised as the stream's
         if self.probe is not None:
             self.probe.fit(model.count_tokens, model.max_tokens, cfg.dataset, cfg.model.source_lang,
                            cfg.model.target_lang)

@@ -5,11 +5,11 @@ The paper measures only the stream itself. Continual-learning MT work reports th
 matter of course: how much of the base model's general competence an adapted model keeps. A run with a probe
 translates the probe set with θ0 (before segment 1), with θ_i before every `every`-th segment i, and with the
 final θ (after the last segment), and records corpus BLEU and chrF of those translations (sacrebleu's defaults, as
-the run's own scores; into zh, ja or ko, BLEU tokenised for the target language as `metrics.tokenize=auto` does,
-adaptsim/metrics/sacre.py, and named in summary.json's `probe`) and the token-weighted mean cross-entropy of the
-probe's references (nats/token, teacher forced, no update): BLEU is what readers compare, the cross-entropy is
-smooth where BLEU on a few hundred segments moves by chance. The probe uses the run's `decode` settings. Choices
-the literature leaves open:
+the run's own scores; into zh, ja or ko, BLEU tokenised as the stream's, by `metrics.tokenize` and the target
+language, adaptsim/metrics/sacre.py, and named in summary.json's `probe`) and the token-weighted mean
+cross-entropy of the probe's references (nats/token, teacher forced, no update): BLEU is what readers compare, the
+cross-entropy is smooth where BLEU on a few hundred segments moves by chance. The probe uses the run's `decode`
+settings. Choices the literature leaves open:
 - the probe is read before a method's moment of adaptation (tm's): θ_i is the model the stream has left, not one
   fine-tuned for a segment;
 - under reset=document θ_i is the current document's (a probe at a document's first segment sees θ0 again);
@@ -27,7 +27,7 @@ from adaptsim.data.lengths import check_lengths
 from adaptsim.data.textio import read_lines
 from adaptsim.data.types import Document, Segment
 from adaptsim.errors import UserError
-from adaptsim.metrics.sacre import DEFAULT_TOKENIZE, SacreMetrics, choose_tokenize
+from adaptsim.metrics.sacre import AUTO, DEFAULT_TOKENIZE, SacreMetrics, choose_tokenize
 
 
 @dataclass
@@ -37,10 +37,11 @@ class Probe:
     references: list[str]
     every: int
     skipped: int = 0  # lines longer than the model accepts, left out under dataset.on_too_long=skip (`fit`)
-    lang: str | None = None  # the target language: BLEU's tokeniser (sacre.choose_tokenize; None: 13a)
+    lang: str | None = None  # the target language and `metrics.tokenize`: BLEU's tokeniser (sacre.choose_tokenize)
+    tokenize: str | None = AUTO
 
     @classmethod
-    def from_config(cls, probe_cfg, source_lang: str, target_lang: str) -> Probe | None:
+    def from_config(cls, probe_cfg, source_lang: str, target_lang: str, tokenize: str | None = AUTO) -> Probe | None:
         """The probe `metrics.probe` asks for, or None when its path is null."""
         if not probe_cfg or not probe_cfg.get("path"):
             return None
@@ -53,7 +54,8 @@ class Probe:
         if len(sources) != len(references) or not sources:
             raise UserError(f"metrics.probe.path={probe_cfg.path}: {files[0]} has {len(sources)} lines and "
                             f"{files[1]} {len(references)} (of the first {probe_cfg.segments}); they must pair up")
-        return cls(str(probe_cfg.path), sources, references, int(probe_cfg.every), lang=target_lang)
+        return cls(str(probe_cfg.path), sources, references, int(probe_cfg.every), lang=target_lang,
+                   tokenize=tokenize)
 
     def fit(self, count_tokens, max_tokens: int, dataset_cfg, source_lang: str, target_lang: str) -> None:
         """Keep the probe's pairs the model accepts by the stream's own rule (adaptsim/data/lengths.py, under
@@ -76,7 +78,7 @@ class Probe:
     def score(self, model, decode) -> dict:
         """BLEU, chrF and the references' cross-entropy of the probe set under `model` as it is now."""
         hyps = [model.translate(src, **decode).text for src in self.sources]
-        sacre = SacreMetrics(["BLEU", "chrF"], lang=self.lang)
+        sacre = SacreMetrics(["BLEU", "chrF"], lang=self.lang, tokenize=self.tokenize)
         scores = sacre.corpus(sacre.stats(hyps, self.references))
         nll = tokens = 0.0
         with torch.no_grad():
@@ -89,7 +91,7 @@ class Probe:
 
     def info(self) -> dict:
         """What summary.json says about the probe beside its points."""
-        tokenize = choose_tokenize(self.lang)  # named where it is not 13a (a German run's summary as before)
+        tokenize = choose_tokenize(self.lang, self.tokenize)  # named where not 13a (a German run's summary as before)
         return {"path": self.name, "segments": len(self.sources), "every": self.every,
                 **({"skipped": self.skipped} if self.skipped else {}),
                 **({"tokenize": tokenize} if tokenize != DEFAULT_TOKENIZE else {})}
