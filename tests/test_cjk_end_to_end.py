@@ -325,16 +325,9 @@ def test_table_over_the_serve_session(served, capsys):
     assert "| lasso |" in out and "tokenised with zh" in out, out
 
 
-SERVE_WORDS = ("adaptsim/serve/human.py effort_of counts the validated text's words by whitespace "
-               "(words=len(text.split())): one word per Chinese segment, where the simulated translator "
-               "(adaptsim/loop/interactive.py count) counts the segmenter's; the page's WS counts whitespace word "
-               "starts too (adaptsim/serve/page.html atWordStart); issue #66: everything built on words by language")
-
-
-@pytest.mark.xfail(strict=True, reason=SERVE_WORDS)
 def test_serve_counts_a_chinese_translators_words_by_the_segmenter_as_the_simulated_translator_does(served):
-    """The known gap (SERVE_WORDS): today every validated segment counts 1 word, so WSR, MAR and `study`'s s/word
-    are per sentence in Chinese. Strict: it fails once serve counts words by the segmenter; then drop the mark."""
+    """A validated segment's words are the segmenter's (adaptsim/serve/human.py `effort_of`), so WSR, MAR and
+    `study`'s seconds per word are per word in Chinese, not per sentence."""
     from adaptsim.metrics.segmenters import segmenter_for
     from adaptsim.metrics.words import is_word
 

@@ -31,6 +31,8 @@ from adaptsim.errors import UserError
 from adaptsim.loop.simulation import Simulation
 from adaptsim.metrics import Evaluator, resolve_scope
 from adaptsim.metrics.effort import Effort
+from adaptsim.metrics.segmenters import Segmenter
+from adaptsim.metrics.words import is_word
 from adaptsim.records import write_bytes_atomic, written_steps
 
 HUMAN_FILE = "human.jsonl"  # per step: the completions the page asked for and those accepted
@@ -40,9 +42,11 @@ MAX_COUNT = 10**6  # a count above this is no typing
 MAX_SECONDS = 7 * 24 * 3600.0
 
 
-def effort_of(sent, text: str) -> tuple[Effort, int]:
+def effort_of(sent, text: str, segmenter: Segmenter | None = None) -> tuple[Effort, int]:
     """The page's measurements (a dict of counts and seconds) as an Effort on the validated `text`, and the accepted
-    completions; one line naming the first bad field."""
+    completions; one line naming the first bad field. The text's words are counted as the simulated translator counts
+    them: whitespace words, or where the language is written without spaces its `segmenter`'s words that hold a letter
+    or digit (adaptsim/loop/interactive.py `count`), so WSR, MAR and seconds per word are per word in every language."""
     if not isinstance(sent, dict):
         raise UserError("effort: an object of counts")
     values = {}
@@ -54,7 +58,8 @@ def effort_of(sent, text: str) -> tuple[Effort, int]:
     seconds = sent.get("seconds", 0.0)
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds <= MAX_SECONDS:
         raise UserError(f"effort.seconds={seconds!r}: seconds from 0 to {MAX_SECONDS:g}")
-    effort = Effort(**{field: values[key] for key, field in COUNTS.items()}, chars=len(text), words=len(text.split()),
+    words = len(text.split()) if segmenter is None else sum(map(is_word, segmenter.words(text)))
+    effort = Effort(**{field: values[key] for key, field in COUNTS.items()}, chars=len(text), words=words,
                     level=HUMAN, costs=HUMAN, seconds=float(seconds))
     return effort, values["accepted_completions"]
 

@@ -309,10 +309,10 @@ class ServeSession:
         text = " ".join(self._text(text, "text").split())
         if not text:
             raise Refused("text: the translation is empty")
-        measured, accepted = effort_of(effort, text)
         with self.lock:
             pending = self._check(position)
             run = pending.run
+            measured, accepted = effort_of(effort, text, run.sim.evaluator.words.segmenter)
             self.pending = None  # from here on the segment is off the page: it is adapted on once at most
             at = run  # the run whose work fails, if any
             try:
