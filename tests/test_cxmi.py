@@ -110,6 +110,23 @@ def test_pieces_group_into_words_as_the_roles_need_them():
     assert words[4][1] == [5, 6]  # a bare ▁ opens the word its next piece continues
 
 
+def test_byte_level_pieces_group_into_words_by_their_bytes():
+    """GPT-2/Qwen pieces: Ġ is the space byte, and ü's two bytes may fall in two pieces (the word is whole)."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    to_chars = bytes_to_unicode()
+
+    def piece(text: str) -> str:
+        return "".join(to_chars[b] for b in text.encode())
+
+    u = piece("ü")
+    pieces = [piece("Der"), piece(" Tr"), piece("eiber"), piece(" ist"), piece(" gr"), u[:1], u[1:], piece("n"),
+              piece("."), "<|im_end|>"]
+    assert cxmi.is_byte_level(pieces) and not cxmi.is_byte_level(["▁Der", "▁ist"])
+    assert cxmi.piece_words(cxmi.sentencepiece_style(pieces)) == [
+        ("Der", [0]), ("Treiber", [1, 2]), ("ist", [3]), ("grün", [4, 5, 6, 7]), (".", [8]), ("", [9])]
+
+
 def test_a_forced_language_token_is_left_out_and_a_diverged_step_keeps_its_first_forward(run_adaptsim):
     assert cxmi.forced({"model": {"languages": {"target_token": "deu_Latn"}}}) == 1
     assert cxmi.forced({"model": {"languages": {"target_token": None}}}) == 0

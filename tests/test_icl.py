@@ -172,6 +172,23 @@ def test_icl_with_weights_adapts_in_context_and_in_weights(run_adaptsim, causal_
     assert exit_.value.code == 0 and "CXMI of the prompt's context" in report and "| icl |" in report
 
 
+def test_cxmi_reads_a_byte_level_models_words(run_adaptsim, causal_dirs, tiny_tsv, capsys):
+    """Qwen's and GPT-2's byte-level BPE writes no ▁: the report groups its pieces into words by their bytes (Ġ is the
+    space) instead of failing, so the word roles of a real LLM's run are reported (it exited 1 on every one)."""
+    from adaptsim.cli import main
+    from adaptsim.metrics.cxmi import is_byte_level
+
+    out, _ = run_adaptsim("icl-qwen2-words", f"model.path={causal_dirs('qwen2')}", "dataset=tsv",
+                          f"dataset.path={tiny_tsv}", "method=icl", "method.k=2")
+    assert all(is_byte_level(s["ref_pieces"]) for s in steps_of(out))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["cxmi", str(out)])
+    captured = capsys.readouterr()
+    assert exit_.value.code == 0, captured.err
+    assert "CXMI of the prompt's context" in captured.out and "| icl |" in captured.out
+
+
 def test_icl_on_an_encoder_decoder_is_one_line(tmp_path, tiny_model_dir, tiny_tsv, capsys):
     from adaptsim.cli import main
 

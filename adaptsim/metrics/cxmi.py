@@ -156,6 +156,37 @@ def _is_special(piece: str) -> bool:
         or (piece.startswith(">>") and piece.endswith("<<"))
 
 
+def _byte_decoder() -> dict[str, int]:
+    """Byte-level BPE's characters → the bytes they stand for (GPT-2's table, which Llama-3, Qwen and RoBERTa share)."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return {c: b for b, c in bytes_to_unicode().items()}
+
+
+def is_byte_level(pieces: Sequence[str]) -> bool:
+    """Whether `pieces` are byte-level BPE's: every character of every piece but the special tokens stands for a
+    byte."""
+    decoder = _byte_decoder()
+    return all(c in decoder for p in pieces if not _is_special(p) for c in p)
+
+
+def sentencepiece_style(pieces: Sequence[str]) -> list[str]:
+    """Byte-level pieces written as sentencepiece writes its own: the bytes decoded (a character split across pieces
+    goes to the piece that completes it) and a leading space as ▁, so that `piece_words` and `segmented_piece_words`
+    group them into words (Qwen's and GPT-2's references carry ▁ nowhere; their Ġ is the space byte)."""
+    import codecs
+
+    decoder, utf8 = _byte_decoder(), codecs.getincrementaldecoder("utf-8")(errors="replace")
+    out = []
+    for piece in pieces:
+        if _is_special(piece):
+            out.append(piece)
+            continue
+        text = utf8.decode(bytes(decoder[c] for c in piece))
+        out.append("▁" + text[1:] if text.startswith(" ") else text)
+    return out
+
+
 def piece_words(pieces: Sequence[str]) -> list[tuple[str, list[int]]]:
     """A reference's pieces grouped into words: (text, the pieces' positions)."""
     words: list[tuple[str, list[int]]] = []
@@ -212,14 +243,17 @@ def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None
         raise UserError("word roles need the reference's pieces and the hypotheses, which this run's steps.jsonl does "
                         "not hold (a text-free record, scripts/experiments/export_runs.py); run cxmi on the sweep")
     segmenter = roles.words.segmenter
-    if segmenter is None and not any("▁" in p for row in rows for p in row["ref_pieces"]):
-        raise UserError("word roles need sentencepiece pieces (▁ opening a word); this model's tokenizer writes "
-                        "none")
+    byte_level = not any("▁" in p for row in rows for p in row["ref_pieces"])
+    if byte_level and not all(is_byte_level(row["ref_pieces"]) for row in rows):
+        raise UserError("word roles need sentencepiece pieces (▁ opening a word) or byte-level BPE's (GPT-2's "
+                        "bytes as characters); this model's tokenizer writes neither")
     for i, (row, v) in enumerate(zip(rows, values)):
         if v is None:
             continue
         hyp = roles.words(row.get("hypothesis") or "")
         pieces = row["ref_pieces"][len(row["ref_pieces"]) - len(v):]
+        if byte_level:
+            pieces = sentencepiece_style(pieces)
         grouped = piece_words(pieces) if segmenter is None else segmented_piece_words(pieces, segmenter)
         for text, positions in grouped:
             role, distance = roles.of(i, text, hyp)
