@@ -237,6 +237,25 @@ def test_the_llm_configs_name_a_hub_model_and_a_chat_prompt(name):
     assert ("date_string" in dict(prompt.chat_vars)) == name.startswith("llama")
 
 
+def test_chat_vars_reach_the_template_as_yaml_typed_them(causal_dirs):
+    """Qwen3's template leaves out its empty thinking block unless `enable_thinking is false`: a boolean, which the text
+    "False" is not (every chat_vars value was made a text)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(causal_dirs("qwen2")))
+    tokenizer.chat_template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                               "{% endfor %}<|im_start|>assistant\n"
+                               "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n"
+                               "{% endif %}")
+    block = OmegaConf.merge(model_config("qwen2.5-0.5b-instruct").prompt,
+                            {"chat_vars": {"enable_thinking": False, "date_string": "26 Jul 2024"}})
+    prompt = Prompt.from_config(block)
+    assert dict(prompt.chat_vars) == {"enable_thinking": False, "date_string": "26 Jul 2024"}
+    assert "<think>" in tokenizer.decode(prompt.ids(tokenizer, "The man sees the dog."))
+    with pytest.raises(UserError, match=r"^model.prompt.chat_vars.tools=.*: expected a text, a number, true, false"):
+        Prompt.from_config(OmegaConf.merge(block, {"chat_vars": {"tools": [{"name": "x"}]}}))
+
+
 # -- the simulated translator ----------------------------------------------------------------------------------
 def test_completions_keep_what_the_translator_validated(causal_dirs):
     model = load(causal_dirs, "gemma")  # sentencepiece, chat template

@@ -51,7 +51,9 @@ class Prompt:
     source_lang: str
     target_lang: str
     chat: bool | str = "auto"  # true | false | "auto": the tokenizer's chat template where it has one
-    chat_vars: tuple[tuple[str, str], ...] = ()  # more variables for the chat template, e.g. (("date_string", …),)
+    # more variables for the chat template, as YAML typed them (("date_string", "26 Jul 2024"), ("enable_thinking",
+    # False)): a template tests `enable_thinking is false`, which the text "False" fails
+    chat_vars: tuple[tuple[str, str | bool | int | float | None], ...] = ()
 
     @classmethod
     def from_config(cls, block) -> "Prompt":
@@ -67,9 +69,12 @@ class Prompt:
         chat_vars = block.get("chat_vars") or {}
         if not (OmegaConf.is_dict(chat_vars) or isinstance(chat_vars, dict)):
             raise UserError(f"model.prompt.chat_vars={chat_vars}: expected a mapping of names to values")
+        for k, v in chat_vars.items():
+            if v is not None and not isinstance(v, (str, bool, int, float)):
+                raise UserError(f"model.prompt.chat_vars.{k}={v}: expected a text, a number, true, false or null")
         return cls(str(block.instruction or ""), str(block.example), str(block.query), str(block.target_prefix or ""),
                    str(block.source_lang), str(block.target_lang), chat,
-                   tuple((str(k), str(v)) for k, v in chat_vars.items()))
+                   tuple((str(k), v) for k, v in chat_vars.items()))
 
     def uses_chat(self, tokenizer) -> bool:
         return bool(getattr(tokenizer, "chat_template", None)) if self.chat == "auto" else bool(self.chat)
