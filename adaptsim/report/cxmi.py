@@ -38,7 +38,9 @@ FLIPS = ("flips−", "flips+")
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adaptsim cxmi", description=__doc__.split("\n\n")[0])
-    p.add_argument("dirs", nargs="+", metavar="DIR", help="sweep or run directories with a method=none run")
+    p.add_argument("dirs", nargs="+", metavar="DIR",
+                   help="sweep or run directories: the history's CXMI needs a method=none run among them, the CXMI of "
+                        "an icl prompt's context none")
     p.add_argument("--out", type=Path, help="also draw the curves into this figure (.png, .pdf or .svg)")
     sig.add_arguments(p)
     return p
