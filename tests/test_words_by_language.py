@@ -16,7 +16,7 @@ import pytest
 
 from adaptsim import PROJECT_ROOT
 from adaptsim.errors import UserError
-from adaptsim.metrics import Evaluator, segmenters
+from adaptsim.metrics import Evaluator, sacre, segmenters
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import WordPipeline, content_words, is_word, load_stopwords
 from adaptsim.records.files import read_record, record_file
@@ -67,9 +67,11 @@ def test_references_in_a_script_without_spaces_under_a_spaced_language_are_refus
 
 
 def test_language_codes_are_read_by_their_language_subtag():
-    assert [segmenters.base_language(c) for c in ("zh", "zh-CN", "zho_Hans", "ja_XX", "DE")] == \
-        ["zh", "zh", "zho", "ja", "de"]
+    assert [segmenters.base_language(c) for c in ("zh", "zh-CN", "zho_Hans", "chi", "ja_XX", "DE")] == \
+        ["zh", "zh", "zh", "zh", "ja", "de"]
     assert segmenters.spaceless("zho_Hans") == "Chinese" and segmenters.spaceless("de_DE") is None
+    # the words and the scores' tokeniser read a code alike (ISO 639-2/B chi was zh to sacre, Moses to the words)
+    assert segmenters.spaceless("chi") == "Chinese" and sacre.choose_tokenize("chi") == "zh"
     assert segmenters.segmenter_for("de") is None and segmenters.segmenter_for("en") is None
 
 

