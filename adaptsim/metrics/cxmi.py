@@ -62,6 +62,7 @@ the other run checks (adaptsim.report.blocks.check_joinable), the report is `ada
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -156,6 +157,7 @@ def _is_special(piece: str) -> bool:
         or (piece.startswith(">>") and piece.endswith("<<"))
 
 
+@functools.cache
 def _byte_decoder() -> dict[str, int]:
     """Byte-level BPE's characters → the bytes they stand for (GPT-2's table, which Llama-3, Qwen and RoBERTa share)."""
     from transformers.convert_slow_tokenizer import bytes_to_unicode
