@@ -39,6 +39,7 @@ from adaptsim.basemodel.scratch_model import build_model, count_parameters, trai
 from adaptsim.errors import DataError, UserError
 from adaptsim.launch import resume
 from adaptsim.loop.settings import DTYPES, check_device
+from adaptsim.loop.settings import SETTINGS as RUN_SETTINGS
 from adaptsim.progress import progress
 from adaptsim.rules import Choice, Integer, Number, Rule
 from adaptsim.records import job_fields
@@ -264,8 +265,8 @@ SETTINGS: dict[str, Rule] = {
     "train.max_steps": Integer(0, null="no limit; 0 too"), "train.max_epochs": Integer(0, null="no limit; 0 too"),
     "train.max_minutes": Number(above=0, null="no time limit"),
     "train.checkpoint_minutes": Number(above=0, null="no timed checkpoints"),
-    "train.dtype": Choice(DTYPES), "allocator": Choice(allocator.CHOICES),
-    "threads": Integer(1, null="torch's default"),
+    "train.dtype": Choice(DTYPES),
+    **{key: RUN_SETTINGS[key] for key in ("allocator", "threads")},  # run's rules, one copy
 }
 
 
