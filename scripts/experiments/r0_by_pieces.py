@@ -79,6 +79,7 @@ def main() -> None:
     ap.add_argument("sweep", type=Path)
     ap.add_argument("--spm", help="the model's target sentencepiece model [target.spm in the runs' model directory]")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--json", type=Path, help="also write the table's figures (the learning curve reads them)")
     ap.add_argument("--resamples", type=int, default=1000)
     args = ap.parse_args()
     runs = {}
@@ -142,6 +143,12 @@ def main() -> None:
     print(text, end="")
     if args.out:
         args.out.write_text(text)
+    if args.json:
+        figures = {"signature": str(result.signature), "occurrences": dict(zip(CLASSES, total.tolist())),
+                   "baseline": {c: result.scores[0][c].score for c in CLASSES},
+                   "differences": {m: {c: {"diff": (d := result.differences[r][c]).diff, "ci": list(d.ci), "p": d.p}
+                                       for c in CLASSES} for r, m in enumerate(names[1:], start=1)}}
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
 
 
 if __name__ == "__main__":
