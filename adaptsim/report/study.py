@@ -14,8 +14,20 @@ other draw of the block orders was as likely and would have given the same cells
 whose difference between the two methods is at least as large (in absolute value) as the observed one. Translators
 and documents are thereby the units: a slow translator or a hard document weighs on every method alike across the
 square, and cannot make one look better. The draws are enumerated where there are at most `EXACT_DRAWS` of them
-(p then exact; its smallest value is stated, and a comparison whose smallest possible p is not below 0.05 says
-"cannot tell"), else `--draws` random ones (p = (1 + #)/(draws + 1)).
+(p then exact), else `--draws` random ones (p = (1 + #)/(draws + 1)). The observed p is always printed, and beside it
+the smallest p the draws could give with these cells (a draw and its mirror give the same |difference|: at best
+2/draws with two methods), since a small study's p cannot be small whatever the data: where that smallest p is not
+below 0.05 the comparison also says "cannot tell" (two translators on four documents: four draws, smallest p 0.5).
+
+What the p rests on is printed before it: for each method and translator the documents, segments and cells with data
+(validated segments in a finished run), the sessions and runs the translator finished early (study.json's and the
+run summaries' `ended_early`), and each translator's documents with no data (never reached, or their run not
+finished) or partial (fewer segments validated than the document has). A document's length is recorded nowhere
+as such (a run's references.tsv and steps hold what was validated; the dataset is not in the session): it is taken
+from a run that went through the document whole (a finished run's documents; where the translator finished early,
+all but the last one reached), else from the totals the records give (a run's assigned segments, study.json's
+segments) when one document alone is missing from them; where neither tells, the report says so. After the results,
+one line per measure says what it is and which way is better (the definitions of adaptsim.metrics).
 
 `--plan` sizes a study before it is run, by a t test's power (`power.t_power`; `findings --power` refines it): for
 each number of translators and documents, the smallest true difference between two methods that the study finds with
@@ -37,7 +49,8 @@ import argparse
 import itertools
 import json
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
@@ -65,6 +78,8 @@ class SessionRecord:
     translator: int
     assignment: dict[str, str]   # doc_id -> method
     runs: dict[str, Run]         # method -> its finished run
+    summaries: dict[str, dict] = field(default_factory=dict)  # method -> its summary.json, finished or not
+    ended_early: dict | None = None  # study.json's: {validated, segments} where the translator finished early
 
 
 def parser() -> argparse.ArgumentParser:
@@ -120,15 +135,21 @@ def load(paths: list[str]) -> tuple[list[SessionRecord], list[str], int]:
                             f"{first[1]}, or other documents)")
         if any(s.translator == translator for s in sessions):
             raise UserError(f"{path}: serve.translator={translator} again (each translator's session once)")
-        runs = {}
+        runs, summaries = {}, {}
         for method in methods:
             found = discover([path / method]) if (path / method).is_dir() else None
             if found and found.runs:
                 runs[method] = found.runs[0]
+            try:  # (a run not finished too: its planned segments say how long its documents are)
+                summaries[method] = json.loads((path / method / "summary.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                pass
         if not runs:
             raise UserError(f"{path}: no method's run is finished (a session's run is finished when its last "
                             "document is validated, or at Finish now)")
-        sessions.append(SessionRecord(path, translator, assignment, runs))
+        ended = recorded.get("ended_early")
+        sessions.append(SessionRecord(path, translator, assignment, runs, summaries,
+                                      ended if isinstance(ended, dict) else None))
     if len(sessions) < 2:
         raise UserError("study needs the sessions of at least two translators")
     return sessions, first[0], first[1]
@@ -145,6 +166,64 @@ def cell_statistics(sessions: list[SessionRecord], metric: str) -> dict[tuple[in
                 key = (s.translator, doc_id)
                 out[key] = out.get(key, 0) + row
     return out
+
+
+@dataclass
+class Cell:
+    """A translator's document under a method: what was validated of it, and how long it is."""
+    method: str
+    validated: int        # its segments in a finished run (0: no data)
+    length: int | None    # its segments, where the records tell (None: recorded nowhere readable)
+    last: bool            # the last document its run reached before the translator finished early
+
+    partial = property(lambda self: 0 < self.validated and self.length is not None and self.validated < self.length)
+
+
+def coverage(sessions: list[SessionRecord]) -> dict[tuple[int, str], Cell]:
+    """{(translator, doc_id): its Cell} for every cell of the design, with data or not: what the p rests on."""
+    validated: dict[tuple[int, str], int] = {}
+    for s in sessions:
+        for run in s.runs.values():
+            for doc in sig.Steps.of(run).doc_ids:
+                validated[(s.translator, doc)] = validated.get((s.translator, doc), 0) + 1
+    last = set()
+    for s in sessions:
+        for method, run in s.runs.items():
+            reached = [d for d, m in s.assignment.items() if m == method and validated.get((s.translator, d))]
+            if run.summary.get("ended_early") and reached:
+                last.add((s.translator, reached[-1]))
+    lengths = document_lengths(sessions, validated, last)
+    return {(s.translator, d): Cell(m, validated.get((s.translator, d), 0), lengths.get(d), (s.translator, d) in last)
+            for s in sessions for d, m in s.assignment.items()}
+
+
+def document_lengths(sessions: list[SessionRecord], validated: dict, last: set) -> dict[str, int]:
+    """{doc_id: its segments} as far as the records tell (no record holds a document's length as such): the
+    documents a finished run went through whole (all it reached but the `last`, where its translator stopped), then,
+    over and over, the one document missing from a total a record gives (a run's assigned segments: `ended_early`'s,
+    else its summary's planned `segments`; study.json's `ended_early` segments, all the session's documents)."""
+    known, totals = {}, []
+    for s in sessions:
+        for method, summary in s.summaries.items():
+            docs = [d for d, m in s.assignment.items() if m == method]
+            if method in s.runs:
+                known.update({d: validated[(s.translator, d)] for d in docs
+                              if validated.get((s.translator, d)) and (s.translator, d) not in last})
+            early = summary.get("ended_early")
+            total = early.get("assigned") if isinstance(early, dict) else summary.get("segments")
+            if isinstance(total, int):
+                totals.append((docs, total))
+        if s.ended_early and isinstance(s.ended_early.get("segments"), int):
+            totals.append((list(s.assignment), s.ended_early["segments"]))
+    found = True
+    while found:
+        found = False
+        for docs, total in totals:
+            unknown = [d for d in docs if d not in known]
+            rest = total - sum(known[d] for d in docs if d in known)
+            if len(unknown) == 1 and rest > 0:
+                known[unknown[0]], found = rest, True
+    return known
 
 
 @dataclass
@@ -244,35 +323,26 @@ def text(sessions: list[SessionRecord], methods: list[str], metrics: list[str], 
     test_said = (f"exact over all {result.draws:,} draws of the block orders" if result.exact else
                  f"{result.draws:,} random draws of the block orders")
     lines = [f"**study · {len(sessions)} translators ({', '.join(str(s.translator) for s in sessions)}) · {docs} "
-             f"documents · methods {', '.join(methods)}**", "",
+             f"documents · methods {', '.join(methods)}**", "", *data(sessions, methods), "",
              "| method | " + " | ".join(metrics) + " |", "|:--|" + "--:|" * len(metrics)]
-    for i, m in enumerate(methods):
-        cells = []
-        for metric in metrics:
-            score = result.scores[metric][m]
-            cell = "–" if math.isnan(score) else f"{score:.2f}"
-            if i:
-                delta, p, floor = result.differences[metric][m]
-                if p is not None and floor >= ALPHA:
-                    cell += f" ({delta:+.2f}, cannot tell: p ≥ {floor:.3f})"
-                elif p is not None:
-                    cell += f" ({delta:+.2f}, p {p:.3f}{' †' if p < ALPHA else ''})"
-            cells.append(cell)
-        lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    lines += ["", "_Pooled over the translators' documents under each method; later rows: (difference to "
-                  f"{methods[0]}, p). {SECONDS_PER_WORD}: the translator's seconds per word of the validated text; "
-                  "KSMR, KSR, WSR, MAR in percent, as measured in the page. p: the design's randomisation test, "
-                  f"{test_said}; † p < {ALPHA}; cannot tell: no draw of the design could give p below {ALPHA} "
-                  "(too few documents, or cells missing)._"]
-    missing = [f"{s.dir}: {m}" for s in sessions for m in methods if m not in s.runs]
-    if missing:
-        lines.append(f"_Not finished, left out: {'; '.join(missing)}. Which cells are missing may depend on the "
-                     "method (a session stopped early): the p values treat the present cells as given, and are "
-                     "approximate._")
+    for m in methods:
+        scores = [result.scores[metric][m] for metric in metrics]
+        lines.append(f"| {m} | " + " | ".join("–" if math.isnan(v) else f"{v:.2f}" for v in scores) + " |")
+    for m in methods[1:]:
+        lines.append(f"| {m} − {methods[0]} | "
+                     + " | ".join(verdict(*result.differences[metric][m]) for metric in metrics) + " |")
+    lines += ["", "_Pooled over the cells of each method; a difference: the later method's score minus "
+                  f"{methods[0]}'s, with the p of the design's randomisation test, {test_said}, and the smallest "
+                  "possible p: p had the observed difference been the largest of the draws' (with two methods at best "
+                  f"2/draws, as a draw and its mirror tie); † p < {ALPHA}; cannot tell: that smallest p is not below "
+                  f"{ALPHA} (too few documents, or cells missing), so this study cannot show a difference in this "
+                  "measure whatever the translators did._"]
     if any(run.summary.get("metrics_scope") == "corpus" for s in sessions for run in s.runs.values()) and \
             any(m.split(".")[-1] in ("R0", "R1", "R0+1") for m in metrics):
         lines.append("_R0, R1 and R0+1 are counted across each run's documents (metrics scope corpus, reset=never): "
                      "a cell's counts depend on the run's other documents, so their p values are approximate._")
+    scopes = {run.summary.get("metrics_scope") for s in sessions for run in s.runs.values()}
+    lines += ["", "What each measure is:", *(f"- {metric}: {meaning(metric, scopes)}" for metric in metrics)]
     if simulated_effort:
         lines += ["", "| method | " + " | ".join(f"{e} measured | {e} simulated" for e in RATES) + " |",
                   "|:--|" + "--:|" * (2 * len(RATES))]
@@ -285,6 +355,121 @@ def text(sessions: list[SessionRecord], methods: list[str], metrics: list[str], 
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         lines += ["", "_Simulated: the runs given with --simulated, on the same documents and validated texts._"]
     return "\n".join(lines)
+
+
+def verdict(delta: float, p: float | None, floor: float | None) -> str:
+    """A difference as the table says it: the observed p always, the smallest p possible beside it (module
+    docstring)."""
+    if p is None:
+        return "–"
+    said = f"{delta:+.2f}, p {p:.3f}"
+    if not floor:  # every draw gives the same difference: nothing for any p to resolve
+        return said + " (every draw gives this difference)"
+    said += f" (smallest possible {floor:.3f})"
+    return said + (": cannot tell" if floor >= ALPHA else " †" if p < ALPHA else "")
+
+
+def data(sessions: list[SessionRecord], methods: list[str]) -> list[str]:
+    """What the test rests on: a table of each method's cells, documents and segments with data, by translator, and
+    lines naming the sessions finished early and each translator's documents without data or partial."""
+    cells = coverage(sessions)
+    translators = [s.translator for s in sessions]
+    lines = ["| method | cells | documents | segments | " + " | ".join(f"translator {t}" for t in translators) + " |",
+             "|:--|" + "--:|" * (3 + len(translators))]
+    for m in methods:
+        mine = {key: c for key, c in cells.items() if c.method == m}
+        full = {key: c for key, c in mine.items() if c.validated}
+        row = [f"{len(full)} of {len(mine)}", f"{len({d for _, d in full})} of {len({d for _, d in mine})}",
+               str(sum(c.validated for c in full.values()))]
+        for t in translators:
+            have = [c for (u, _), c in full.items() if u == t]
+            partial = sum(c.partial for c in have)
+            row.append(f"{len(have)} of {_n(sum(u == t for u, _ in mine), 'document')}"
+                       + (f" ({partial} partial)" if partial else "")
+                       + f", {_n(sum(c.validated for c in have), 'segment')}")
+        lines.append(f"| {m} | " + " | ".join(row) + " |")
+    lines += ["", "_A cell: a translator's document under a method; with data: a segment of it validated in a finished "
+                  "run (a partial cell counts, with what was validated); partial: fewer segments validated than the "
+                  "document has._", ""]
+    for s in sessions:
+        said = []
+        if s.ended_early:
+            said.append(f"{s.ended_early.get('validated')} of {_n(s.ended_early.get('segments'), 'segment')} "
+                        "validated")
+        for m in methods:
+            summary = s.summaries.get(m)
+            if summary is None:
+                said.append(f"{m}: no run (no {m}/summary.json), left out")
+            elif m not in s.runs:
+                said.append(f"{m}: no finished run (status {summary.get('status')}), left out")
+            elif isinstance(early := summary.get("ended_early"), dict):
+                said.append(f"{m}: {early.get('validated')} of its {_n(early.get('assigned'), 'segment')}")
+        if said:
+            lines.append(f"- Translator {s.translator} ({s.dir})" + (" finished early: " if s.ended_early else ": ")
+                         + "; ".join(said) + ".")
+    missing = False
+    for t in translators:
+        none = [f"{d} ({c.method})" for (u, d), c in cells.items() if u == t and not c.validated]
+        partial = [f"{d} ({c.method}, {c.validated} of {_n(c.length, 'segment')})" for (u, d), c in cells.items()
+                   if u == t and c.partial]
+        unknown = [f"{d} ({c.method}, {_n(c.validated, 'segment')})" for (u, d), c in cells.items()
+                   if u == t and c.validated and c.length is None and c.last]
+        said = ([f"no data for {', '.join(none)}"] if none else []) + \
+               ([f"partial: {', '.join(partial)}"] if partial else []) + \
+               ([f"perhaps partial (its length recorded nowhere readable): {', '.join(unknown)}"] if unknown else [])
+        if said:
+            lines.append(f"- Translator {t}: " + "; ".join(said) + ".")
+            missing = True
+    if missing:
+        lines += ["", "_Which cells are missing or partial may depend on the method (a session finished early): the "
+                     "p values take the cells with data as given, and are approximate._"]
+    return lines if lines[-1] else lines[:-1]
+
+
+def _n(count, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+MEANINGS = {
+    SECONDS_PER_WORD: "seconds per word: the translator's time on each segment (paused time left out) over the words "
+                      "of the validated text, Σ seconds / Σ words; lower is better",
+    "KSMR": "keystroke and mouse-action ratio: (keystrokes + mouse actions) / characters of the validated text, in "
+            "percent; lower is better",
+    "KSR": "keystroke ratio: keystrokes / characters of the validated text, in percent; lower is better",
+    "WSR": "word-stroke ratio: words begun by typing / words of the validated text, in percent; lower is better",
+    "MAR": "mouse-action ratio: mouse actions (clicks in the text and on the page's buttons) / words of the validated "
+           "text, in percent; lower is better",
+    "BLEU": "sacrebleu's corpus BLEU of the system's translations against the validated texts; higher is better",
+    "SBLEU": "the mean sentence BLEU+1 of the system's translations against the validated texts; higher is better",
+    "TER": "sacrebleu's translation edit rate of the system's translations against the validated texts; lower is "
+           "better",
+    "chrF": "sacrebleu's character n-gram F-score of the system's translations against the validated texts; higher "
+            "is better",
+}
+VARIANTS = {"novel": "on words absent from the training vocabulary", "subword": "on sentencepiece pieces, all of them"}
+
+
+def meaning(metric: str, scopes: set) -> str:
+    """What `metric` measures and which way is better, in one line (adaptsim.metrics' definitions); `scopes`: the
+    runs' metrics_scope, where R0, R1, … count a word's occurrences."""
+    prefix, _, base = metric.rpartition(".")
+    if prefix in VARIANTS:
+        return f"{meaning(base, scopes).removesuffix('; higher is better')}, {VARIANTS[prefix]}; higher is better"
+    if metric in MEANINGS:
+        return MEANINGS[metric]
+    where = {frozenset({"document"}): "the document", frozenset({"corpus"}): "the run's stream of documents"}.get(
+        frozenset(scopes), "its counting scope (metrics_scope)")
+    if re.fullmatch(r"R\d+", metric):
+        k = int(metric[1:])
+        nth = {0: "zero-shot recall: of", 1: "one-shot recall: of"}.get(k, "of")
+        time = {0: "first", 1: "second"}.get(k, f"{k + 1}th")
+        what = f"{nth} the content words a validated text holds for the {time} time in {where}" + (
+            " (the method has adapted on the first)" if k == 1 else "")
+        return f"{what}, the share the system's translation already held, in percent; higher is better"
+    if re.fullmatch(r"R0(\+\d+)+", metric):
+        return f"{' and '.join('R' + k for k in metric[1:].split('+'))} together (their counts summed), in percent; " \
+               "higher is better"
+    return "as steps.jsonl records it (docs/design.md §4)"
 
 
 def attainable_alpha(methods: int, blocks: int) -> float:
