@@ -172,3 +172,23 @@ def test_word_roles_of_a_text_free_record_are_one_line():
 
     with pytest.raises(UserError, match="text-free record"):
         cxmi.words(None, [{"doc_id": "d", "logprobs": [-1.0, -0.5]}], [None])
+
+
+def test_a_second_occurrence_is_recalled_by_the_baseline_s_hypothesis_not_by_the_measured_run_s():
+    """Splitting P-CXMI by whether the measured run's own hypothesis recalled the word selects on the outcome (a word
+    the context made likelier is the more likely recalled): the split is by the baseline's hypothesis, or none."""
+    from adaptsim.metrics.roles import Roles
+
+    references = ["Treiber laufen.", "Treiber hängen."]
+    roles = Roles({"lang": "de"}, references, ["d", "d"], "document")
+    pieces = [["▁Treiber", "▁laufen", ".", "</s>"], ["▁Treiber", "▁hängen", ".", "</s>"]]
+    run = [{"ref_pieces": p, "hypothesis": "Treiber hängen."} for p in pieces]  # the run recalls "Treiber"
+    base = [{"ref_pieces": p, "hypothesis": "Fahrer hängen."} for p in pieces]  # the baseline does not
+    values = [np.ones(4), np.ones(4)]
+
+    def role(found):
+        return next(w.role for w in found if w.segment == 1 and w.role.startswith("second"))
+
+    assert role(cxmi.words(roles, run, values, base)) == "second, missed"
+    assert role(cxmi.words(roles, run, values, run)) == "second, recalled"
+    assert role(cxmi.words(roles, run, values)) == "second"

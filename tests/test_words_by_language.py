@@ -236,7 +236,7 @@ def test_cxmi_groups_pieces_into_the_segmenters_words_and_gives_them_their_roles
     roles = Roles({"lang": "zh"}, references, ["d", "d"], "document")
     rows = [{"ref_pieces": ["▁我", "喜欢", "新的", "驱动", "程序", "。", "</s>"], "hypothesis": "我喜欢驱动。"},
             {"ref_pieces": ["▁新的", "驱动", "程序", "很好", "。", "</s>"], "hypothesis": "新的驱动程序很好。"}]
-    found = cxmi.words(roles, rows, [np.ones(7), np.ones(6)])
+    found = cxmi.words(roles, rows, [np.ones(7), np.ones(6)], rows)
     by_text = {(w.segment, w.role, w.value) for w in found}
     assert (0, "first", 2.0) in by_text and (1, "second, recalled", 2.0) in by_text  # 驱动程序: two pieces
     assert [w.role for w in found if w.segment == 0] == ["stopword", "first", "other content", "first",

@@ -237,9 +237,13 @@ def segmented_piece_words(pieces: Sequence[str], segmenter: Segmenter) -> list[t
     return [group for _, group in sorted(found + specials, key=lambda g: g[0])]
 
 
-def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None]) -> list[Word]:
+def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None],
+          judge: Sequence[dict] | None = None) -> list[Word]:
     """Every reference word of the stream with its role and P-CXMI (segments without log-probabilities left
-    out)."""
+    out). A second occurrence is recalled or missed by the hypotheses of `judge` (another run's rows on the same
+    segments: the baseline's, whose hypotheses the adaptation or the context did not make); without them it is just
+    "second". Never by the measured run's own hypotheses: a word whose probability the context raised is the more
+    likely recalled, so that split would build in the sign of the P-CXMI it reports."""
     out = []
     if rows and "ref_pieces" not in rows[0]:
         raise UserError("word roles need the reference's pieces and the hypotheses, which this run's steps.jsonl does "
@@ -252,7 +256,7 @@ def words(roles: Roles, rows: Sequence[dict], values: Sequence[np.ndarray | None
     for i, (row, v) in enumerate(zip(rows, values)):
         if v is None:
             continue
-        hyp = roles.words(row.get("hypothesis") or "")
+        hyp = None if judge is None else roles.words(judge[i].get("hypothesis") or "")
         pieces = row["ref_pieces"][len(row["ref_pieces"]) - len(v):]
         if byte_level:
             pieces = sentencepiece_style(pieces)

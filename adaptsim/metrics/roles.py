@@ -3,8 +3,9 @@ cxmi.py), terminology consistency (`adaptsim terms`) and recall by fuzzy match (
 
 Content words are the run's own (its metric settings: tokenizer or, for a language written without spaces, its
 segmenter (adaptsim/metrics/segmenters.py), truecaser trained as its evaluator trained it, stopwords), counted in
-the run's scope at set level (adaptsim.metrics.recall). A word is the first, the second (recalled or missed by this
-run's hypothesis) or a later occurrence of a content word; "other content" where the
+the run's scope at set level (adaptsim.metrics.recall). A word is the first, the second (recalled or missed by the
+hypothesis a caller names: another run's, never the one whose outcome is measured by the split — or just "second")
+or a later occurrence of a content word; "other content" where the
 metrics' tokenisation does not see it as one content word (hyphenated compounds, a word split differently); a
 stopword (or a word a segmenter's analyser tags grammatical: adaptsim.metrics.words); punctuation; the end of
 sentence (and any language token).
@@ -20,7 +21,8 @@ from adaptsim.errors import UserError
 from adaptsim.metrics.recall import occurrence_levels
 from adaptsim.metrics.words import content_words, is_punctuation
 
-ROLES = ("first", "second, recalled", "second, missed", "later", "other content", "stopword", "punctuation", "end")
+ROLES = ("first", "second", "second, recalled", "second, missed", "later", "other content", "stopword", "punctuation",
+         "end")
 _METRICS = config_defaults("metrics/default.yaml")  # a setting a run's record lacks: its default (configs/metrics)
 
 
@@ -50,7 +52,9 @@ class Roles:
         return cls((summary.get("config") or {}).get("metrics") or {}, [r["reference"] for r in steps.rows],
                    steps.doc_ids, summary.get("metrics_scope", "document"))
 
-    def of(self, i: int, text: str, hypothesis_words: frozenset[str]) -> tuple[str, int | None]:
+    def of(self, i: int, text: str, hypothesis_words: frozenset[str] | None) -> tuple[str, int | None]:
+        """The role of reference word `text` of segment i (and the segments since its previous occurrence); a second
+        occurrence is recalled or missed by `hypothesis_words`, or just "second" where they are None."""
         if not text:
             return "end", None
         if is_punctuation(text):
@@ -64,6 +68,8 @@ class Roles:
         if word in self.levels[i][0]:
             return "first", None
         if word in self.levels[i][1]:
+            if hypothesis_words is None:
+                return "second", distance
             return ("second, recalled" if word in hypothesis_words else "second, missed"), distance
         return "later", distance
 

@@ -63,7 +63,8 @@ def main(argv: list[str]) -> int:
             print(render(block, [label for label, _ in block.rows], analysis))
             figures.append((block, analysis))
         if context:
-            print(render_context(block, [label for label, _ in context], analyse_context(context, cfg)))
+            judge = Steps.of(block.baseline).rows if block.baseline is not None else None
+            print(render_context(block, [label for label, _ in context], analyse_context(context, cfg, judge)))
     if args.out is not None:
         draw(figures, args.out)
         print(f"adaptsim cxmi: wrote {args.out}", file=sys.stderr)
@@ -81,16 +82,17 @@ def analyse(runs, cfg: sig.Settings) -> dict:
     flips = [cxmi.flips(roles, base.rows, s.rows) for s in steps]
     series = [Series(m, ratio(1.0), [cxmi.statistics(m, v) for v in values]) for m in cxmi.METRICS]
     series += [Series(name, ratio(100.0), [f[:, [j, 2]] for f in flips]) for j, name in enumerate(FLIPS)]
-    words = [cxmi.words(roles, s.rows, v) for s, v in zip(steps, values)]
+    words = [cxmi.words(roles, s.rows, v, base.rows) for s, v in zip(steps, values)]
     tokens = [np.concatenate([v for v in vs if v is not None] or [np.zeros(0)]) for vs in values]
     return {"result": compare(series, index, n_units, cfg), "words": words, "values": values,
             "negative": [float((t < 0).mean()) if len(t) else None for t in tokens],
             "missing": max(cxmi.missing(v) for v in values), "doc_ids": base.doc_ids}
 
 
-def analyse_context(context: list[tuple[str, Steps]], cfg: sig.Settings) -> dict:
+def analyse_context(context: list[tuple[str, Steps]], cfg: sig.Settings, judge: list[dict] | None) -> dict:
     """The context's CXMI of each run whose prompts quoted earlier pairs (one θ, with and without them), tested
-    against 0: row 0 of the comparison is the runs' reading without context (zeros on the same tokens)."""
+    against 0: row 0 of the comparison is the runs' reading without context (zeros on the same tokens). `judge`: the
+    baseline's rows, whose hypotheses (θ0 without context) say which second occurrences were recalled."""
     values = [cxmi.context_values(steps.rows) for _, steps in context]
     zero = [None if v is None else np.zeros_like(v) for v in values[0]]
     base = context[0][1]
@@ -100,7 +102,7 @@ def analyse_context(context: list[tuple[str, Steps]], cfg: sig.Settings) -> dict
     roles = Roles.of_run(base)
     tokens = [np.concatenate([v for v in vs if v is not None] or [np.zeros(0)]) for vs in values]
     return {"result": compare(series, index, n_units, cfg),
-            "words": [cxmi.words(roles, steps.rows, v) for (_, steps), v in zip(context, values)],
+            "words": [cxmi.words(roles, steps.rows, v, judge) for (_, steps), v in zip(context, values)],
             "negative": [float((t < 0).mean()) if len(t) else None for t in tokens]}
 
 
@@ -118,14 +120,28 @@ def render_context(block, labels: list[str], a: dict) -> str:
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     out += ["", f"_{sig.footer(result).replace('the baseline', 'no context (0)')}; signature {result.signature}._",
             "", "P-CXMI of the context for a reference word by its role in the stream (nats per word; words in "
-            "brackets):", "", *head("role", labels)]
+            f"brackets; {RECALLED if any(w.role in SPLIT for ws in a['words'] for w in ws) else NOT_SPLIT}):", "",
+            *head("role", labels), *role_rows(a["words"])]
+    return "\n".join(out) + "\n"
+
+
+RECALLED = "a second occurrence recalled or missed by the baseline's hypothesis, which the context did not make"
+NOT_SPLIT = ("second occurrences not split by recall: no baseline run (method=none) is among the DIRs, and the run's "
+             "own hypothesis would build in the sign")
+SPLIT = ("second, recalled", "second, missed")
+
+
+def role_rows(words: list[list]) -> list[str]:
+    """One row per role that some run's words hold: the mean P-CXMI (words)."""
+    out = []
     for role in ROLES:
         cells = []
-        for ws in a["words"]:
+        for ws in words:
             v = [w.value for w in ws if w.role == role]
             cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
-        out.append(f"| {role} | " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
+        if any(c != "–" for c in cells):
+            out.append(f"| {role} | " + " | ".join(cells) + " |")
+    return out
 
 
 def render(block, labels: list[str], a: dict) -> str:
@@ -142,14 +158,9 @@ def render(block, labels: list[str], a: dict) -> str:
     if a["missing"]:
         out.append(f"_{a['missing']} segment(s) without log-probabilities (written by an older adaptsim, or "
                    "diverged) are left out._")
-    out += ["", "P-CXMI of a reference word by its role in the stream (nats per word; words in brackets):", "",
-            *head("role", labels[1:])]
-    for role in ROLES:
-        cells = []
-        for ws in a["words"][1:]:
-            v = [w.value for w in ws if w.role == role]
-            cells.append(f"{np.mean(v):+.3f} ({len(v)})" if v else "–")
-        out.append(f"| {role} | " + " | ".join(cells) + " |")
+    out += ["", "P-CXMI of a reference word by its role in the stream (nats per word; words in brackets; a second "
+            "occurrence recalled or missed by the baseline's hypothesis, which the adaptation did not make):", "",
+            *head("role", labels[1:]), *role_rows(a["words"][1:])]
     out += ["", "P-CXMI of a second or later occurrence by segments since the previous one (nats per word):", "",
             *head("segments back", labels[1:])]
     for name in _bins([w for ws in a["words"][1:] for w in ws]):
