@@ -325,19 +325,30 @@ def test_full_lora_and_bias_run_on_every_family(run_adaptsim, causal_dirs, tiny_
         assert summary["model_parameters"] == sum(p.numel() for p in model.net.parameters())
 
 
-def test_the_simulated_translator_works_on_a_sentencepiece_vocabulary_and_refuses_byte_level_in_one_line(
-        run_adaptsim, causal_dirs, tiny_tsv, tmp_path, capsys):
-    from adaptsim.cli import main
-
-    data = ["dataset=tsv", f"dataset.path={tiny_tsv}", "method=bias", "metrics.interactive=word"]
-    _, summary = run_adaptsim("interactive", f"model.path={causal_dirs('llama')}", *data)
-    assert summary["status"] == "finished" and summary["cost"]["interactive"]
-    with pytest.raises(SystemExit) as exit_:
-        main(["run", f"hydra.run.dir={tmp_path / 'refused'}", "progress=false", f"model.path={causal_dirs('gpt2')}",
-              *data])
-    assert exit_.value.code != 0
-    assert "metrics.interactive and serve need a sentencepiece target vocabulary (word starts marked with ▁); the " \
-        "gpt2 model's has none" in capsys.readouterr().err
+def test_the_simulated_translator_works_on_sentencepiece_and_byte_level_vocabularies(run_adaptsim, causal_dirs,
+                                                                                      tiny_tsv, tiny_corpus):
+    """A word begun is spelt in the vocabulary's own alphabet: sentencepiece's ▁ + the word, byte-level BPE's UTF-8
+    bytes after the space byte (none before a chat reply's first word, which starts a line), exactly as the tokenizer
+    writes the word after the prompt; a whole session of the simulated translator runs on each family, and every
+    proposal keeps what the translator validated."""
+    data = ["dataset=tsv", f"dataset.path={tiny_tsv}", "method=bias", "metrics.interactive=char"]
+    for kind in ("llama", "gpt2", "qwen2"):
+        _, summary = run_adaptsim(f"interactive-{kind}", f"model.path={causal_dirs(kind)}", *data)
+        assert summary["status"] == "finished" and summary["cost"]["interactive"], kind
+    for kind in ("gpt2", "qwen2"):
+        model = load(causal_dirs, kind)
+        index = model.piece_index()
+        assert index.byte_level
+        for word in ("Übersetzung", "Treiber"):
+            first = model._space_before_target()  # gpt2's plain prompt: " " before the target; qwen2's chat: a line
+            written = "".join(model.pieces(word))
+            assert index.spelling(word, after_space=first) == written, (kind, word)
+            assert index.spelling(word) == "Ġ" + index.spelling(word, after_space=False)  # the space byte, then it
+        source, reference = tiny_corpus[0]
+        completions = model.completions(source, beam_size=2, max_length=40)
+        proposals = [completions.propose(reference[:k]) for k in range(1, len(reference) + 1)]
+        assert all(p.startswith(reference[:k]) for k, p in enumerate(proposals, start=1)), kind
+        assert any(len(p) > k for k, p in enumerate(proposals, start=1)), kind  # something offered beyond
 
 
 def test_serve_translates_completes_and_adapts_on_a_decoder_only_model(causal_dirs, tiny_tsv, tmp_path):

@@ -182,7 +182,7 @@ def test_an_empty_prefix_gives_the_lean_search_and_a_prefix_what_generate_gives(
 def test_the_spelling_constraint_acts_as_in_generate(tiny, tiny_corpus):
     """The next piece must start a word ("▁"), or spell a word begun: the hypothesis continues as required, and
     the lean search with the constraint gives what generate gives with it."""
-    index = PieceIndex.sentencepiece(tiny.tokenizer, tiny.net.config.vocab_size, tiny.tokenizer.eos_token_id)
+    index = PieceIndex.of(tiny.tokenizer, tiny.net.config.vocab_size, tiny.tokenizer.eos_token_id)
     for source, reference in tiny_corpus[:6]:
         inputs, search = searches(tiny, source, 3)
         first, second = reference.split()[:2]

@@ -21,7 +21,7 @@ from torch import nn
 from adaptsim import config_defaults
 from adaptsim.errors import UserError
 from adaptsim.models.arch import Architecture, describe
-from adaptsim.models.decode.prefix import WORD_START, PieceIndex, PrefixSearch, Spelling
+from adaptsim.models.decode.prefix import PieceIndex, PrefixSearch, Spelling
 
 log = logging.getLogger(__name__)
 
@@ -285,14 +285,20 @@ class Model:
         """The text of the ids a completion generated (special ids left out already)."""
         return self.tokenizer.decode(generated, skip_special_tokens=True)
 
+    def _space_before_target(self) -> bool:
+        """Whether a space precedes the target's first word where the pieces spell it (a decoder-only prompt's
+        target prefix says; an encoder-decoder's target starts a word)."""
+        return True
+
     def piece_index(self) -> PieceIndex:
-        """The target vocabulary indexed for spelling a word begun (built once), or a one-line error where it does not
-        mark word starts the sentencepiece way."""
+        """The target vocabulary indexed for spelling a word begun (built once), or a one-line error where it marks
+        word starts neither the sentencepiece way nor byte-level BPE's."""
         if self._pieces_index is None:
-            self._pieces_index = PieceIndex.sentencepiece(self.tokenizer, self.net.config.vocab_size, self._end_id())
+            self._pieces_index = PieceIndex.of(self.tokenizer, self.net.config.vocab_size, self._end_id())
             if self._pieces_index is None:
-                raise UserError(f"metrics.interactive and serve need a sentencepiece target vocabulary (word starts "
-                                f"marked with ▁); the {self.net.config.model_type} model's has none")
+                raise UserError(f"metrics.interactive and serve need a target vocabulary that marks word starts "
+                                f"(sentencepiece's ▁ or byte-level BPE's space byte); the "
+                                f"{self.net.config.model_type} model's has neither")
         return self._pieces_index
 
 
@@ -314,12 +320,15 @@ class Completions:
             self.head, self.prefixes = self.start()
         whole, _, begun = validated.rpartition(" ")
         index = self.model.piece_index()
-        if not index.spells(WORD_START + begun):  # no pieces spell the word begun: nothing to offer after it
+        spelt = index.spelling(begun, after_space=bool(whole) or self.model._space_before_target())
+        if not index.spells(spelt):  # no pieces spell the word begun: nothing to offer after it
             return validated
         forced = self.head + (self.model._target_body(whole) if whole else [])
-        ids = self.prefixes(forced, Spelling(index, len(forced), WORD_START + begun))
+        ids = self.prefixes(forced, Spelling(index, len(forced), spelt))
         generated = [i for i in ids[len(forced):] if i not in self.special]
         text = self.model._completion_text(generated)
+        if index.byte_level and spelt.startswith(index.word_start):  # (sentencepiece's decoding drops that space)
+            text = text.removeprefix(" ")
         return validated + text[len(begun):] if text.startswith(begun) else validated
 
     @property

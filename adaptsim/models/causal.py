@@ -215,6 +215,9 @@ class CausalModel(Model):
     def _special_ids(self) -> set[int]:
         return set(self.tokenizer.all_special_ids) | {self.end}
 
+    def _space_before_target(self) -> bool:
+        return self.prompt.target_prefix.endswith(" ")
+
     def _completion_text(self, generated: list[int]) -> str:
         """The text of a completion: up to the first newline with a plain prompt (a line's end ends it)."""
         text = self.tokenizer.decode(generated, skip_special_tokens=True)

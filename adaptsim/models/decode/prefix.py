@@ -20,11 +20,16 @@ validated target, and `generate` continues them (`_generate` is its to override)
 spell, or what is left is a prefix of the piece; a beam that cannot go on spelling is dropped (-inf). "▁" alone means
 "the next piece starts a word" (word-level corrections: the user typed a whole word), and then the end of the
 sentence is allowed too. Whether any pieces spell a text at all is checked before searching (`PieceIndex.spells`).
+
+Byte-level BPE vocabularies (GPT-2, Qwen2, Llama 3) are spelt the same way in their own alphabet: a piece's characters
+stand for bytes (GPT-2's table), the space byte "Ġ" opens a word, so the word begun is written as the UTF-8 bytes of
+" " + the word in that alphabet (`PieceIndex.spelling`) and a character split across pieces is spelt byte by byte.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import OrderedDict
 
 import torch
@@ -33,6 +38,15 @@ from adaptsim.models.decode import end_tokens, lean_applies, lean_search, marian
 from adaptsim.models.decode.beam import beam_search
 
 WORD_START = "▁"  # sentencepiece's mark of a piece that begins a word
+BYTE_SPACE = "Ġ"  # byte-level BPE's space byte, which opens a word
+
+
+@functools.cache
+def byte_alphabet() -> dict[int, str]:
+    """Byte-level BPE's character for each byte (GPT-2's table, which Llama-3, Qwen and RoBERTa share)."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return bytes_to_unicode()
 MASKS_KEPT = 64   # spelling masks (one bool per vocabulary entry) kept for reuse, the most recently used
 
 
@@ -53,14 +67,16 @@ class Spelling:
 
 
 class PieceIndex:
-    """A sentencepiece target vocabulary, indexed to find the pieces that can spell a given rest of text."""
+    """A target vocabulary (sentencepiece or byte-level BPE), indexed to find the pieces that can spell a given rest
+    of text."""
 
-    def __init__(self, tokenizer, size: int, eos: int):
+    def __init__(self, tokenizer, size: int, eos: int, byte_level: bool = False):
         special = set(tokenizer.all_special_ids)
         self.pieces = [("" if i in special else p) for i, p in
                        enumerate(tokenizer.convert_ids_to_tokens(list(range(min(size, len(tokenizer))))))]
         self.pieces += [""] * (size - len(self.pieces))  # output rows beyond the tokenizer (padding): never allowed
-        self.size, self.eos = size, eos
+        self.size, self.eos, self.byte_level = size, eos, byte_level
+        self.word_start = BYTE_SPACE if byte_level else WORD_START
         self.ids: dict[str, list[int]] = {}
         for i, p in enumerate(self.pieces):
             if p:
@@ -69,10 +85,25 @@ class PieceIndex:
         self._masks: OrderedDict[tuple[str, str], torch.Tensor] = OrderedDict()
 
     @classmethod
-    def sentencepiece(cls, tokenizer, size: int, eos: int) -> PieceIndex | None:
-        """The index, or None where the vocabulary does not mark word starts with "▁" (BPE with "</w>", FSMT's)."""
+    def of(cls, tokenizer, size: int, eos: int) -> PieceIndex | None:
+        """The index, or None where the vocabulary marks word starts neither with "▁" (sentencepiece) nor with the
+        space byte of a byte-level BPE (BPE with "</w>", FSMT's)."""
         index = cls(tokenizer, size, eos)
-        return index if any(p.startswith(WORD_START) for p in index.sorted) else None
+        if any(p.startswith(WORD_START) for p in index.sorted):
+            return index
+        alphabet = set(byte_alphabet().values())
+        if any(p.startswith(BYTE_SPACE) for p in index.sorted) and all(c in alphabet for p in index.sorted for c in p):
+            return cls(tokenizer, size, eos, byte_level=True)
+        return None
+
+    def spelling(self, begun: str, after_space: bool = True) -> str:
+        """What the pieces must spell for a word begun with `begun`: "▁" + it (sentencepiece), or its UTF-8 bytes in
+        the byte alphabet, after the space byte where a space precedes the word (byte-level: the first word after a
+        prompt that ends a line has none). An empty `begun`: the next piece starts a word."""
+        if not self.byte_level:
+            return WORD_START + begun
+        alphabet = byte_alphabet()
+        return "".join(alphabet[b] for b in ((" " if after_space else "") + begun).encode("utf-8"))
 
     def piece(self, token: int) -> str:
         return self.pieces[token] if 0 <= token < self.size else ""
@@ -100,7 +131,7 @@ class PieceIndex:
             return self._masks[key]
         ids = [i for j in range(1, len(rest) + 1) for i in self.ids.get(rest[:j], ())]
         ids += [i for p in self._longer(rest) for i in self.ids[p]]
-        if rest == WORD_START:
+        if rest == self.word_start:
             ids.append(self.eos)
         if not ids:
             return None
