@@ -30,10 +30,9 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   the table's end; a prompt with context that leaves no room is refused with one line.
 - `model.languages` is for seq2seq checkpoints: a decoder-only model is told the languages by its prompt, and a
   config that sets language tokens for one is refused.
-- The simulated translator (`metrics.interactive`, `serve`) works as for seq2seq models where the vocabulary marks
-  word starts with ▁ (sentencepiece: Llama 2, Gemma, the demo): its prefix search is `generate` on the prompt
-  followed by the validated words; byte-level BPE vocabularies (GPT-2, Qwen2, Llama 3) are refused in one line
-  before the first segment (`Model.piece_index`).
+- The simulated translator (`metrics.interactive`, `serve`) works as for seq2seq models: its prefix search is
+  `generate` on the prompt followed by the validated words, the word begun spelt in the vocabulary's alphabet
+  (sentencepiece's ▁, or byte-level BPE's bytes: GPT-2, Qwen2, Llama 3; adaptsim/models/decode/prefix.py).
 """
 
 from __future__ import annotations
