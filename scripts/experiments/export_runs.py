@@ -6,7 +6,9 @@ the sweep, but it holds no source, reference or hypothesis text (the test data s
 Copied per finished run (its records plain or compressed), written xz-compressed where large: summary.json,
 .hydra/{config,overrides}.yaml, curves.csv.xz, and steps.jsonl.xz without the text fields (source, hypothesis,
 their pieces and the reference's; the reference becomes a hash of it; the per-segment statistics, which the
-bootstrap resamples, and the log-probabilities stay); the sweep's multirun.yaml. Paths of the machine it ran on
+bootstrap resamples, and the log-probabilities stay), with `R0_pieces` added where the model has a target.spm: each
+R0 occurrence's class (its pieces shown by the stream before, or not) and whether the hypothesis held it, no text, so
+that r0_by_pieces.py reads the record as it reads the sweep; the sweep's multirun.yaml. Paths of the machine it ran on
 stay as they are (they name ../shared, not its contents). --without-logprobs also leaves out the per-token
 log-probabilities (CXMI's input; about half of the compressed size) where no report made from the export needs them.
 """
@@ -18,6 +20,9 @@ import json
 import shutil
 import sys
 from pathlib import Path
+
+from omegaconf import OmegaConf
+from r0_by_pieces import occurrences, stream_classes
 
 from adaptsim.records import compress_records, read_record, record_file
 
@@ -32,10 +37,18 @@ def export_run(run: Path, out: Path, drop: tuple[str, ...] = ()) -> None:
             shutil.copyfile(run / name, out / name)
     if record_file(run, "curves.csv").is_file():
         (out / "curves.csv").write_text(read_record(record_file(run, "curves.csv")), encoding="utf-8", newline="")
+    steps = [json.loads(line) for line in filter(None, read_record(record_file(run, "steps.jsonl")).split("\n"))]
+    summary = json.loads((run / "summary.json").read_text())
+    spm = Path(summary.get("model_path") or "") / "target.spm"
+    pieces = [None] * len(steps)
+    if spm.is_file() and "R0" in summary.get("counts", {}):
+        classes, words = stream_classes(summary, steps, OmegaConf.load(run / ".hydra" / "config.yaml").metrics, spm)
+        pieces = occurrences(steps, classes, words)
     with open(out / "steps.jsonl", "w", encoding="utf-8") as dst:
-        for line in filter(None, read_record(record_file(run, "steps.jsonl")).split("\n")):
-            step = json.loads(line)
+        for step, found in zip(steps, pieces, strict=True):
             kept = {k: v for k, v in step.items() if k not in TEXT and k not in drop}
+            if found is not None:
+                kept["R0_pieces"] = found
             # the reports pair runs segment by segment on (doc_id, seg_id, reference): a hash keeps that check
             kept["reference"] = "sha256:" + hashlib.sha256(step["reference"].encode()).hexdigest()[:16]
             dst.write(json.dumps(kept, ensure_ascii=False) + "\n")

@@ -11,9 +11,11 @@ Why: on real post-edits (ape-it) no method lost R0, against the paper's finding;
 zero-shot penalty is absent there or hidden by a gain on words the stream's pieces already cover. A second table
 counts, per class, the R0 occurrences each run won and lost against the baseline.
 
-Reads the runs' steps.jsonl (references and hypotheses: run outputs, not the text-free records), the word
-pipeline and counting scope the runs used (.hydra/config.yaml, summary.json; adaptsim.metrics.roles), and checks that
-its R0 counts equal the runs' own.
+Reads the runs' steps.jsonl — from a sweep, its references and hypotheses with the word pipeline and counting scope
+the runs used (.hydra/config.yaml, summary.json; adaptsim.metrics.roles); from a text-free record
+(export_runs.py), the `R0_pieces` it keeps per step instead: each R0 occurrence's class and whether the hypothesis
+held it, in the order of the words (the same in every run of the stream), no text — and checks that its R0 counts
+equal the runs' own.
 """
 
 from __future__ import annotations
@@ -50,27 +52,43 @@ def piece_classes(references: list[str], levels, pieces) -> list[dict[str, int]]
     return out
 
 
-def class_hits(steps: list[dict], classes: list[dict[str, int]], words) -> list[dict[str, bool]]:
-    """Per segment: each R0 word → whether the hypothesis holds it."""
-    return [{w: w in words(step["hypothesis"]) for w in cls} for step, cls in zip(steps, classes, strict=True)]
-
-
-def class_stats(hits: list[dict[str, bool]], classes: list[dict[str, int]]) -> np.ndarray:
-    """segments × (class, num/den): R0 hits and occurrences of each class."""
-    out = np.zeros((len(hits), len(CLASSES), 2))
-    for i, (hit, cls) in enumerate(zip(hits, classes, strict=True)):
-        for word, c in cls.items():
-            out[i, c] += (hit[word], 1)
+def occurrences(steps: list[dict], classes: list[dict[str, int]], words) -> list[list[tuple[int, int]]]:
+    """Per segment: (class, whether the hypothesis holds it) of each R0 word, in the words' sorted order — what the
+    split needs, without the text (export_runs.py keeps it as `R0_pieces`)."""
+    out = []
+    for step, cls in zip(steps, classes, strict=True):
+        held = words(step["hypothesis"])
+        out.append([(cls[w], int(w in held)) for w in sorted(cls)])
     return out
 
 
-def won_lost(hits: list[dict[str, bool]], base: list[dict[str, bool]], classes: list[dict[str, int]]) -> np.ndarray:
+def stream_classes(summary: dict, steps: list[dict], metrics, spm: Path):
+    """Each segment's R0 words classed by the target pieces of `spm` (the runs' content words and R0's counting in
+    their scope, as their evaluator built them), and the word pipeline that finds them in a hypothesis."""
+    if not spm.is_file():
+        raise SystemExit(f"r0_by_pieces.py: {spm}: no such sentencepiece model (give --spm)")
+    references = [s["reference"] for s in steps]
+    roles = Roles(metrics, references, [str(s["doc_id"]) for s in steps], summary["metrics_scope"])
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(spm))
+    return piece_classes(references, roles.levels, lambda text: sp.encode(text, out_type=str)), roles.words
+
+
+def class_stats(found: list[list[tuple[int, int]]]) -> np.ndarray:
+    """segments × (class, num/den): R0 hits and occurrences of each class."""
+    out = np.zeros((len(found), len(CLASSES), 2))
+    for i, segment in enumerate(found):
+        for c, hit in segment:
+            out[i, c] += (hit, 1)
+    return out
+
+
+def won_lost(found: list[list[tuple[int, int]]], base: list[list[tuple[int, int]]]) -> np.ndarray:
     """(class, won/lost): R0 occurrences the baseline missed and this run hit, and the reverse. A difference in R0
     is won − lost; the paper's zero-shot loss is the lost column, which a gain elsewhere can hide."""
     out = np.zeros((len(CLASSES), 2))
-    for hit, b, cls in zip(hits, base, classes, strict=True):
-        for word, c in cls.items():
-            out[c] += (hit[word] and not b[word], b[word] and not hit[word])
+    for segment, b in zip(found, base, strict=True):
+        for (c, hit), (_, was) in zip(segment, b, strict=True):
+            out[c] += (hit and not was, was and not hit)
     return out
 
 
@@ -91,14 +109,10 @@ def main() -> None:
         raise SystemExit(f"r0_by_pieces.py: no finished baseline (method none) in {args.sweep}")
     summary, steps, metrics = runs["none"]
     references = [s["reference"] for s in steps]
-    # the runs' content words and R0/R1's counting in their scope (as their evaluator built them)
-    roles = Roles(metrics, references, [str(s["doc_id"]) for s in steps], summary["metrics_scope"])
-    words, levels = roles.words, roles.levels
-    spm = Path(args.spm or Path(summary["model_path"]) / "target.spm")
-    if not spm.is_file():
-        raise SystemExit(f"r0_by_pieces.py: {spm}: no such sentencepiece model (give --spm)")
-    sp = sentencepiece.SentencePieceProcessor(model_file=str(spm))
-    classes = piece_classes(references, levels, lambda text: sp.encode(text, out_type=str))
+    text = "hypothesis" in steps[0]  # a sweep; else a text-free record, with the occurrences it kept
+    if text:
+        classes, words = stream_classes(summary, steps, metrics,
+                                        Path(args.spm or Path(summary["model_path"]) / "target.spm"))
 
     names = ["none"] + sorted(m for m in runs if m != "none")
     stats, found = {}, {}
@@ -106,8 +120,11 @@ def main() -> None:
         m_summary, m_steps, _ = runs[m]
         if [s["reference"] for s in m_steps] != references:
             raise SystemExit(f"r0_by_pieces.py: {m}'s references differ from the baseline's")
-        found[m] = class_hits(m_steps, classes, words)
-        stats[m] = class_stats(found[m], classes)
+        if not text and any("R0_pieces" not in s for s in m_steps):
+            raise SystemExit(f"r0_by_pieces.py: {m}: a text-free record without R0_pieces (exported before "
+                             "export_runs.py kept them): run it on the sweep")
+        found[m] = occurrences(m_steps, classes, words) if text else [s["R0_pieces"] for s in m_steps]
+        stats[m] = class_stats(found[m])
         hits, total = stats[m][:, :, 0].sum(), stats[m][:, :, 1].sum()
         recorded = m_summary["counts"]["R0"]
         if (hits, total) != (recorded["num"], recorded["den"]):
@@ -136,7 +153,7 @@ def main() -> None:
               "| method | " + " | ".join(f"{c} {x}" for c in (*CLASSES, "all") for x in ("won", "lost")) + " |",
               "|:--|" + "--:|" * (2 * len(CLASSES) + 2)]
     for m in names[1:]:
-        wl = 100 * won_lost(found[m], found["none"], classes) / total.sum()
+        wl = 100 * won_lost(found[m], found["none"]) / total.sum()
         cells = [f"{v:.2f}" for row in (*wl, wl.sum(axis=0)) for v in row]
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
