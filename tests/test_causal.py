@@ -6,6 +6,7 @@ start), the simulated translator and `serve`, and that a seq2seq model refuses c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -149,7 +150,7 @@ def test_context_pairs_appear_in_the_prompt_in_order_and_change_its_ids(causal_d
 def test_translate_returns_what_generate_returns(causal_dirs, tiny_corpus, kind, beams):
     model = load(causal_dirs, kind)
     tok, net = model.tokenizer, model.net
-    newlines = set() if model.chat else {i for i in range(len(tok)) if "\n" in tok.decode([i])}
+    newlines = {i for i in range(len(tok)) if "\n" in tok.decode([i])}  # prompt.stop: line (the default)
     ends = sorted({model.end, net.config.eos_token_id} | newlines)
     for source, _ in tiny_corpus[:4]:
         for context in ((), CONTEXT[:1]):
@@ -161,7 +162,7 @@ def test_translate_returns_what_generate_returns(causal_dirs, tiny_corpus, kind,
             hyp = model.translate(source, beam_size=beams, max_length=20, context=context)
             assert hyp.text == tok.decode(out[:end], skip_special_tokens=True).strip()
             assert hyp.pieces == tok.convert_ids_to_tokens(out[:end]) and hyp.cut == (end == len(out))
-            if beams == 1 and not model.chat:  # greedy: stopping at a newline only saves the tokens after it
+            if beams == 1:  # greedy: stopping at a newline only saves the tokens after it
                 long = net.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=40,
                                     do_sample=False, eos_token_id=model.end, pad_token_id=model.end)
                 assert tok.decode(long[0, ids.shape[1]:], skip_special_tokens=True).split("\n")[0].strip() == hyp.text
@@ -175,7 +176,54 @@ def test_a_plain_prompts_hypothesis_ends_at_the_first_newline(causal_dirs):
     hyp = model._hypothesis(body + [newline] + model._target_body("en: The cat."))
     assert hyp == ("Der Mann sieht den Hund.", model.tokenizer.convert_ids_to_tokens(body), False)
     assert model._hypothesis(body).cut and model._hypothesis(body + [model.end]).text == "Der Mann sieht den Hund."
-    assert load(causal_dirs, "qwen2")._hypothesis(body + [newline]).cut  # in a chat reply a newline ends nothing
+    chat = load(causal_dirs, "qwen2")  # a chat reply ends at its first line too (prompt.stop: line), or only at its end
+    assert chat._hypothesis(body + [newline] + body).text == "Der Mann sieht den Hund."
+    assert with_prompt(chat, stop="end")._hypothesis(body + [newline]).cut
+
+
+def with_prompt(model: CausalModel, **changes) -> CausalModel:
+    """The model (its network and tokenizer) asked with its prompt changed."""
+    return CausalModel(model.net, model.tokenizer, prompt=dataclasses.replace(model.prompt, **changes))
+
+
+class Force:
+    """A logits processor that makes generate write `ids` after a prompt of `start` tokens, whatever the model. The
+    other beams of a beam search go on with other tokens, never with an end token (`ends`), so they never finish."""
+
+    def __init__(self, ids: list[int], start: int, ends):
+        self.ids, self.start, self.ends = ids, start, list(ends)
+
+    def __call__(self, input_ids, scores):
+        forced = torch.full_like(scores, -1e9)
+        forced[:, self.ends] = -2e9
+        forced[:, self.ids[min(input_ids.shape[1] - self.start, len(self.ids) - 1)]] = 0.0
+        return forced
+
+
+def forcing(monkeypatch, model: CausalModel, reply: str) -> None:
+    """Every generate of `model` writes `reply`, then the end token (the search itself runs as ever)."""
+    from transformers import LogitsProcessorList
+
+    ids, generate = model._target_body(reply) + [model.end], model.net.generate
+
+    def forced(*args, logits_processor, **kwargs):
+        force = Force(ids, kwargs["input_ids"].shape[1], model._ends)
+        return generate(*args, logits_processor=LogitsProcessorList([*logits_processor, force]), **kwargs)
+    monkeypatch.setattr(model.net, "generate", forced)
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "gemma", "gpt2"])  # chat byte-level, chat sentencepiece, plain
+@pytest.mark.parametrize("beams", [1, 3])
+def test_a_reply_ends_at_its_first_line_or_at_the_end_token_as_prompt_stop_says(causal_dirs, monkeypatch, kind, beams):
+    """An instruct model's note after its translation is no part of the hypothesis under `stop: line`; under `end` the
+    whole reply is."""
+    reply = "Übersetzung\nNote: a word."
+    for stop in ("line", "end"):
+        model = with_prompt(load(causal_dirs, kind), stop=stop)
+        forcing(monkeypatch, model, reply)
+        hyp = model.translate(SOURCE, beam_size=beams, max_length=30, context=CONTEXT[:1])
+        assert hyp.text == ("Übersetzung" if stop == "line" else reply) and not hyp.cut, (stop, hyp)
+        assert model.tokenizer.convert_tokens_to_string(hyp.pieces).strip() == hyp.text
 
 
 def test_the_end_token_is_the_chat_templates_end_of_turn_or_the_end_of_sequence(causal_dirs):

@@ -20,10 +20,12 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   generate. The hypothesis is the text generated before the first end token, whitespace around it stripped (the
   target prefix's space, a chat reply's newline). `cut`: no end token within the new tokens.
 - The end tokens: the prompt's (`Prompt.end_id`: a chat template's end of turn, plain the end of sequence) and the
-  checkpoint's eos. With a plain prompt also every token whose text holds a newline: a base LM ends a line with a
-  newline rather than with its end of sequence, and what follows is its next example ("en: …"); the text is cut at
-  the first newline. Generation stops there rather than running on to `decode.max_length` for text that is cut
-  anyway (the best hypothesis up to a line's end, in a fraction of the time). Where that token carried text before
+  checkpoint's eos. With `model.prompt.stop: line` (the default) also every token whose text holds a newline: a base
+  LM ends a line with a newline rather than with its end of sequence, and what follows is its next example
+  ("en: …"); an instruct model may add a note ("Note: …") or its reasoning after the translation's line, in the same
+  reply. The text is cut at the first newline (`stop: end`: only the end tokens end it). Generation stops there rather
+  than running on to `decode.max_length` for text that is cut anyway (the best hypothesis up to a line's end, in a
+  fraction of the time). Where that token carried text before
   its newline (".\n"), the hypothesis' pieces are its text's own (`pieces`), else the generated ones.
 - Lengths: the position table bounds prompt and target together. A segment fits (`count_tokens`, `max_tokens`) when
   each side, the prompt around it included, takes at most half the table, so the pair fits whole; generation stops at
@@ -72,7 +74,7 @@ class CausalModel(Model):
         for key in _SAMPLING:
             setattr(config, key, None)
         eos = config.eos_token_id
-        self._newlines = frozenset() if self.chat else newline_ids(tokenizer)
+        self._newlines = newline_ids(tokenizer) if self.prompt.stop == "line" else frozenset()
         self._ends = sorted({self.end, *(eos if isinstance(eos, list) else [] if eos is None else [eos]),
                              *self._newlines})
         self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end
@@ -218,9 +220,9 @@ class CausalModel(Model):
         return self.prompt.target_prefix.endswith(" ")
 
     def _completion_text(self, generated: list[int]) -> str:
-        """The text of a completion: up to the first newline with a plain prompt (a line's end ends it)."""
+        """The text of a completion: up to the first newline with `stop: line` (a line's end ends it)."""
         text = self.tokenizer.decode(generated, skip_special_tokens=True)
-        return text if self.chat else text.split("\n")[0]
+        return text.split("\n")[0] if self._newlines else text
 
     def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
                     length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],

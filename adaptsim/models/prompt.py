@@ -26,6 +26,10 @@ template puts after an assistant message (<|im_end|>, <|eot_id|>, <end_of_turn>,
 tokenizer's end-of-sequence token. `chat_vars` are more variables for the chat template: Llama 3's fills the date
 into its system message from the clock unless `date_string` is given, and a prompt that changes with the day would
 make runs (and their resumes) differ.
+
+`stop` says where a hypothesis ends (adaptsim/models/causal.py): `line`, at the first newline or the end token, or
+`end`, at the end token only. A segment is one line, and an instruct model that adds "Note: …" after its translation
+(or a base LM that writes its next example) would otherwise have that scored as the hypothesis.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
+from adaptsim.rules import Choice
+
+STOPS = ("line", "end")  # `stop`: where a hypothesis ends
 
 Pair = tuple[str, str]  # (source, post-edit)
 _MARK = "adaptsimreply"  # an assistant message's text, to find what a chat template writes after it (`end_id`)
@@ -50,6 +57,7 @@ class Prompt:
     target_prefix: str
     source_lang: str
     target_lang: str
+    stop: str  # line | end
     chat: bool | str = "auto"  # true | false | "auto": the tokenizer's chat template where it has one
     # more variables for the chat template, as YAML typed them (("date_string", "26 Jul 2024"), ("enable_thinking",
     # False)): a template tests `enable_thinking is false`, which the text "False" fails
@@ -72,8 +80,9 @@ class Prompt:
         for k, v in chat_vars.items():
             if v is not None and not isinstance(v, (str, bool, int, float)):
                 raise UserError(f"model.prompt.chat_vars.{k}={v}: expected a text, a number, true, false or null")
+        stop = Choice(STOPS).check("model.prompt.stop", block.stop)
         return cls(str(block.instruction or ""), str(block.example), str(block.query), str(block.target_prefix or ""),
-                   str(block.source_lang), str(block.target_lang), chat,
+                   str(block.source_lang), str(block.target_lang), stop, chat,
                    tuple((str(k), v) for k, v in chat_vars.items()))
 
     def uses_chat(self, tokenizer) -> bool:
