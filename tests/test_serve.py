@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import signal
@@ -65,6 +66,7 @@ def test_a_session_records_what_a_simulation_of_its_references_records(tmp_path)
     session, client = open_session(tmp_path / "s", "method=full")
     first = client.get("/api/state").json()
     assert first["position"] == 0 and first["document"] == 1 and first["segment"] == 0 and first["hypothesis"]
+    assert (first["source_lang"], first["target_lang"], first["reopenable"]) == ("en", "de", False)
     done = client.post("/api/complete", json={"position": 0, "prefix": "Bearbeitet eine"}).json()
     assert done["completion"].startswith("Bearbeitet eine") and len(done["completion"]) > len("Bearbeitet eine")
     shown = []
@@ -222,60 +224,82 @@ def test_a_resume_whose_human_records_disagree_with_its_steps_is_refused_and_cha
     session.close()
 
 
-def test_bad_requests_get_one_line_and_change_nothing(tmp_path):
+def test_bad_requests_get_one_line_and_change_nothing(tmp_path, caplog):
+    """Every refusal is one JSON object, its technical line and its code (what the page tells the translator), and a
+    WARNING line in the server's log that names the method, path, status and code, never the token."""
+    caplog.set_level(logging.WARNING, logger="adaptsim")
     session, client = open_session(tmp_path / "s")
     validate(client)
     run = tmp_path / "s" / "lasso"
     before = (run / "steps.jsonl").read_bytes(), client.get("/api/state").json()
     bare = TestClient(client.app)
-    assert bare.get("/api/state").status_code == 403
-    assert bare.get("/api/state", headers={"X-Adaptsim-Token": "guess"}).status_code == 403
+    assert coded(bare.get("/api/state")) == (403, "token")
+    assert coded(bare.get("/api/state", headers={"X-Adaptsim-Token": "guess"})) == (403, "token")
     assert bare.get(f"/?token={TOKEN}").status_code == 200  # the page, with the token in its address
     rebound = client.get("/api/state", headers={"Host": "evil.example"})  # DNS rebinding
-    assert rebound.status_code == 400 and "evil.example" in rebound.json()["error"]
+    assert coded(rebound) == (400, "host") and "evil.example" in rebound.json()["error"]
     v6 = TestClient(create_app(session, TOKEN, allowed_hosts("::1"), 4096), base_url="http://[::1]:8043",
                     headers={"X-Adaptsim-Token": TOKEN})  # serve.host=::1: the browser sends Host [::1]:8043
     assert v6.get("/api/state").status_code == 200
     for host in ("evil.example:8043", "[::1].evil.example", "[::1]x:8043", "[::1]:8043:1", "localhost.evil.example"):
         assert v6.get("/api/state", headers={"Host": host}).status_code == 400, host
     good = {"position": 1, "text": "Gut.", "effort": EFFORT}
-    cases = [({**good, "position": 0}, 409), ({**good, "text": "x" * 2001}, 413), ({**good, "text": "  "}, 400),
-             ({**good, "effort": {**EFFORT, "keystrokes": -1}}, 400), ({**good, "effort": "many"}, 400),
-             ({**good, "text": 5}, 400), ({**good, "path": "/etc/passwd", "position": "1"}, 409),
-             ({**good, "text": "Ihr \ud800 Treiber"}, 400), ({**good, "text": "Ihr \x00 Treiber"}, 400)]
+    cases = [({**good, "position": 0}, 409, "stale"), ({**good, "text": "x" * 2001}, 413, "too_large"),
+             ({**good, "text": "  "}, 400, "bad_request"),
+             ({**good, "effort": {**EFFORT, "keystrokes": -1}}, 400, "bad_request"),
+             ({**good, "effort": "many"}, 400, "bad_request"), ({**good, "text": 5}, 400, "bad_request"),
+             ({**good, "path": "/etc/passwd", "position": "1"}, 409, "stale"),
+             ({**good, "text": "Ihr \ud800 Treiber"}, 400, "bad_request"),
+             ({**good, "text": "Ihr \x00 Treiber"}, 400, "bad_request")]
     json_body = {"Content-Type": "application/json"}  # (json.dumps escapes a lone surrogate as the page's JSON would)
-    for body, status in cases:
+    for body, status, code in cases:
         response = client.post("/api/validate", content=json.dumps(body), headers=json_body)
-        assert response.status_code == status, (body, response.text)
+        assert coded(response) == (status, code), (body, response.text)
         assert "\n" not in response.json()["error"]
     assert "at position 1 " in client.post("/api/validate", json={**good, "position": 0}).json()["error"]
     for prefix in ("Ihr \udc00", "\x07"):  # a lone surrogate once answered with a traceback and stopped the session
         body = json.dumps({"position": 1, "prefix": prefix})
         response = client.post("/api/complete", content=body, headers=json_body)
-        assert response.status_code == 400 and "not text" in response.json()["error"], response.text
-    assert client.post("/api/validate", content=b"{not json", headers=json_body).status_code == 400
-    assert client.post("/api/complete", content=b"x" * 5000, headers=json_body).status_code == 413  # over 4096 bytes
+        assert coded(response) == (400, "bad_request") and "not text" in response.json()["error"], response.text
+    assert coded(client.post("/api/validate", content=b"{not json", headers=json_body)) == (400, "bad_request")
+    assert coded(client.post("/api/complete", content=b"x" * 5000, headers=json_body)) == (413, "too_large")
     nested = client.post("/api/complete", content=b"[" * 4000, headers=json_body)  # deeper than the recursion limit
-    assert nested.status_code == 400 and nested.json()["error"] == "the request is not JSON"
-    assert client.post("/api/complete", json={"position": 1, "prefix": "y" * 2001}).status_code == 413
+    assert coded(nested) == (400, "bad_request") and nested.json()["error"] == "the request is not JSON"
+    assert coded(client.post("/api/complete", json={"position": 1, "prefix": "y" * 2001})) == (413, "too_large")
     # a request that changes something comes from the page: JSON, from this server, the token in its header
     request = {"position": 1, "prefix": "Gu"}
-    assert client.post("/api/complete", content=json.dumps(request), headers={"Content-Type": "text/plain"}
-                       ).status_code == 415  # what a cross-site form could send without asking first
+    assert coded(client.post("/api/complete", content=json.dumps(request), headers={"Content-Type": "text/plain"})
+                 ) == (415, "origin")  # what a cross-site form could send without asking first
     for header in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
                    {"Sec-Fetch-Site": "same-site"}):
         refused = client.post("/api/complete", json=request, headers=header)
-        assert refused.status_code == 403 and "this server's page only" in refused.json()["error"], header
+        assert coded(refused) == (403, "origin") and "this server's page only" in refused.json()["error"], header
     page_like = {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
     assert client.post("/api/complete", json=request, headers=page_like).status_code == 200
-    assert bare.post(f"/api/complete?token={TOKEN}", json=request).status_code == 403  # a link cannot change anything
+    # a link cannot change anything
+    assert coded(bare.post(f"/api/complete?token={TOKEN}", json=request)) == (403, "token")
     for path, status in (("/nothing", 404), ("/favicon.ico", 404), ("/api/validate", 405)):
         response = client.get(path)
-        assert response.status_code == status and response.json()["error"].startswith(f"GET {path}: ")
+        assert coded(response) == (status, "not_found") and response.json()["error"].startswith(f"GET {path}: ")
         assert response.headers["X-Frame-Options"] == "DENY" and response.headers["Cache-Control"] == "no-store"
     assert client.get("/api/validate").headers["Allow"] == "POST"
     assert ((run / "steps.jsonl").read_bytes(), client.get("/api/state").json()) == before
+    refusals = [r for r in caplog.records if r.getMessage().startswith("serve: refused ")]
+    assert len(refusals) == 34 and all(r.levelno == logging.WARNING for r in refusals)
+    assert all(TOKEN not in r.getMessage() and "\n" not in r.getMessage()
+               for r in caplog.records if r.name == "adaptsim")  # (the server's log: the test client's names it)
+    assert any(r.getMessage() == "serve: refused POST /api/complete: 403 token: a valid session token is required in "
+               "the x-adaptsim-token header (the address the server printed)" for r in refusals)
+    assert any(re.fullmatch(r"serve: refused POST /api/validate: 409 stale: position 0: .*", r.getMessage())
+               for r in refusals)
     session.close()
+
+
+def coded(response) -> tuple[int, str]:
+    """A refusal's status and code (its body: exactly the technical line and the code)."""
+    body = response.json()
+    assert set(body) == {"error", "code"} and isinstance(body["error"], str), body
+    return response.status_code, body["code"]
 
 
 def test_finishing_early_records_what_was_validated_and_ends_the_session(tmp_path):
@@ -287,7 +311,8 @@ def test_finishing_early_records_what_was_validated_and_ends_the_session(tmp_pat
     assert client.post("/api/finish", json={"position": 0}).status_code == 409  # a stale page finishes nothing
     state = client.post("/api/finish", json={"position": 1}).json()
     assert state["finished"] and state["ended_early"] and state["position"] == 1
-    assert client.post("/api/validate", json={"position": 1, "text": "Gut.", "effort": EFFORT}).status_code == 409
+    assert coded(client.post("/api/validate", json={"position": 1, "text": "Gut.", "effort": EFFORT})) == \
+        (409, "finished")
     session.close()
     assignment = json.loads((tmp_path / "s" / "study.json").read_text())["assignment"]
     first = assignment[next(iter(assignment))]  # the method of the first document, where the segment was validated
@@ -410,9 +435,10 @@ def test_a_failed_write_stops_the_session_once_and_resume_goes_on(tmp_path, monk
     monkeypatch.setattr(session.runs["lasso"].learner, "adapt", lambda *a: adapted.append(1) or adapt(*a))
     body = {"position": 1, "text": edit(shown["hypothesis"]), "effort": EFFORT}
     failed = client.post("/api/validate", json=body)
-    assert failed.status_code == 500 and "human.jsonl" in failed.json()["error"] and "\n" not in failed.json()["error"]
+    assert coded(failed) == (500, "stopped") and "human.jsonl" in failed.json()["error"]
+    assert "\n" not in failed.json()["error"]
     retried = client.post("/api/validate", json=body)  # the page's retry: refused, never a second update
-    assert retried.status_code == 409 and adapted == [1]
+    assert coded(retried) == (409, "stopped") and adapted == [1]
     state = client.get("/api/state").json()
     assert state["failed"] and state["finished"] and "hypothesis" not in state
     assert json.loads((run / "summary.json").read_text())["status"] == "failed"
@@ -508,3 +534,242 @@ def test_each_session_keys_the_page_s_drafts_by_its_own_id_across_resumes(tmp_pa
     page = (Path(__file__).resolve().parents[1] / "adaptsim" / "serve" / "page.html").read_text()
     assert re.search(r"function draftKey\(\) \{[^}]*state\.session", page)
     resumed.close()
+
+
+def test_the_token_is_kept_with_the_session_and_read_by_its_owner_only(tmp_path):
+    """The address stays valid across a resume: the token is created with the session, kept in <serve.dir>/token
+    (0600), the same after resume=true; a new session gets a new one."""
+    from adaptsim.commands.serve import session_token
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    token = session_token(tmp_path / "a", resume=False)
+    path = tmp_path / "a" / "token"
+    assert path.read_text() == token and len(token) >= 32 and path.stat().st_mode & 0o777 == 0o600
+    assert session_token(tmp_path / "a", resume=True) == token  # a tab open across the restart works again
+    assert session_token(tmp_path / "b", resume=False) not in (token, session_token(tmp_path / "b", resume=False))
+    path.write_text("")  # a session recorded before its token was kept: a new one
+    assert session_token(tmp_path / "a", resume=True) not in ("", token)
+
+
+def test_a_study_resumes_from_its_directory_alone(tmp_path):
+    """`resume=true serve.dir=DIR` alone goes on with a study started with the model, dataset, methods and translator
+    on the command line (study.json keeps them; the new command line's go on top); a setting changed is still
+    refused, changing nothing."""
+    from adaptsim.commands.serve import session_argv
+
+    started = ["model=demo", "dataset=demo", "serve.methods=[full,lasso]", "serve.translator=1"]
+    session, client = open_session(tmp_path / "s", *started)
+    shown = validate(client)
+    session.close()  # (interrupted, as Ctrl-C leaves it)
+    assert json.loads((tmp_path / "s" / "study.json").read_text())["overrides"] == \
+        [f"serve.dir={tmp_path / 's'}", *SMALL, *started]
+    before = md5s(tmp_path / "s")
+    for changed, said in (("serve.translator=0", "resume it with the same methods, dataset and translator"),
+                          ("method.lr=0.5", r"method.lr: 0.01 → 0.5")):
+        argv = session_argv([f"serve.dir={tmp_path / 's'}", "resume=true", changed])
+        with pytest.raises(UserError, match=said):
+            ServeSession(configs(argv), argv)
+        assert md5s(tmp_path / "s") == before
+    argv = session_argv([f"serve.dir={tmp_path / 's'}", "resume=true"])
+    resumed = ServeSession(configs(argv), argv)
+    client = TestClient(create_app(resumed, TOKEN, ["testserver"], 4096), headers={"X-Adaptsim-Token": TOKEN})
+    state = client.get("/api/state").json()
+    assert (state["position"], state["hypothesis"]) == (1, shown["hypothesis"])  # θ restored by replay
+    while not client.get("/api/state").json()["finished"]:
+        validate(client)
+    resumed.close()
+    for method in METHODS:
+        summary = json.loads((tmp_path / "s" / method / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["overrides"][-1] == "resume=true"
+
+
+def test_a_session_s_timing_spans_every_process(tmp_path):
+    """summary.json's timing is the session's: a resumed run's total_s adds every process's time (kept in
+    summary.json while it runs), segments_per_s is over all of it."""
+    import time
+
+    session, client = open_session(tmp_path / "s")
+    opened = time.perf_counter()
+    validate(client)
+    time.sleep(0.5)
+    session.close()
+    first = time.perf_counter() - opened
+    summary = tmp_path / "s" / "lasso" / "summary.json"
+    recorded = json.loads(summary.read_text())["timing"]["total_s"]  # the first process's, as it stopped
+    assert recorded >= first
+    resumed, client = open_session(tmp_path / "s", "resume=true")
+    opened = time.perf_counter()
+    validate(client)
+    validate(client)
+    state = client.get("/api/state").json()
+    second = time.perf_counter() - opened  # (up to the last validation's request: the run finishes in it)
+    client.post("/api/validate", json={"position": state["position"], "text": edit(state["hypothesis"]),
+                                       "effort": EFFORT})
+    resumed.close()
+    timing = json.loads(summary.read_text())["timing"]
+    assert timing["earlier_s"] == recorded and timing["total_s"] >= recorded + second
+    assert timing["segments_per_s"] == pytest.approx(4 / timing["total_s"])
+
+
+def reopen(client: TestClient, position: int):
+    return client.post("/api/reopen", json={"position": position})
+
+
+@pytest.mark.parametrize("methods, at", [([], 1), (["serve.methods=[full,lasso]"], 0)], ids=["one method", "a study"])
+def test_a_reopened_segment_is_taken_back_as_if_never_validated(tmp_path, methods, at):
+    """api/reopen takes the last validation back entirely: the state for that segment again (θ_{i−1}'s translation),
+    with the text and effort sent; validated again with another text, the run's records hold only that text and its
+    θ is the one of a session that validated that text directly (the same parameters, the same next translation). One
+    method: the segment that ended the first document (θ0 restored for the next); a study: the first segment (its
+    run's learner cloned again from the base model)."""
+    import torch
+
+    corrected = "Bearbeitet ein Entwickler ein Zeichen?"
+    sessions, states = {}, {}
+    for name in ("reopened", "direct"):
+        session, client = open_session(tmp_path / name, *methods)
+        refused = reopen(client, 0)
+        assert coded(refused) == (409, "not_reopenable") and "no segment is validated yet" in refused.json()["error"]
+        for _ in range(at):
+            validate(client)
+        if name == "reopened":
+            shown = client.get("/api/state").json()
+            wrong = client.post("/api/validate", json={"position": at, "text": "Falsch.", "effort": EFFORT}).json()
+            assert wrong["reopenable"] and coded(reopen(client, at)) == (409, "stale")
+            back = reopen(client, at + 1).json()
+            assert {k: v for k, v in back.items() if k not in ("reopened", "reopenable")} == \
+                {k: v for k, v in shown.items() if k != "reopenable"}  # θ_{i−1}'s translation again
+            assert back["reopened"] == {"text": "Falsch.", "effort": EFFORT} and not back["reopenable"]
+            done = client.post("/api/complete", json={"position": at, "prefix": "Bearbeitet"}).json()
+            assert done["completion"].startswith("Bearbeitet")  # by the restored θ_{i−1}
+            if at:
+                refused = reopen(client, at)  # one step back only
+                assert coded(refused) == (409, "not_reopenable") and "one step back" in refused.json()["error"]
+        states[name] = client.post("/api/validate", json={"position": at, "text": corrected, "effort": EFFORT}).json()
+        sessions[name] = session
+    assert states["reopened"] == {**states["direct"], "session": states["reopened"]["session"]}
+    method = sessions["reopened"].order[0].method  # the first document's
+    nets = [s.runs[method].learner.model.net.state_dict() for s in sessions.values()]
+    assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
+    if methods:  # the first document's method has one: its last segment's validation completes its run, final
+        client = TestClient(create_app(sessions["reopened"], TOKEN, ["testserver"], 4096),
+                            headers={"X-Adaptsim-Token": TOKEN})
+        assert not validate(client)["reopenable"]
+        refused = reopen(client, 2)
+        assert coded(refused) == (409, "not_reopenable") and "final" in refused.json()["error"]
+    for session in sessions.values():
+        session.close()
+    run, direct = tmp_path / "reopened" / method, tmp_path / "direct" / method
+    assert [r["reference"] for r in steps(run)][at] == corrected
+    assert [r["ppl_after"] for r in steps(run)][:at + 1] == [r["ppl_after"] for r in steps(direct)]
+    assert [json.loads(line)["reopened"] for line in (run / "human.jsonl").read_text().splitlines()][:at + 1] == \
+        [0] * at + [1]
+    assert not any("Falsch" in p.read_text() for p in run.iterdir() if p.is_file())
+    if methods:
+        return
+    resumed, client = open_session(tmp_path / "reopened", "resume=true")  # a resume replays the corrected text
+    refused = reopen(client, 2)  # not a validation of this server's
+    assert coded(refused) == (409, "not_reopenable") and not client.get("/api/state").json()["reopenable"]
+    resumed.close()
+
+
+def serve(tmp_path: Path, name: str, *overrides: str) -> tuple[subprocess.Popen, str, str]:
+    """`adaptsim serve` started as a user starts it: the process, its address's base and its token."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    with open(tmp_path / f"{name}.err", "w") as err:  # (a file: a pipe nobody reads could fill and block it)
+        proc = subprocess.Popen([sys.executable, "-m", "adaptsim", "serve", *overrides], stdout=subprocess.PIPE,
+                                stderr=err, text=True, env=env)
+    line = proc.stdout.readline()
+    address = re.search(r"(http://127\.0\.0\.1:\d+/)\?token=(\S+)", line)
+    if not address:
+        proc.kill()
+        raise AssertionError(line + (tmp_path / f"{name}.err").read_text())
+    return proc, *address.groups()
+
+
+def call(base: str, token: str, path: str, body: dict | None = None) -> dict:
+    """The page's request: GET, or POST of a JSON body, the token in its header."""
+    request = urllib.request.Request(base + path, None if body is None else json.dumps(body).encode(),
+                                     {"X-Adaptsim-Token": token, "Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(request, timeout=60).read())
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_killed_study_resumes_at_the_same_address_from_its_directory_alone_and_stops_when_complete(tmp_path):
+    """A study killed (SIGKILL) after one segment, resumed by `resume=true serve.dir=DIR` alone: the same address
+    (host, port and token: a tab open across the kill works again), θ restored, each run's timing over both processes;
+    once every segment is validated the server answers a little longer (the page reads the final state), then stops
+    by itself and the command says so (exit 0)."""
+    import time
+
+    directory, port = tmp_path / "s", free_port()
+    started = [f"serve.dir={directory}", f"serve.port={port}", "model=demo", "dataset=demo",
+               "serve.methods=[full,lasso]", "serve.translator=1", *SMALL]
+    proc, base, token = serve(tmp_path, "first", *started)
+    try:
+        assert (directory / "token").read_text() == token and (directory / "token").stat().st_mode & 0o777 == 0o600
+        state = call(base, token, "api/state")
+        time.sleep(0.5)
+        shown = call(base, token, "api/validate", {"position": 0, "text": edit(state["hypothesis"]), "effort": EFFORT})
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    recorded = {m: json.loads((directory / m / "summary.json").read_text()) for m in METHODS}
+    assert all(s["status"] == "running" and s["timing"]["total_s"] > 0.5 for s in recorded.values())
+    proc, again, same = serve(tmp_path, "second", f"serve.dir={directory}", "resume=true")
+    try:
+        opened = time.perf_counter()
+        assert (again, same) == (base, token)  # the address printed before the kill
+        state = call(base, token, "api/state")
+        assert (state["position"], state["hypothesis"]) == (1, shown["hypothesis"])
+        sent = {}  # position → when its validation was sent, since the address was printed
+        while True:
+            body = {"position": state["position"], "text": edit(state["hypothesis"]), "effort": EFFORT}
+            sent[state["position"]] = time.perf_counter() - opened
+            state = call(base, token, "api/validate", body)
+            if state["finished"]:
+                break
+        assert call(base, token, "api/state")["finished"]  # the final state, still served
+        out, _ = proc.communicate(timeout=60)  # stops by itself
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    assert proc.returncode == 0 and f"the session is complete (every segment validated); its records are in " \
+        f"{directory}" in out
+    first = next(iter(json.loads((directory / "study.json").read_text())["assignment"].values()))
+    for method, before in recorded.items():  # (the first document's run finishes at position 1, the other's at 3)
+        summary = json.loads((directory / method / "summary.json").read_text())
+        assert summary["status"] == "finished" and summary["timing"]["earlier_s"] == before["timing"]["total_s"]
+        assert summary["timing"]["total_s"] >= before["timing"]["total_s"] + sent[1 if method == first else 3]
+
+
+@pytest.mark.parametrize("then", [None, signal.SIGINT], ids=["alone", "then Ctrl-C"])
+def test_finish_now_stops_the_server_and_nothing_after_it_interrupts_the_session(tmp_path, then):
+    directory = tmp_path / "s"
+    proc, base, token = serve(tmp_path, "s", f"serve.dir={directory}", "serve.port=0", *SMALL)
+    try:
+        state = call(base, token, "api/state")
+        call(base, token, "api/validate", {"position": 0, "text": edit(state["hypothesis"]), "effort": EFFORT})
+        assert call(base, token, "api/finish", {"position": 1})["ended_early"]
+        records = md5s(directory)
+        if then is not None:
+            proc.send_signal(then)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    err = (tmp_path / "s.err").read_text()
+    assert proc.returncode == 0 and "interrupted" not in err, err
+    said = f"adaptsim serve: the translator finished the session; its records are in {directory}"
+    assert out.splitlines()[-1] == said
+    assert md5s(directory) == records
+    summary = json.loads((directory / "lasso" / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["ended_early"] == {"validated": 1, "assigned": 4}

@@ -4,43 +4,94 @@
     python -m adaptsim serve serve.methods=[full,lasso]                    # a blind study: methods by document
     python -m adaptsim serve resume=true serve.dir=outputs/serve/…         # go on where the translator stopped
 
-The configuration is `run`'s plus `serve.*` (configs/serve.yaml). The address printed holds the session's random
-token; the server runs until Ctrl-C or SIGTERM (a run not finished is then `interrupted`, and resume=true goes on with
-it).
+The configuration is `run`'s plus `serve.*` (configs/serve.yaml); a resume starts from the settings the session was
+started with (study.json), the command line's on top. The address printed holds the session's random token, the same
+after a resume. The server runs until the translator ends the session (Finish now, or the last segment validated: it
+then stops by itself, exit 0) or until Ctrl-C or SIGTERM (a run not finished is then `interrupted`, and resume=true
+goes on with it).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import signal
 import socket
 import sys
+from pathlib import Path
 
 from adaptsim.errors import UserError, raise_terminated
+from adaptsim.records import write_bytes_atomic
 
 log = logging.getLogger("adaptsim")
 USAGE = "usage: adaptsim serve [key=value …]   (run's settings and serve.*: configs/serve.yaml)"
+TOKEN_FILE = "token"  # <serve.dir>/token: the session's token, readable by its owner only
+TOKEN = re.compile(r"[A-Za-z0-9_-]{16,}")  # what secrets.token_urlsafe gives
+
+
+def compose(argv: list[str]):
+    """serve's config composed from `argv`; Hydra's composition errors (a bad override, an unknown option, a study's
+    method too) as one line."""
+    from adaptsim.launch import hydra_app
+
+    try:
+        return hydra_app.compose("serve", argv)
+    except UserError:
+        raise
+    except Exception as e:
+        raise UserError(" ".join(str(e).split()).split(" Config search path")[0][:400]) from None
 
 
 def configs(argv: list[str]) -> dict:
     """One composed config per method of the session, all naming the same session directory (resolved once)."""
-    from adaptsim.launch.hydra_app import compose
     from adaptsim.serve.study import methods_of
 
-    try:
-        cfg = compose("serve", argv)
-        directory = str(cfg.serve.dir)
-        methods = methods_of(cfg)
-        pinned = [f"serve.dir='{directory}'"] if "'" not in directory else [f'serve.dir="{directory}"']
-        if cfg.serve.methods is None:
-            return {methods[0]: compose("serve", [*argv, *pinned])}
-        rest = [a for a in argv if not a.startswith("method=")]  # the study's methods replace `method`
-        return {m: compose("serve", [*rest, *pinned, f"method={m}"]) for m in methods}
-    except UserError:
-        raise
-    except Exception as e:  # Hydra's composition errors: a bad override, an unknown option (a study's method too)
-        raise UserError(" ".join(str(e).split()).split(" Config search path")[0][:400]) from None
+    cfg = compose(argv)
+    directory = str(cfg.serve.dir)
+    methods = methods_of(cfg)
+    pinned = [f"serve.dir='{directory}'"] if "'" not in directory else [f'serve.dir="{directory}"']
+    if cfg.serve.methods is None:
+        return {methods[0]: compose([*argv, *pinned])}
+    rest = [a for a in argv if not a.startswith("method=")]  # the study's methods replace `method`
+    return {m: compose([*rest, *pinned, f"method={m}"]) for m in methods}
+
+
+def session_argv(argv: list[str]) -> list[str]:
+    """The overrides of the session: for a resume, those it was started with (study.json) with the command line's on
+    top (a key given again replaces the recorded one), so that `resume=true serve.dir=DIR` alone goes on with a
+    session, a study's model, dataset, methods and translator included; a setting given with another value than the
+    recorded one is still refused, by the one resume rule (adaptsim/launch/resume.py `check`). Else `argv`."""
+    from adaptsim.serve.study import recorded_overrides
+
+    cfg = compose(argv)
+    if not cfg.resume:
+        return list(argv)
+    given = {_key(a) for a in argv}
+    return [o for o in recorded_overrides(Path(str(cfg.serve.dir))) if _key(o) not in given] + list(argv)
+
+
+def _key(override: str) -> str:
+    """The setting an override names (`+x=1`, `++x=1`, `~x` name x)."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def session_token(directory: Path, resume: bool) -> str:
+    """The session's token: random (`secrets.token_urlsafe`) for a new session, the recorded one for a resume, kept
+    in <serve.dir>/token (mode 0600: it opens the session), written atomically before the address is printed. So the
+    address stays valid across a resume: a browser tab open when the server was killed or stopped works again once it
+    is resumed on the same host and port, rather than being refused with its typed text."""
+    path = Path(directory) / TOKEN_FILE
+    token = ""
+    if resume and path.is_file():
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UserError(f"{path}: cannot read the session's token ({getattr(e, 'strerror', None) or e})") from None
+    if not TOKEN.fullmatch(token):  # a new session (or one recorded before its token was kept)
+        token = secrets.token_urlsafe(24)
+    write_bytes_atomic(path, token.encode("ascii"), mode=0o600)
+    return token
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -85,6 +136,7 @@ def main(argv: list[str]) -> int:
     from adaptsim.serve.app import create_app
     from adaptsim.serve.state import ServeSession
 
+    argv = session_argv(argv)
     cfgs = configs(argv)
     first = next(iter(cfgs.values()))
     validate(first, "serve")  # before binding the port
@@ -93,18 +145,33 @@ def main(argv: list[str]) -> int:
     # `interrupted` rather than left `running` by the default action (uvicorn, which stops on either, raises it again
     # once it has shut down). SIGINT gets a handler that is not Python's own, so that asyncio.run leaves it in place
     # and the signal raised again always ends the command as interrupted (exit 130, not 0 when the loop had ended).
-    signal.signal(signal.SIGTERM, raise_terminated)
-    signal.signal(signal.SIGINT, _interrupted)
+    # Once the translator has ended the session, its records are final and neither interrupts anything: the command
+    # ends as the translator ended it (exit 0).
+    opened: list[ServeSession] = []
+
+    def stop(signum, frame):
+        if not (opened and opened[0].ended):
+            (raise_terminated if signum == signal.SIGTERM else _interrupted)(signum, frame)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     session = ServeSession(cfgs, argv)
+    opened.append(session)
     try:
         host, port = sock.getsockname()[:2]
-        token = secrets.token_urlsafe(24)
+        token = session_token(session.dir, session.resume)
         shown = f"[{host}]" if ":" in host else host
-        app = create_app(session, token, allowed_hosts(host), int(first.serve.max_request_bytes))
+        servers: list[uvicorn.Server] = []
+        app = create_app(session, token, allowed_hosts(host), int(first.serve.max_request_bytes),
+                         on_end=lambda: setattr(servers[0], "should_exit", True))
+        servers.append(uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)))
         print(f"adaptsim serve: open http://{shown}:{port}/?token={token}", flush=True)
         print(f"adaptsim serve: the session's records go to {session.dir}", flush=True)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-        server.run(sockets=[sock])
+        servers[0].run(sockets=[sock])
+        if how := session.ended:
+            said = {"finished": "the translator finished the session",
+                    "complete": "the session is complete (every segment validated)"}[how]
+            print(f"adaptsim serve: {said}; its records are in {session.dir}", flush=True)
     finally:
         session.close()
         sock.close()

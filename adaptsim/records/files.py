@@ -25,13 +25,14 @@ def write_json_atomic(path: Path, data: dict) -> None:
     write_bytes_atomic(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
     """`write_json_atomic` for bytes as they are. The file gets the mode an ordinary write would give it (0666 less
-    the process's umask), not mkstemp's 0600, so colleagues on a shared machine can read every record of a run."""
+    the process's umask), not mkstemp's 0600, so colleagues on a shared machine can read every record of a run;
+    `mode`: another, from its first byte (a secret's 0600: serve's token)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
+        os.fchmod(fd, 0o666 & ~_umask() if mode is None else mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

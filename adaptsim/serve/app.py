@@ -7,16 +7,25 @@ for a request that changes something); a request that changes something must als
 which a cross-site form cannot send without the browser asking first; its Origin and Sec-Fetch-Site, where the browser
 sends them, this server's) and send at most `serve.max_request_bytes` (read in chunks, refused as soon as it is over);
 texts are at most `serve.max_chars`. The browser sends texts and counts only: the session directory is fixed when the
-server starts, no path is read from a request. Every refusal is one JSON line, `{"error": …}`, with a 4xx status and
-the same security headers as every answer, and changes nothing. The model's work runs in a worker thread (the
-session's lock orders it), so the server keeps answering while a segment is translated.
+server starts, no path is read from a request. Every refusal is one JSON line, `{"error": <the technical line>,
+"code": <what the page tells the translator: adaptsim/serve/state.py CODES>}`, with a 4xx/5xx status and the same
+security headers as every answer, changes nothing, and is logged at WARNING (the method, the path without its query,
+which may hold the token, the status, the code and the line). The model's work runs in a worker thread (the session's
+lock orders it), so the server keeps answering while a segment is translated.
+
+Once the translator has ended the session (Finish now, or the last segment validated), the server answers for
+`END_GRACE_S` more — the page reads the final state, a reload shows it — and then stops by itself (`on_end`: the
+command sets uvicorn's `should_exit`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
+import logging
 import re
+from collections.abc import Callable
 from importlib.resources import files
 from urllib.parse import parse_qs
 
@@ -32,13 +41,24 @@ from starlette.routing import Route
 from adaptsim.errors import UserError
 from adaptsim.serve.state import Refused, ServeSession
 
+log = logging.getLogger("adaptsim")
+
 TOKEN_HEADER = "x-adaptsim-token"
 HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer", "X-Content-Type-Options": "nosniff",
            "X-Frame-Options": "DENY"}
+END_GRACE_S = 2.0  # how long the server answers after the translator ended the session, before it stops
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # kept out of the log's line (a path may decode to a newline)
 
 
-def error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=HEADERS)
+def error(scope, message: str, status: int, code: str) -> JSONResponse:
+    """A refusal: its answer, and its line in the server's log (the path without its query string, which may hold
+    the token)."""
+    def line(text: str) -> str:
+        return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+    log.warning("serve: refused %s %s: %d %s: %s", scope.get("method"), line(scope.get("path", "")[:100]), status,
+                code, line(message))
+    return JSONResponse({"error": message, "code": code}, status_code=status, headers=HEADERS)
 
 
 HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]{1,5})?")  # a name or [IPv6 address], then a port
@@ -57,8 +77,8 @@ class HostRequired:
             given = Headers(scope=scope).get("host", "").lower()
             name = match.group(1) if (match := HOST.fullmatch(given)) else None
             if name not in self.hosts:
-                await error(f"Host {given[:100]!r}: this server answers to {', '.join(sorted(self.hosts))} only "
-                            "(against DNS rebinding)", 400)(scope, receive, send)
+                await error(scope, f"Host {given[:100]!r}: this server answers to {', '.join(sorted(self.hosts))} "
+                            "only (against DNS rebinding)", 400, "host")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -78,8 +98,8 @@ class TokenRequired:
                 given = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0].encode()
             if not hmac.compare_digest(given or b"", self.token):
                 where = "" if scope["method"] in SAFE_METHODS else f" in the {TOKEN_HEADER} header"
-                await error(f"a valid session token is required{where} (the address the server printed)", 403)(
-                    scope, receive, send)
+                await error(scope, f"a valid session token is required{where} (the address the server printed)", 403,
+                            "token")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -106,7 +126,7 @@ class SameOriginRequired:
                                                                 for scheme in ("http", "https")):  # (behind TLS)
                 refusal = (f"Origin {origin[:100]!r}: requests from this server's page only", 403)
             if refusal:
-                await error(*refusal)(scope, receive, send)
+                await error(scope, *refusal, "origin")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -115,12 +135,12 @@ async def body_json(request: Request, limit: int) -> dict:
     """The request's JSON object, read at most `limit` bytes far."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413)
+        raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413, "too_large")
     data = bytearray()
     async for chunk in request.stream():
         data += chunk
         if len(data) > limit:
-            raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413)
+            raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413, "too_large")
     try:
         body = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):  # (RecursionError: arrays nested thousands deep)
@@ -130,16 +150,26 @@ async def body_json(request: Request, limit: int) -> dict:
     return body
 
 
-def create_app(session: ServeSession, token: str, hosts: list[str], max_request_bytes: int) -> Starlette:
+def create_app(session: ServeSession, token: str, hosts: list[str], max_request_bytes: int,
+               on_end: Callable[[], None] | None = None) -> Starlette:
+    """The app of `session`; `on_end`: called `END_GRACE_S` after the translator ended the session (module
+    docstring)."""
     page = files("adaptsim.serve").joinpath("page.html").read_text(encoding="utf-8")
+    ending = []  # (once)
 
-    async def answer(work, *args) -> JSONResponse:
+    async def answer(request: Request, work, *args) -> JSONResponse:
         try:
             return JSONResponse(await run_in_threadpool(work, *args), headers=HEADERS)
         except Refused as e:
-            return error(str(e), e.status)
+            return error(request.scope, str(e), e.status, e.code)
         except UserError as e:
-            return error(str(e), 400)
+            return error(request.scope, str(e), 400, "bad_request")
+
+    def end_soon() -> None:
+        if on_end is not None and not ending and (how := session.ended):
+            ending.append(how)
+            log.info("serve: the session is %s; the server stops in %g s", how, END_GRACE_S)
+            asyncio.get_running_loop().call_later(END_GRACE_S, on_end)
 
     async def index(request: Request):
         return HTMLResponse(page, headers={**HEADERS, "Content-Security-Policy": "default-src 'self'; script-src "
@@ -147,7 +177,7 @@ def create_app(session: ServeSession, token: str, hosts: list[str], max_request_
                                            "frame-ancestors 'none'"})
 
     async def state(request: Request):
-        return await answer(session.state)
+        return await answer(request, session.state)
 
     def posted(work, *keys):
         """The endpoint of a POST that calls `work` with the JSON body's `keys`."""
@@ -155,18 +185,22 @@ def create_app(session: ServeSession, token: str, hosts: list[str], max_request_
             try:
                 body = await body_json(request, max_request_bytes)
             except Refused as e:
-                return error(str(e), e.status)
-            return await answer(work, *(body.get(k) for k in keys))
+                return error(request.scope, str(e), e.status, e.code)
+            response = await answer(request, work, *(body.get(k) for k in keys))
+            end_soon()
+            return response
         return endpoint
 
     async def refused(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405: one line, the same headers
-        response = error(f"{request.method} {request.url.path[:100]}: {exc.detail}", exc.status_code)
+        response = error(request.scope, f"{request.method} {request.url.path[:100]}: {exc.detail}", exc.status_code,
+                         "not_found" if exc.status_code in (404, 405) else "bad_request")
         response.headers.update(exc.headers or {})
         return response
 
     routes = [Route("/", index), Route("/api/state", state),
               Route("/api/complete", posted(session.complete, "position", "prefix"), methods=["POST"]),
               Route("/api/validate", posted(session.validate, "position", "text", "effort"), methods=["POST"]),
+              Route("/api/reopen", posted(session.reopen, "position"), methods=["POST"]),
               Route("/api/finish", posted(session.finish, "position"), methods=["POST"])]
     return Starlette(routes=routes, exception_handlers={HTTPException: refused},
                      middleware=[Middleware(HostRequired, hosts=hosts), Middleware(TokenRequired, token=token),

@@ -16,13 +16,20 @@ evaluator turns it into KSMR, KSR, WSR and MAR unchanged, with `level` and `cost
 in the text box (a composed character: one), MA the mouse actions (clicks in it and on the page's buttons), WS the
 words begun by typing, `decoder_calls` the completions the page asked for, `seconds` the translator's time on the
 segment (paused time left out); chars and words are the validated text's (whitespace collapsed). Accepted completions
-(Tab, Ctrl+→) have no field there: human.jsonl keeps them, one line per step.
+(Tab, Ctrl+→) have no field there: human.jsonl keeps them, one line per step, with the times the translator reopened
+the segment before validating it as it stands (adaptsim/serve/state.py).
+
+A session's run may span several processes (a kill, Ctrl-C, resume=true), and its `timing` is the session's: each
+process's time for the run is kept in summary.json while it runs (`timing.total_s` so far, written at every validation
+and when the process stops), a resume starts from it (`earlier_s`), and the finished run's `total_s` and
+`segments_per_s` are over every process (a killed process's time counts up to its last validation).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,15 +80,23 @@ class HumanSimulation(Simulation):
         self.interactive_costs = HUMAN  # (summary.json cost.interactive names the counting)
         self.validated: list = []  # the segments so far, each with its validated text as reference
         self.accepted = 0  # the completions accepted on the segment being committed (human.jsonl)
+        self.reopened = 0  # the times the segment being committed was reopened (human.jsonl)
+        self.earlier_s = 0.0  # the run's time in the session's earlier processes (module docstring)
+
+    def elapsed(self) -> dict:
+        """summary.json `timing` while the run goes on: its time in the session so far, every process's."""
+        return {"total_s": self.earlier_s + time.perf_counter() - self.timing.start, "earlier_s": self.earlier_s}
 
     def revealed_segment(self, seg, record: dict):
         """A replayed step's segment with the text the translator validated as its reference."""
         return replace(seg, reference=record["reference"])
 
-    def commit(self, turn, translation, seconds: float, reference: str, effort: Effort, accepted: int) -> None:
+    def commit(self, turn, translation, seconds: float, reference: str, effort: Effort, accepted: int,
+               reopened: int = 0) -> None:
         """`Simulation.commit` of the text the translator validated, with the page's `effort`; `accepted`: the
-        completions accepted, which human.jsonl records beside the step."""
-        self.accepted = accepted
+        completions accepted, and `reopened`: the times the segment was reopened, which human.jsonl records beside
+        the step."""
+        self.accepted, self.reopened = accepted, reopened
         super().commit(turn, translation, seconds, reference=reference, effort=effort)
 
     def step(self, seg, translation, *args, write: bool = True, **kwargs) -> None:
@@ -91,7 +106,8 @@ class HumanSimulation(Simulation):
         if write:
             append_line(self.writer.dir / HUMAN_FILE, {"index": self.index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
                                                        "accepted_completions": self.accepted,
-                                                       "completion_requests": kwargs["effort"].decoder_calls})
+                                                       "completion_requests": kwargs["effort"].decoder_calls,
+                                                       "reopened": self.reopened})
         super().step(seg, translation, *args, write=write, **kwargs)
 
     def scored(self, i: int, translation, effort: Effort) -> tuple[dict, None]:
@@ -123,7 +139,9 @@ class HumanSimulation(Simulation):
         for s in self.validated:
             documents.setdefault(s.doc_id, []).append(s)
         self.job.data["data_fingerprint"] = fingerprint([Document(d, segs) for d, segs in documents.items()])
-        return super().finish(**timing)
+        total = self.elapsed()["total_s"]  # the session's, every process's (module docstring)
+        return super().finish(**timing | {"total_s": total, "segments_per_s": len(self.hyps) / total,
+                                          "earlier_s": self.earlier_s})
 
 
 def write_references(path: Path, segments: list) -> None:

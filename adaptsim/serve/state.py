@@ -24,10 +24,25 @@ later request refused) rather than leave a θ the records do not explain; resume
 
 The translator may finish the session early (`finish`): each run's records then cover what was validated (its summary
 says `ended_early`), nothing more is translated, and the session cannot be resumed.
+
+The translator may correct a validation (`reopen`): the segment validated last comes back to the page, once — one step
+back, not further — while the session is at the position after it, and only where that validation was this server's
+(not one replayed by a resume) and did not complete its run's documents (a finished run's summary is final). The step
+is taken back entirely, so that the adapted model never holds what the records no longer show: its lines are cut from
+steps.jsonl (atomically; human.jsonl and hyps.txt follow it as at a resume), and θ_{i−1} is restored by the resume's
+own mechanism — the run's learner built again from θ0 (the model loaded again, or a study's base model cloned again)
+and the records left replayed (`Simulation.replay_next`, each update checked against its recorded perplexities).
+That costs a replay of the run's steps, where keeping a copy of every θ_{i−1} would cost a model's memory per step.
+The page gets the text that had been validated and the effort it had sent, and sends the sum with the corrected
+validation; human.jsonl counts the reopenings of each step (`reopened`).
+
+Every refusal is a `Refused` with a `code` (`CODES`: what the page tells the translator; the message is the technical
+line, which the server's log keeps).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import re
@@ -43,13 +58,13 @@ from adaptsim.data.types import fingerprint
 from adaptsim.errors import UserError
 from adaptsim.fingerprints import model_fingerprint
 from adaptsim.launch import resume
-from adaptsim.loop.learner import Learner, load
+from adaptsim.loop.learner import Learner, cloned_learners, load
 from adaptsim.loop.settings import validate
 from adaptsim.loop.simulation import ReplayRefused, Turn
 from adaptsim.models import Translation
 from adaptsim.records import JobSummary, RecordWriter, job_fields, write_bytes_atomic
 from adaptsim.serve import study
-from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, effort_of
+from adaptsim.serve.human import COUNTS, HUMAN_FILE, HumanSimulation, effort_of
 
 log = logging.getLogger("adaptsim")
 
@@ -61,13 +76,28 @@ CLOSE_WAIT_S = 30.0  # how long closing waits for the work in progress before le
 NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
+# The codes of refusals (each answer's `code`), by what the page does about them; the message is the technical line.
+CODES = {
+    "stale": "the position is not the session's: another tab validated, or the page is behind (reload)",
+    "finished": "the session is finished (every segment validated, or Finish now)",
+    "stopped": "the session stopped on a failure (resume=true goes on)",
+    "token": "the session token is missing or wrong",
+    "host": "the Host header is not one this server answers to",
+    "origin": "a change not from the page: its Origin, Sec-Fetch-Site or Content-Type",
+    "too_large": "the request or a text is over serve.max_request_bytes or serve.max_chars",
+    "bad_request": "a malformed body or field, an empty text, control characters",
+    "not_found": "no such address (404), or not with that method (405)",
+    "not_reopenable": "api/reopen: not the segment validated last by this server, or its run is finished",
+}
+
+
 class Refused(UserError):
     """A request that cannot be served as it is (stale, too long, malformed); nothing was changed. `status`: the
-    HTTP status it is answered with."""
+    HTTP status it is answered with; `code`: one of `CODES`."""
 
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400, code: str = "bad_request"):
         super().__init__(message)
-        self.status = status
+        self.status, self.code = status, code
 
 
 @dataclass
@@ -105,6 +135,16 @@ class Pending:
     cache: dict = field(default_factory=dict)
 
 
+@dataclass
+class Validation:
+    """The segment validated last by this process, which `reopen` may take back: its run, its position, the text and
+    the effort counts the page sent (given back to the page, which goes on counting from them)."""
+    run: MethodRun
+    position: int
+    text: str
+    effort: dict
+
+
 def run_part(cfg: DictConfig) -> DictConfig:
     """The config without the serve block: what a run is given (adaptsim/loop/settings.py knows run's keys)."""
     return OmegaConf.masked_copy(cfg, [k for k in cfg if k != "serve"])
@@ -120,15 +160,22 @@ class ServeSession:
         self.dir = Path(str(first.serve.dir))
         self.resume = bool(first.resume)
         self.max_chars = int(first.serve.max_chars)
+        # the languages as configured (`model.source_lang`, `model.target_lang`; None where unset): the page's `lang`
+        self.languages = {f"{side}_lang": None if (code := OmegaConf.select(first, f"model.{side}_lang")) in (None, "")
+                          else str(code) for side in ("source", "target")}
         self.lock = threading.Lock()
         self.failed: str | None = None
         self.pending: Pending | None = None
         self.ended_early = False
-        self._open(cfgs, overrides)
+        self.overrides = list(overrides)
+        self.last: Validation | None = None  # the validation `reopen` may take back
+        self.reopens: dict[int, int] = {}  # position → the times its segment was reopened (human.jsonl `reopened`)
+        self.base = None  # a study's base model, never trained (its runs adapt clones): `reopen` clones it again
+        self._open(cfgs)
 
     # -- opening: new, or resumed by replay ---------------------------------------------------------------------
 
-    def _open(self, cfgs: dict[str, DictConfig], overrides: list[str]) -> None:
+    def _open(self, cfgs: dict[str, DictConfig]) -> None:
         for cfg in cfgs.values():
             validate(cfg, "serve")  # every setting, serve's own among them, by the one table (loop/settings.py)
         if self.dir.exists() and not self.dir.is_dir():
@@ -148,43 +195,52 @@ class ServeSession:
                             "a study needs at least one document per method")
         self.dir.mkdir(parents=True, exist_ok=True)
         assignment, self.id = study.load_or_create(self.dir, [d.doc_id for d in self.documents], methods,
-                                                   int(self.cfg.seed), int(self.cfg.serve.translator), self.resume)
+                                                   int(self.cfg.seed), int(self.cfg.serve.translator), self.resume,
+                                                   self.overrides)
         self.runs = {m: MethodRun(m, cfgs[m], [d for d in self.documents if assignment[d.doc_id] == m])
                      for m in methods}
         self.order = [self.runs[assignment[d.doc_id]] for d in self.documents]  # the run of each document
         parts = [run_part(cfgs[m]) for m in methods]
-        if len(methods) == 1:
-            learners = [Learner(model, method_cfg=parts[0].method, update_cfg=parts[0]["update"], reset=parts[0].reset,
-                                seed=parts[0].seed)]
-        else:
-            from adaptsim.loop.learner import cloned_learners as clones  # a clone of the model per method, as lockstep
-
-
-            learners = clones(model, parts)
+        if len(methods) > 1:
+            self.base = model
+        learners = self._learners(model, parts)
         if self.resume:  # every run checked before any is written to
             for run, learner in zip(self.runs.values(), learners):
                 self._check_resume(run, learner)
         try:
             for run, part, learner in zip(self.runs.values(), parts, learners):
-                self._open_run(run, part, learner, overrides)
+                self._open_run(run, part, learner, self.resume)
             self._show_next()
         except BaseException:
             self.close()
             raise
 
-    def _open_run(self, run: MethodRun, part: DictConfig, learner: Learner, overrides: list[str]) -> None:
+    def _learners(self, model, parts: list[DictConfig]) -> list[Learner]:
+        """A learner per run: on the model itself for one method, on clones of it for a study (as lockstep's)."""
+        if len(parts) == 1:
+            part = parts[0]
+            return [Learner(model, method_cfg=part.method, update_cfg=part["update"], reset=part.reset,
+                            seed=part.seed)]
+        return cloned_learners(model, parts)
+
+    def _open_run(self, run: MethodRun, part: DictConfig, learner: Learner, resume: bool) -> None:
+        """The run's records opened, new or resumed (its steps replayed: θ as they left it)."""
         run_dir = self.dir / run.method
-        fields = job_fields(COMMAND, run.cfg, overrides)
+        fields = job_fields(COMMAND, run.cfg, self.overrides)
         summary = run_dir / "summary.json"
-        recorded_bytes = summary.read_bytes() if self.resume and summary.is_file() else None
+        recorded_bytes = summary.read_bytes() if resume and summary.is_file() else None
         run.learner = learner
-        run.job = JobSummary(run_dir, fields, resume=self.resume)
+        run.job = JobSummary(run_dir, fields, resume=resume)
         if run.job.finished:  # the texts the page shows for its documents
             run.texts = [r["reference"] for r in _records(run_dir)]
             return
-        run.writer = RecordWriter(run_dir, resume=self.resume)
-        run.sim = HumanSimulation(OmegaConf.create(OmegaConf.to_container(part, resolve=True)), run.job, run.writer,
-                                  learner, run.documents, self.skipped)
+        run.writer = RecordWriter(run_dir, resume=resume)
+        cfg = OmegaConf.create(OmegaConf.to_container(part, resolve=True))
+        cfg.resume = resume  # (`reopen` replays a run of a session that was not resumed)
+        run.sim = HumanSimulation(cfg, run.job, run.writer, learner, run.documents, self.skipped)
+        if recorded_bytes is not None:  # the run's time in the earlier processes, as the last one recorded it
+            timing = json.loads(recorded_bytes).get("timing") or {}
+            run.sim.earlier_s = float(timing.get("total_s") or 0.0)
         run.sim.recall()
         _keep_lines(run_dir / HUMAN_FILE, len(run.sim.recorded))
         try:
@@ -255,10 +311,21 @@ class ServeSession:
         with self.lock:
             return self._state()
 
+    @property
+    def ended(self) -> str | None:
+        """How the translator ended the session, if they did: `finished` (Finish now) or `complete` (every segment
+        validated, every run finished); None while it goes on, or after a failure (resume=true goes on)."""
+        if self.ended_early:
+            return "finished"
+        if not self.failed and all(run.finished and run.writer is None for run in getattr(self, "runs", {}).values()):
+            return "complete"
+        return None
+
     def _state(self) -> dict:
         total = sum(len(d) for d in self.documents)
         out = {"session": self.id, "position": self.position, "segments_total": total,
-               "documents": len(self.documents), "max_chars": self.max_chars, "failed": self.failed}
+               "documents": len(self.documents), "max_chars": self.max_chars, "failed": self.failed, **self.languages,
+               "reopenable": self._reopen_refusal() is None}
         if self.pending is None:
             return out | {"finished": True, "ended_early": self.ended_early}
         k, j = self._where()
@@ -272,19 +339,21 @@ class ServeSession:
 
     def _check(self, position) -> Pending:
         if self.failed:
-            raise Refused(f"the session stopped: {self.failed}", 409)
+            raise Refused(f"the session stopped: {self.failed}", 409, "stopped")
         if self.pending is None:
-            raise Refused("the session is finished: every segment is validated", 409)
+            raise Refused("the session is finished: " + ("the translator finished it" if self.ended_early
+                                                         else "every segment is validated"), 409, "finished")
         if not isinstance(position, int) or isinstance(position, bool) or position != self.position:
             raise Refused(f"position {position!r}: the session is at position {self.position} (segments validated "
-                          "so far; reload the page)", 409)
+                          "so far; reload the page)", 409, "stale")
         return self.pending
 
     def _text(self, text, what: str) -> str:
         if not isinstance(text, str):
             raise Refused(f"{what}: a string")
         if len(text) > self.max_chars:
-            raise Refused(f"{what}: {len(text)} characters; at most serve.max_chars={self.max_chars}", 413)
+            raise Refused(f"{what}: {len(text)} characters; at most serve.max_chars={self.max_chars}", 413,
+                          "too_large")
         if bad := NOT_TEXT.search(text):
             raise Refused(f"{what}: character {bad.start() + 1} is U+{ord(bad.group()):04X}, a control character or "
                           "half of a surrogate pair, not text")
@@ -314,13 +383,17 @@ class ServeSession:
             run = pending.run
             measured, accepted = effort_of(effort, text, run.sim.evaluator.words.segmenter)
             self.pending = None  # from here on the segment is off the page: it is adapted on once at most
+            self.last = None
             at = run  # the run whose work fails, if any
             try:
-                run.sim.commit(pending.turn, pending.translation, pending.seconds, text, measured, accepted)
+                run.sim.commit(pending.turn, pending.translation, pending.seconds, text, measured, accepted,
+                               self.reopens.get(position, 0))
                 run.writer.sync()  # on disk before the next segment is shown
                 run.texts.append(text)
+                self.last = Validation(run, position, text, sent_effort(effort))
                 if run.finished:
                     self._finish(run)
+                self._keep_time()
                 where = self._where()
                 at = self.order[where[0]] if where else run
                 self._show_next()
@@ -335,7 +408,7 @@ class ServeSession:
         and nothing more is translated. A failure stops the session as in `validate`."""
         with self.lock:
             pending = self._check(position)
-            self.pending = None
+            self.pending = self.last = None
             at = pending.run
             try:
                 pending.turn.close()
@@ -350,22 +423,90 @@ class ServeSession:
                 raise self._stopped(e, at, "finishing the session") from None
             return self._state()
 
+    def reopen(self, position) -> dict:
+        """Take back the validation of the segment before `position` (module docstring): the state for that segment
+        again, with `reopened`: the text that had been validated and the effort counts the page had sent for it. A
+        failure while taking it back stops the session as in `validate`."""
+        with self.lock:
+            pending = self._check(position)
+            if why := self._reopen_refusal():
+                raise Refused(why, 409, "not_reopenable")
+            last, self.pending, self.last = self.last, None, None
+            try:
+                pending.turn.close()  # the segment on the page (maybe another run's) is left
+                del pending  # (its completions hold the model, which one method's take-back loads again)
+                self._take_back(last.run)
+                self.reopens[last.position] = self.reopens.get(last.position, 0) + 1
+                self._show_next()
+            except Exception as e:
+                raise self._stopped(e, last.run, f"reopening segment {position}",
+                                    f"; resume=true serve.dir={self.dir} goes on") from None
+            log.info("serve: segment %d reopened (%d time(s)): its validation is taken back, θ restored by replay",
+                     position, self.reopens[last.position])
+            return self._state() | {"reopened": {"text": last.text, "effort": last.effort}}
+
+    def _reopen_refusal(self) -> str | None:
+        """Why api/reopen would be refused now; None if it would be accepted."""
+        if self.failed or self.pending is None:
+            return "the session is over"
+        if self.last is None:
+            return (f"position {self.position}: no segment is validated yet" if not self.position else
+                    f"position {self.position}: only the segment validated last by this server can be reopened, one "
+                    "step back (not one validated before a resume, nor the one before a reopened segment)")
+        if self.last.run.writer is None:
+            return (f"position {self.position}: its validation completed its run's documents, whose records are "
+                    "final (summary.json); it cannot be reopened")
+        return None
+
+    def _take_back(self, run: MethodRun) -> None:
+        """The run's last step taken back as a resume would find it without that step: its line cut from
+        steps.jsonl (atomically; human.jsonl and hyps.txt are cut to it by the replay, as at a resume), then a
+        learner from θ0 (the model loaded again, or a study's base cloned again) and the run's records left
+        replayed (`_open_run`, resumed: each update checked against its recorded perplexities). The run's time goes
+        on from where it was."""
+        run_dir, part = self.dir / run.method, run_part(run.cfg)
+        start, earlier = run.sim.timing.start, run.sim.earlier_s
+        run.writer.close()
+        run.writer = run.sim = run.learner = None  # (one method's model is freed before it is loaded again)
+        run.texts = []
+        steps = run_dir / "steps.jsonl"
+        write_bytes_atomic(steps, b"".join(steps.read_bytes().splitlines(keepends=True)[:-1]))
+        if self.base is None:
+            gc.collect()
+            from adaptsim.models import load_model
+
+            model = load_model(part.model, part.device)
+        else:
+            model = self.base
+        self._open_run(run, part, self._learners(model, [part])[0], resume=True)
+        run.sim.timing.start, run.sim.earlier_s = start, earlier
+
+    def _keep_time(self) -> None:
+        """Every open run's time so far into its summary.json (`HumanSimulation.elapsed`): what a resume goes on
+        from, should this process be killed."""
+        for run in self.runs.values():
+            if run.writer is not None:
+                run.job.update(timing=run.sim.elapsed())
+
     def _stopped(self, e: Exception, at: MethodRun, doing: str, then: str = "") -> Refused:
         """The session stopped by a failure in the middle of a change: the run `at` failed (unless it had ended), every
         later request refused; the page's one line."""
         if not isinstance(e, UserError):
             log.exception("serve: %s failed", doing)
         self.failed = " ".join(str(e).split()) or type(e).__name__
-        self.pending = None
+        self.pending = self.last = None
         if at.job is not None and at.job.data.get("status") == "running":
+            if at.sim is not None:
+                at.job.data["timing"] = at.sim.elapsed()
             at.job.close("failed", self.failed)
-        return Refused(f"the session stopped: {self.failed}{then}", 500)
+        return Refused(f"the session stopped: {self.failed}{then}", 500, "stopped")
 
     def _finish_early(self, run: MethodRun) -> None:
         assigned = sum(len(d) for d in run.documents)
-        if not run.done:
+        if not run.done:  # nothing to finish a run on: closed, with the time it was open and why
             run.writer.close()
             run.writer = None
+            run.job.data.update(ended_early={"validated": 0, "assigned": assigned}, timing=run.sim.elapsed())
             run.job.close("interrupted", "the translator finished the session before any of this method's segments")
             return
         d, j = run.sim.cursor
@@ -392,9 +533,16 @@ class ServeSession:
                     run.writer.close()
                     run.writer = None
                 if run.job is not None and run.job.data.get("status") == "running":
+                    if run.sim is not None:
+                        run.job.data["timing"] = run.sim.elapsed()  # what a resume adds its time to
                     run.job.close("interrupted", f"{why}; resume=true serve.dir={self.dir} goes on")
         finally:
             self.lock.release()
+
+
+def sent_effort(sent: dict) -> dict:
+    """The effort counts the page sent for a validation (checked by `effort_of`), as `reopen` gives them back."""
+    return {key: sent.get(key, 0) for key in (*COUNTS, "accepted_completions")} | {"seconds": sent.get("seconds", 0.0)}
 
 
 def _records(run_dir: Path) -> list[dict]:

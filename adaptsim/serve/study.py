@@ -8,7 +8,9 @@ rotated by `serve.translator`: translator t's block order is the drawn one shift
 document are not confounded across translators. So each method has the same number of documents (±1), in every
 part of the session (a translator who speeds up is no advantage to one method), and nothing the translator sees says
 which method a document has. study.json also holds the session's id (a random uuid, kept across resumes: the page's
-drafts are keyed by it, as every session on the same address shares the browser's storage). Each method's
+drafts are keyed by it, as every session on the same address shares the browser's storage) and the command line's
+overrides the session was started with, the one record of them a resume starts from (`recorded_overrides`:
+`resume=true serve.dir=DIR` alone goes on with a study). Each method's
 documents form one run directory, `<session>/<method>/`, a run of its own (its stream, its θ0 restarts, its
 records): the reports read each as a run; a paired comparison of two of them is refused, as their documents differ
 (docs/serve.md, "Study design").
@@ -58,13 +60,34 @@ def label(doc_ids: list, orders: list, translator: int) -> dict:
     return out
 
 
+def read(directory: Path) -> dict:
+    """The session's study.json; one line if it is not one."""
+    path = Path(directory) / FILE
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UserError(f"{path}: not a readable session record ({getattr(e, 'strerror', None) or e})") from None
+    if not isinstance(recorded, dict):
+        raise UserError(f"{path}: not a session record (a JSON object)")
+    return recorded
+
+
+def recorded_overrides(directory: Path) -> list[str]:
+    """The command line's overrides the session in `directory` was started with ([] where there is no session, or
+    it was recorded before study.json kept them)."""
+    if not (Path(directory) / FILE).is_file():
+        return []
+    return [str(o) for o in read(directory).get("overrides") or []]
+
+
 def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed: int, translator: int,
-                   resume: bool) -> tuple[dict[str, str], str]:
-    """The assignment and id of the session in `directory`: created (and written) for a new session; read and checked
-    for a resumed one, whose documents, methods and translator must be the recorded ones."""
+                   resume: bool, overrides: list[str] = ()) -> tuple[dict[str, str], str]:
+    """The assignment and id of the session in `directory`: created (and written, with the command line's
+    `overrides`) for a new session; read and checked for a resumed one, whose documents, methods and translator must
+    be the recorded ones."""
     path = Path(directory) / FILE
     if resume and path.is_file():
-        recorded = json.loads(path.read_text(encoding="utf-8"))
+        recorded = read(directory)
         if ended := recorded.get("ended_early"):
             raise UserError(f"serve.dir={directory}: the translator finished this session early ({ended['validated']} "
                             f"of {ended['segments']} segments validated); start a new one in another serve.dir")
@@ -79,12 +102,12 @@ def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed
     assignment, sid = assign(doc_ids, methods, seed, translator), str(uuid.uuid4())
     write_json_atomic(path, {"session": sid, "methods": methods, "seed": seed, "translator": translator,
                              "design": "balanced blocks in random orders rotated by translator (a Latin square "
-                                       "across translators), blind", "assignment": assignment})
+                                       "across translators), blind", "assignment": assignment,
+                             "overrides": [str(o) for o in overrides]})
     return assignment, sid
 
 
 def mark_ended(directory: Path, validated: int, segments: int) -> None:
     """Record in study.json that the translator finished the session early (Finish now): it cannot be resumed."""
     path = Path(directory) / FILE
-    recorded = json.loads(path.read_text(encoding="utf-8"))
-    write_json_atomic(path, {**recorded, "ended_early": {"validated": validated, "segments": segments}})
+    write_json_atomic(path, {**read(directory), "ended_early": {"validated": validated, "segments": segments}})
