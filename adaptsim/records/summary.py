@@ -54,7 +54,8 @@ RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "method_info": "the method's own figures (lasso's budgets, fixed's tensors, …)",
     "cost": "step_ms_median, steps, state_bytes_median, state_bytes_max",
     "timing": "wall and per-step times, threads, device (the GPU, CUDA and torch where cuda), the allocator that ran, "
-              "resident memory every 100 segments, resumed_after_steps",
+              "resident memory every 100 segments, resumed_after_steps; serve: earlier_s (the session's earlier "
+              "processes, which total_s includes)",
     "peak_rss_mb": "bench: the peak resident memory",
 }
 
