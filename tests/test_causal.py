@@ -304,6 +304,38 @@ def test_chat_vars_reach_the_template_as_yaml_typed_them(causal_dirs):
         Prompt.from_config(OmegaConf.merge(block, {"chat_vars": {"tools": [{"name": "x"}]}}))
 
 
+# Qwen3's chat template, as far as thinking goes: with `enable_thinking` false it writes an empty thinking block after
+# the assistant's header, so that the reply is the answer itself (the model's own template has more: tools, history)
+QWEN3_CHAT = ("{%- for m in messages %}{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>' + '\\n' }}"
+              "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}"
+              "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}"
+              "{%- endif %}{%- endif %}")
+
+
+def test_a_qwen3_style_template_renders_an_empty_thinking_block_with_thinking_off(causal_dirs):
+    """`model.prompt.chat_vars.enable_thinking=false` (YAML's false, on the command line as in a config) reaches the
+    template as a boolean: the prompt ends with the empty thinking block, and the reply starts with the translation.
+    Without it, with true, or with the text "false", the prompt ends at the assistant's header."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(causal_dirs("qwen2")))
+    tokenizer.chat_template = QWEN3_CHAT
+    block = model_config("qwen2.5-0.5b-instruct").prompt
+    header, think = "<|im_start|>assistant\n", "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+
+    def rendered(*overrides: str) -> str:
+        prompt = Prompt.from_config(OmegaConf.merge(block, OmegaConf.from_dotlist(list(overrides))))
+        text = tokenizer.decode(prompt.ids(tokenizer, SOURCE, CONTEXT[:1]))
+        assert text.startswith("<|im_start|>user\nTranslate the following English text into German.") and SOURCE in text
+        assert tokenizer.convert_ids_to_tokens(prompt.end_id(tokenizer)) == "<|im_end|>"
+        return text
+
+    assert rendered("chat_vars.enable_thinking=false").endswith(think)
+    for off in ((), ("chat_vars.enable_thinking=true",), ("chat_vars.enable_thinking='false'",)):
+        text = rendered(*off)
+        assert text.endswith(header) and "<think>" not in text, off
+
+
 # -- the simulated translator ----------------------------------------------------------------------------------
 def test_completions_keep_what_the_translator_validated(causal_dirs):
     model = load(causal_dirs, "gemma")  # sentencepiece, chat template
