@@ -18,7 +18,8 @@ def fake_model(encoder_decoder: bool = False):
     """What InContext looks at of a model (nothing is trained with weights=none)."""
     return SimpleNamespace(net=SimpleNamespace(config=SimpleNamespace(model_type="marian" if encoder_decoder
                                                                       else "llama")),
-                           reads_context=not encoder_decoder, named_parameters=lambda: {})
+                           reads_context=not encoder_decoder, named_parameters=lambda: {},
+                           count_tokens=lambda text: len(text.split()), max_tokens=64)  # what a TM's reader asks
 
 
 def icl_config(*overrides):
@@ -47,7 +48,7 @@ def walk(method, reset_at=()):
     return contexts
 
 
-@pytest.mark.parametrize("retrieval", ["document", "fuzzy", "both"])
+@pytest.mark.parametrize("retrieval", ["document", "fuzzy", "both", "random"])
 def test_no_pair_is_quoted_before_its_segment_was_post_edited(retrieval):
     for i, context in enumerate(walk(icl(retrieval=retrieval, k=5))):
         assert all(step < i for _, _, step in context)
@@ -76,9 +77,11 @@ def test_both_adds_the_fuzzy_matches_the_document_does_not_already_give():
     assert len(walk(icl(retrieval="both", k=2))[5]) == 4
 
 
-def test_restoring_theta0_empties_the_memory_as_tm_does():
-    contexts = walk(icl(retrieval="fuzzy", k=3), reset_at=(3,))
+@pytest.mark.parametrize("retrieval", ["fuzzy", "random"])
+def test_restoring_theta0_empties_the_memory_as_tm_does(retrieval):
+    contexts = walk(icl(retrieval=retrieval, k=3), reset_at=(3,))
     assert all(step >= 3 for c in contexts[3:] for *_, step in c)
+    assert [len(c) for c in contexts] == [0, 1, 2, 0, 1, 2]  # k respected, the pool the document so far
 
 
 def test_an_encoder_decoder_or_a_weights_setting_that_is_no_method_is_one_line():
@@ -89,6 +92,113 @@ def test_an_encoder_decoder_or_a_weights_setting_that_is_no_method_is_one_line()
         icl(weights="lora")
     with pytest.raises(UserError, match="method.retrieval"):
         icl(retrieval="bm25")
+
+
+def steps_in(context):
+    return [label for *_, label in context]
+
+
+def test_random_retrieval_is_k_of_the_same_pool_drawn_reproducibly_in_the_order_drawn():
+    """The control for fuzzy: k of the pairs revealed before the segment (fuzzy's pool at threshold 0), drawn by the
+    run's seed and the segment's index, not by a generator's state: a resumed run, whose replayed steps only reveal
+    their pairs, draws what the uninterrupted run drew."""
+    import random
+
+    drawn = [steps_in(c) for c in walk(icl(retrieval="random", k=2))]
+    assert drawn == [steps_in(c) for c in walk(icl(retrieval="random", k=2))]
+    assert drawn == [random.Random(f"1:{i}").sample(range(i), min(2, i)) for i in range(len(STREAM))]
+    everything = [sorted(steps_in(c)) for c in walk(icl(retrieval="fuzzy", k=10))]
+    assert [sorted(steps_in(c)) for c in walk(icl(retrieval="random", k=10))] == everything == \
+        [list(range(i)) for i in range(len(STREAM))]
+    assert drawn != [steps_in(c) for c in walk(icl(retrieval="random", k=2, seed=2))]  # the run's seed
+    for other in ("fuzzy", "document"):
+        assert drawn != [steps_in(c) for c in walk(icl(retrieval=other, k=2))]
+    resumed = icl(retrieval="random", k=2)
+    for i, (doc, src, ref) in enumerate(STREAM[:5]):
+        resumed.revealed(src, ref, doc, i)
+    assert steps_in(resumed.context(STREAM[5][1], "b")) == drawn[5] == steps_in(resumed.context(STREAM[5][1], "b"))
+
+
+# an external TM (tm's reader and checks): another translation of a stream source is no leak
+TM = [("Open the file now.", "Öffne jetzt die Datei."), ("Open the file.", "Öffnen Sie die Datei."),
+      ("Print all pages.", "Drucke alle Seiten.")]
+
+
+def with_tm(tmp_path, entries=TM, external=(), **settings):
+    path = tmp_path / "tm.tsv"
+    path.write_text("source\treference\n" + "".join(f"{s}\t{t}\n" for s, t in entries), encoding="utf-8")
+    return icl(external={"format": "tsv", "path": str(path), **dict(external)}, **settings)
+
+
+def test_an_external_tm_is_searched_alone_or_ranked_with_the_stream(tmp_path):
+    alone = walk(with_tm(tmp_path, pool="external", retrieval="fuzzy", k=1), reset_at=(3,))
+    assert [steps_in(c) for c in alone] == [["tm line 3"], ["tm line 2"], ["tm line 3"], ["tm line 4"],
+                                            ["tm line 2"], ["tm line 4"]]  # from the first segment, never emptied
+    assert alone[4] == [("Open the file now.", "Öffne jetzt die Datei.", "tm line 2")]
+    both = walk(with_tm(tmp_path, pool="both", retrieval="fuzzy", k=1))
+    assert steps_in(both[2]) == [0]  # "Open the files.": the stream's "Open the file." and the TM's tie: the stream's
+    assert steps_in(both[4]) == ["tm line 2"]  # an exact match in the TM beats the stream's nearest
+    assert steps_in(walk(with_tm(tmp_path, pool="external", retrieval="both", k=1))[4]) == ["tm line 2", 3]
+    drawn = [steps_in(c) for c in walk(with_tm(tmp_path, pool="both", retrieval="random", k=4))]
+    assert [len(d) for d in drawn] == [3, 4, 4, 4, 4, 4] and all(isinstance(s, str) for s in drawn[0])
+    assert all(set(d) <= {"tm line 2", "tm line 3", "tm line 4", *range(i)} for i, d in enumerate(drawn))
+    assert any(isinstance(s, int) for s in drawn[5]) and any(isinstance(s, str) for s in drawn[5])
+    assert with_tm(tmp_path, pool="both").info()["external"]["entries"] == 3
+
+
+def test_a_tm_holding_a_pair_of_the_test_stream_is_refused_or_dropped_as_tm_does(tmp_path):
+    from adaptsim.data.types import Segment
+
+    segments = [Segment(doc, str(i), src, ref) for i, (doc, src, ref) in enumerate(STREAM)]
+    leaking = [*TM, STREAM[1][1:]]  # "Close the window." with its post-edit: the test pair itself
+    with pytest.raises(UserError, match=r"^method.external: the TM .*tm.tsv holds 1 of the test stream's \(source, "
+                                        r"reference\) pairs \(line 5\): each would reveal its reference"):
+        with_tm(tmp_path, leaking, pool="external", retrieval="fuzzy").check_stream(segments)
+    method = with_tm(tmp_path, leaking, pool="external", retrieval="fuzzy", k=1,
+                     external={"on_overlap": "drop"})
+    method.check_stream(segments)
+    assert steps_in(walk(method)[1]) != ["tm line 5"] and method.info()["external"]["overlap"]["pairs"] == 1
+
+
+def test_pool_and_tm_settings_that_contradict_each_other_are_one_line(tmp_path):
+    with pytest.raises(UserError, match=r"^method.pool=external: no TM to search: set method.external.format"):
+        icl(pool="external", retrieval="fuzzy")
+    with pytest.raises(UserError, match=r"^method.external names the TM .*tm.tsv, but method.pool=stream does not "
+                                        r"search it: set method.pool=external or both$"):
+        with_tm(tmp_path)
+    with pytest.raises(UserError, match=r"^method.pool=external: retrieval=document quotes the stream's own"):
+        with_tm(tmp_path, pool="external")
+    with pytest.raises(UserError, match=r"^method.pool='tm': choose 'stream' \| 'external' \| 'both'$"):
+        icl(pool="tm")
+    with pytest.raises(UserError, match=r"^method.seed=-1: must be an integer ≥ 0$"):
+        icl(retrieval="random", seed=-1)
+
+
+def test_the_glossary_lists_the_terms_the_quoted_post_edits_corrected():
+    """A pair's terms: the post-edit's content words (lowercased, stopwords out) its machine translation lacks, as
+    the post-edit writes them; the glossary: the quoted pairs' terms in prompt order, each once, before the pairs."""
+    method = icl(retrieval="document", k=3, glossary=True)
+    assert method.corrected("Öffne jetzt die Datei sofort.", "Öffne die Akte.") == ("Datei", "sofort")
+    for step, (src, ref, mt) in enumerate([("Open the file.", "Öffne die Datei.", "Öffne die Akte."),
+                                           ("Print the page.", "Drucke die Seite.", "Drucke die Seite."),
+                                           ("Open it now.", "Öffne die datei jetzt sofort.", "Öffne es.")]):
+        method.revealed(src, ref, "a", step, hypothesis=mt)
+    context = method.context("Open the files.", "a")
+    assert context[0] == ("", "Datei, sofort", "glossary") and steps_in(context[1:]) == [0, 1, 2]
+    assert method.context("x", "b") == []  # nothing quoted, nothing corrected: no glossary
+    plain = icl(retrieval="document", k=3)
+    plain.revealed("Open the file.", "Öffne die Datei.", "a", 0, hypothesis="Öffne die Akte.")
+    assert steps_in(plain.context("Open the files.", "a")) == [0]  # glossary: false, the default
+    with pytest.raises(UserError, match=r"^method.glossary=true: needs the machine translation each post-edit "
+                                        r"corrected, which this loop does not give"):
+        method.revealed("Open the file.", "Öffne die Datei.", "a", 3)
+
+
+def test_a_tm_entry_brings_no_terms_to_the_glossary(tmp_path):
+    method = with_tm(tmp_path, pool="both", retrieval="fuzzy", k=2, glossary=True)
+    method.revealed("Print the page.", "Drucke die Seite.", "a", 0, hypothesis="Drucke das Blatt.")
+    context = method.context("Print all pages.", "a")
+    assert [c[2] for c in context] == ["glossary", 0, "tm line 4"] and context[0][1] == "Seite"
 
 
 def test_context_cxmi_is_the_papers_difference_on_one_model():
@@ -260,3 +370,66 @@ def test_every_method_can_be_the_weights_method_or_says_why_in_one_line(causal_d
             assert name == "fixed" and str(e).startswith("method.weights.") or "fixed_lists" in str(e), (name, e)
             continue
         assert method.inner.name == name and method.info()["weights"] == name
+
+
+def test_random_icl_quotes_the_same_draws_alone_in_lockstep_and_resumed(tmp_path, causal_dirs, tiny_tsv):
+    """The draws are seeded by the run's seed and the segment's index: a lockstep run and a resumed one (its first
+    steps replayed, nothing drawn for them) quote what the run alone quotes."""
+    import random
+    import shutil
+
+    from adaptsim.cli import main
+
+    common = [f"model.path={causal_dirs('llama')}", "dataset=tsv", f"dataset.path={tiny_tsv}", "method=icl",
+              "method.k=2", "reset=never", "progress=false", "decode.beam_size=2", "decode.max_length=20"]
+
+    def run(*overrides):
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", *overrides, *common])
+        assert exit_.value.code == 0
+
+    def steps(out):
+        return [{k: v for k, v in s.items() if not k.endswith("_s")} for s in steps_of(out)]
+
+    alone = tmp_path / "alone"
+    run(f"hydra.run.dir={alone}", "method.retrieval=random")
+    run("-m", f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=${method.retrieval}",
+        "hydra/launcher=lockstep", "method.retrieval=random,document")
+    cut = tmp_path / "cut"  # interrupted after 3 of 6 steps
+    shutil.copytree(alone, cut)
+    for name in ("steps.jsonl", "hyps.txt"):
+        (cut / name).write_text("".join((cut / name).read_text().splitlines(keepends=True)[:3]))
+    (cut / "summary.json").write_text(json.dumps({**json.loads((alone / "summary.json").read_text()),
+                                                  "status": "interrupted"}))
+    run(f"hydra.run.dir={cut}", "method.retrieval=random", "resume=true")
+    assert steps(tmp_path / "sweep" / "random") == steps(alone) == steps(cut)
+    for i, step in enumerate(steps(alone)):  # the draw, or its end where the prompt had to be cut
+        drawn, quoted = random.Random(f"1:{i}").sample(range(i), min(2, i)), step.get("context", [])
+        assert quoted == drawn[len(drawn) - len(quoted):]
+    document = steps(tmp_path / "sweep" / "document")
+    assert [s.get("context") for s in steps(alone)] != [s.get("context") for s in document]
+
+
+def test_icl_quotes_an_external_tm_from_the_first_segment_and_refuses_one_holding_a_test_pair(
+        run_adaptsim, causal_dirs, tiny_tsv, tiny_corpus, tmp_path, capsys):
+    from adaptsim.cli import main
+
+    def tm(name, entries):
+        path = tmp_path / name
+        path.write_text("source\treference\n" + "".join(f"{s}\t{t}\n" for s, t in entries), encoding="utf-8")
+        return path
+
+    settings = [f"model.path={causal_dirs('llama')}", "dataset=tsv", f"dataset.path={tiny_tsv}", "method=icl",
+                "method.retrieval=fuzzy", "method.pool=external", "method.k=1", "method.external.format=tsv"]
+    out, summary = run_adaptsim("icl-tm", *settings, f"method.external.path={tm('tm.tsv', tiny_corpus[1:4])}")
+    assert all(s["context"] in (["tm line 2"], ["tm line 3"], ["tm line 4"]) for s in steps_of(out))
+    external = summary["method_info"]["external"]
+    assert external["entries"] == 3 and external["fingerprint"] and external["overlap"]["pairs"] == 0
+    stream_pair = tiny_tsv.read_text().splitlines()[1].split("\t")[2:]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", f"hydra.run.dir={tmp_path / 'leak'}", "progress=false", *settings,
+              f"method.external.path={tm('leak.tsv', [*tiny_corpus[1:4], stream_pair])}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and "method.external: the TM" in err and "holds 1 of the test stream's" in err
+    assert "Traceback" not in err

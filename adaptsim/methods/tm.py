@@ -206,7 +206,7 @@ class Tm(Retrieval, Method):
                         "saw those references before translating", where, len(leaks), KEY)
         self.external_info["overlap"] = overlap
 
-    def revealed(self, source, reference, doc_id=None, step=None):
+    def revealed(self, source, reference, doc_id=None, step=None, hypothesis=None):
         self.sources.append(source)
         self.references.append(reference)
 
