@@ -16,7 +16,7 @@ evaluator turns it into KSMR, KSR, WSR and MAR unchanged, with `level` and `cost
 in the text box (a composed character: one), MA the mouse actions (clicks in it and on the page's buttons), WS the
 words begun by typing, `decoder_calls` the completions the page asked for, `seconds` the translator's time on the
 segment (paused time left out); chars and words are the validated text's (whitespace collapsed). Accepted completions
-(Tab, Ctrl+→) have no field there: human.jsonl keeps them, one line per step, with the times the translator reopened
+(Tab, Ctrl+.) have no field there: human.jsonl keeps them, one line per step, with the times the translator reopened
 the segment before validating it as it stands (adaptsim/serve/state.py).
 
 A session's run may span several processes (a kill, Ctrl-C, resume=true), and its `timing` is the session's: each
