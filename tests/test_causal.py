@@ -232,12 +232,61 @@ def test_the_end_token_is_the_chat_templates_end_of_turn_or_the_end_of_sequence(
         "gpt2": "<|endoftext|>", "llama": "</s>", "qwen2": "<|im_end|>", "gemma": "<end_of_turn>"}
 
 
-def test_a_prompt_that_leaves_no_room_is_refused_in_one_line(causal_dirs):
+def test_the_prompt_budget_leaves_out_pairs_from_the_front_and_refuses_a_source_alone_over_it(causal_dirs,
+                                                                                              monkeypatch):
+    """`model.prompt.max_tokens` (at most half the positions) bounds the prompt: the fewest first pairs are left out for
+    it to fit; a prompt over it is refused in one line naming it, before the network computes anything."""
     model = load(causal_dirs, "llama")
-    with pytest.raises(UserError, match=r"no room is left to translate; quote fewer context pairs \(method.k\)"):
-        model.translate(SOURCE, context=CONTEXT * 20)
-    with pytest.raises(UserError, match=r"more than the model's 128 positions"):
-        model.pair(SOURCE, REFERENCE, CONTEXT * 20)
+    monkeypatch.setattr(model.net, "forward", lambda *a, **k: pytest.fail("the network ran"))
+    context = CONTEXT * 3
+    lengths = [model.prompt_tokens(SOURCE, context[n:]) for n in range(len(context) + 1)]  # n first pairs left out
+    assert lengths == sorted(lengths, reverse=True) and lengths[0] > model.max_tokens == 64
+    assert model.fitting(SOURCE, context) == next(n for n, tokens in enumerate(lengths) if tokens <= 64)
+    assert with_prompt(model, max_tokens=10**6).max_tokens == 64  # half the position table
+    budget = with_prompt(model, max_tokens=lengths[4])  # two pairs fit exactly
+    assert budget.max_tokens == lengths[4] and budget.fitting(SOURCE, context) == 4
+    assert with_prompt(model, max_tokens=lengths[4] - 1).fitting(SOURCE, context) == 5
+    assert budget.fitting(SOURCE, context[4:]) == 0 and model.fitting(SOURCE, CONTEXT[:1]) == 0
+    line = rf"^model.prompt.max_tokens={lengths[4]}: the prompt takes {lengths[3]} tokens, more than its budget of " \
+           rf"{lengths[4]} \(at most half the model's 128 positions\); quote fewer context pairs \(method.k\)$"
+    for call in (lambda: budget.translate(SOURCE, context=context[3:]),
+                 lambda: budget.pair(SOURCE, REFERENCE, context[3:]),
+                 lambda: budget.completions(SOURCE, context=context[3:]).propose("Der ")):
+        with pytest.raises(UserError, match=line):
+            call()
+    alone = with_prompt(model, max_tokens=lengths[-1] - 1)  # the source's prompt alone is over it
+    line = rf"^model.prompt.max_tokens={lengths[-1] - 1}: the prompt takes {lengths[-1]} tokens, .*; the source " \
+           r"alone is over it: raise it, or set dataset.on_too_long=skip to leave such segments out$"
+    for call in (lambda: alone.fitting(SOURCE, context), lambda: alone.translate(SOURCE),
+                 lambda: alone.pair(SOURCE, REFERENCE)):
+        with pytest.raises(UserError, match=line):
+            call()
+    with pytest.raises(UserError, match=r"more than the model's 128 positions"):  # the pair's whole length
+        model.pair(SOURCE, "Der Mann sieht den Hund. " * 20)
+
+
+def test_icl_records_how_many_pairs_the_prompt_budget_left_out(run_adaptsim, causal_dirs, tiny_tsv):
+    """A run whose budget holds one earlier pair of the document but not two: k = 2 quotes the last one, steps.jsonl
+    says that one was left out (`dropped_pairs`, where any was), the one left out would not have fitted, and the summary
+    counts them."""
+    model = load(causal_dirs, "llama")
+    rows = [line.split("\t") for line in tiny_tsv.read_text(encoding="utf-8").splitlines()[1:]]
+    docs = [[(r[2], r[3]) for r in rows if r[0] == doc] for doc in dict.fromkeys(r[0] for r in rows)]
+    budget = max(model.prompt_tokens(doc[j][0], doc[j - 1:j]) for doc in docs for j in range(1, len(doc)))
+    out, summary = run_adaptsim("budget", f"model.path={causal_dirs('llama')}", "dataset=tsv",
+                                f"dataset.path={tiny_tsv}", "method=icl", "method.k=2", "method.retrieval=document",
+                                f"model.prompt.max_tokens={budget}")
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    dropped = 0
+    for s in steps:
+        pair = docs[0 if s["doc_id"] == rows[0][0] else 1]
+        j = [src for src, _ in pair].index(s["source"])
+        quoted, left_out = len(s.get("context", [])), s.get("dropped_pairs", 0)
+        assert s["prompt_tokens"] <= budget and quoted + left_out == min(2, j) and quoted == min(1, j), s
+        if left_out:  # the pair before the first quoted one did not fit
+            assert model.prompt_tokens(s["source"], pair[j - quoted - 1:j]) > budget
+        dropped += left_out
+    assert dropped == 2 and summary["cost"]["prompt"]["dropped_pairs"] == dropped
 
 
 def test_lockstep_clones_translate_and_score_as_the_model(causal_dirs):

@@ -39,9 +39,10 @@ from adaptsim.records import JobSummary, RecordWriter, compress_records, speakin
 
 log = logging.getLogger("adaptsim")
 RSS_EVERY = 100  # segments between two readings of the resident memory (summary.json timing.rss_mb)
-# a decoder-only model's prompt in a step's record: its tokens, the earlier steps it quoted (icl), and the reference's
-# log-probabilities under θ_{i−1} with those in the prompt (beside `logprobs`, without: CXMI of the context)
-PROMPT_FIELDS = ("prompt_tokens", "context", "logprobs_context")
+# a decoder-only model's prompt in a step's record: its tokens, the earlier steps it quoted (icl), the reference's
+# log-probabilities under θ_{i−1} with those in the prompt (beside `logprobs`, without: CXMI of the context), and how
+# many of the pairs the method chose were left out for the prompt to fit model.prompt.max_tokens (where any were)
+PROMPT_FIELDS = ("prompt_tokens", "context", "logprobs_context", "dropped_pairs")
 
 
 class ReplayRefused(UserError):
@@ -154,11 +155,13 @@ def loop(base: Model, runs: list[Simulation], **timing) -> None:
 class Turn:
     """A segment a run has begun and not yet committed (the one at its cursor), the method's moment of adaptation
     entered for it (tm's; `moment`: its record, `Learner.moment_since`), left on exit, and the earlier pairs its
-    prompt quotes (icl's `context`: (source, post-edit, step))."""
+    prompt quotes (icl's `context`: (source, post-edit, step)), after the first `dropped` the method chose, which did
+    not fit."""
     seg: Segment
     moment: dict | None
     stack: ExitStack
     context: list[tuple[str, str, int | None]] = field(default_factory=list)
+    dropped: int = 0
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -256,7 +259,8 @@ class Simulation:
             # a vocabulary the simulated translator cannot spell with fails before the first segment
             model.piece_index()
         self.efforts: list[Effort] = []  # what the simulated translator spent on each segment (metrics.interactive)
-        self.prompts: list[tuple[int, int]] = []  # a decoder-only model's prompt per step: (tokens, context pairs)
+        # a decoder-only model's prompt per step: (tokens, context pairs, pairs left out for the budget)
+        self.prompts: list[tuple[int, int, int]] = []
         self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang,
                                        cfg.metrics.get("tokenize"))  # BLEU tokenised as the stream's
         if self.probe is not None:
@@ -332,7 +336,7 @@ class Simulation:
         before = dict(self.learner.temporary)
         try:
             stack.enter_context(self.learner.adapted_for(seg.source))
-            self.open = Turn(seg, self.learner.moment_since(before), stack, self._context(seg))
+            self.open = Turn(seg, self.learner.moment_since(before), stack, *self._context(seg))
         except BaseException:
             stack.close()
             raise
@@ -357,6 +361,8 @@ class Simulation:
                 prompt |= {"context": [step for _, _, step in turn.context],
                            "logprobs_context": self.learner.logprobs(model.pair(seg.source, seg.reference,
                                                                                 context=turn.pairs))}
+            if turn.dropped:
+                prompt["dropped_pairs"] = turn.dropped
         self.step(seg, translation, seconds, *self._adapt(seg), effort=effort, moment=turn.moment, prompt=prompt)
         self._advance()
 
@@ -391,16 +397,15 @@ class Simulation:
         """The segment of a replayed step as it was revealed: the data's (a translator's run: the recorded text)."""
         return seg
 
-    def _context(self, seg: Segment) -> list[tuple[str, str, int | None]]:
-        """The earlier pairs the method quotes before `seg` (icl), as many as fit: a prompt may take at most what a
-        source may (`Model.max_tokens`, half a decoder-only model's position table: the rest is the target's), so the
-        first pairs of the prompt's order (the oldest, or the weakest matches) are left out until it fits; the step
-        records the ones quoted."""
+    def _context(self, seg: Segment) -> tuple[list[tuple[str, str, int | None]], int]:
+        """The earlier pairs the method quotes before `seg` (icl), as many as fit, and how many were left out: a prompt
+        may take at most what a source may (`Model.max_tokens`: a decoder-only model's prompt budget, at most half its
+        position table), so the first pairs of the prompt's order (the oldest, or the weakest matches) are left out
+        until it fits (`Model.fitting`); the step records the ones quoted and the number left out."""
         retrieval, model = self.learner.retrieval, self.learner.model
         context = retrieval.context(seg.source, seg.doc_id) if retrieval else []
-        while context and model.prompt_tokens(seg.source, [(s, t) for s, t, _ in context]) > model.max_tokens:
-            context = context[1:]
-        return context
+        dropped = model.fitting(seg.source, [(s, t) for s, t, _ in context]) if context else 0
+        return context[dropped:], dropped
 
     def _advance(self) -> None:
         d, j = self.cursor
@@ -446,7 +451,8 @@ class Simulation:
         if effort is not None:
             self.efforts.append(effort)
         if prompt is not None:
-            self.prompts.append((prompt["prompt_tokens"], len(prompt.get("context", ()))))
+            self.prompts.append((prompt["prompt_tokens"], len(prompt.get("context", ())),
+                                 prompt.get("dropped_pairs", 0)))
         probed, self.probed = self.probed, None
         if probed is not None:
             self.probes.append(probed)
@@ -521,9 +527,9 @@ class Simulation:
         if self.learner.retrieval and self.learner.retrieval.moment:  # tm's moments, zeros too
             cost["temporary"] = self.learner.temporary
         if self.prompts:  # a decoder-only model's prompts (icl's cost is their length) and its translations' seconds
-            tokens, pairs = zip(*self.prompts)
+            tokens, pairs, dropped = zip(*self.prompts)
             cost["prompt"] = {"tokens_per_segment": statistics.mean(tokens), "tokens_max": max(tokens),
-                              "context_pairs_per_segment": statistics.mean(pairs),
+                              "context_pairs_per_segment": statistics.mean(pairs), "dropped_pairs": sum(dropped),
                               "translate_s_per_segment": statistics.mean(self.timing.translate_s)}
         if self.efforts:
             metrics = self.cfg.metrics

@@ -244,6 +244,12 @@ class Model:
         model's hypothesis the one it gives alone."""
         raise NotImplementedError
 
+    def fitting(self, source: str, context: Sequence[tuple[str, str]]) -> int:
+        """How many of `context`'s first pairs to leave out for the input to fit the model (a decoder-only model's
+        prompt budget: `CausalModel.fitting`); a model that reads no context takes none."""
+        _no_context(context)
+        return 0
+
     def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
                     length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
                     dtype: str = "float32", context: Sequence[tuple[str, str]] = ()) -> Completions:

@@ -27,9 +27,10 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   than running on to `decode.max_length` for text that is cut anyway (the best hypothesis up to a line's end, in a
   fraction of the time). Where that token carried text before
   its newline (".\n"), the hypothesis' pieces are its text's own (`pieces`), else the generated ones.
-- Lengths: the position table bounds prompt and target together. A segment fits (`count_tokens`, `max_tokens`) when
-  each side, the prompt around it included, takes at most half the table, so the pair fits whole; generation stops at
-  the table's end; a prompt with context that leaves no room is refused with one line.
+- Lengths: the position table bounds prompt and target together, and `model.prompt.max_tokens` the prompt. A segment
+  fits (`count_tokens`, `max_tokens`) when each side, the prompt around it included, takes at most the smaller of the
+  budget and half the table, so the pair fits whole; the pairs a prompt quotes are left out from the front until it
+  fits (`fitting`), before anything is computed; a prompt over the budget is refused with one line naming it.
 - `model.languages` is for seq2seq checkpoints: a decoder-only model is told the languages by its prompt, and a
   config that sets language tokens for one is refused.
 - The simulated translator (`metrics.interactive`, `serve`) works as for seq2seq models: its prefix search is
@@ -101,9 +102,42 @@ class CausalModel(Model):
     # -- tokens -------------------------------------------------------------------------------------
     @property
     def max_tokens(self) -> int:
-        """The most tokens a side of a pair may take with the prompt around it (`count_tokens`): half the position
-        table, so that source and reference fit together."""
-        return self._positions // 2
+        """The most tokens a prompt may take, and a side of a pair with the prompt around it (`count_tokens`): the
+        prompt's budget (`model.prompt.max_tokens`), at most half the position table, so that source and reference fit
+        together."""
+        return min(self.prompt.max_tokens, self._positions // 2)
+
+    def fitting(self, source: str, context: Sequence[Pair]) -> int:
+        """How many of `context`'s first pairs to leave out for the prompt to fit `max_tokens` (the fewest: the
+        prompt's length falls with every pair left out), or a one-line error where the source's prompt alone is over."""
+        def fits(n: int) -> bool:
+            return self.prompt_tokens(source, context[n:]) <= self.max_tokens
+
+        if fits(0):
+            return 0
+        if not fits(len(context)):
+            self._budget(self.prompt_tokens(source), quoted=False)
+        over, fit = 0, len(context)
+        while fit - over > 1:
+            mid = (over + fit) // 2
+            over, fit = (over, mid) if fits(mid) else (mid, fit)
+        return fit
+
+    def _budget(self, tokens: int, quoted: bool, bound: int | None = None) -> None:
+        """A prompt of `tokens` over `bound` (`max_tokens`): one line naming the budget."""
+        bound = self.max_tokens if bound is None else bound
+        if tokens > bound:
+            fix = ("quote fewer context pairs (method.k)" if quoted else
+                   "the source alone is over it: raise it, or set dataset.on_too_long=skip to leave such segments out")
+            raise UserError(f"model.prompt.max_tokens={self.prompt.max_tokens}: the prompt takes {tokens} tokens, more "
+                            f"than its budget of {bound} (at most half the model's {self._positions} positions); {fix}")
+
+    def _prompt(self, source: str, context: Sequence[Pair] = (), bound: int | None = None) -> list[int]:
+        """The prompt's ids, refused in one line where they are over `bound` (default `max_tokens`), before anything
+        is computed."""
+        ids = self.prompt.ids(self.tokenizer, source, context)
+        self._budget(len(ids), bool(context), bound)
+        return ids
 
     def count_tokens(self, text: str) -> int:
         """The tokens of the prompt around `text` (as the source, no context)."""
@@ -128,8 +162,8 @@ class CausalModel(Model):
 
     def pair(self, source: str, reference: str, context: Sequence[Pair] = ()) -> dict[str, torch.Tensor]:
         """A batch of one pair: the prompt's ids (with `context`) and the reference's with the end token; labels
-        -100 on the prompt."""
-        prompt = self.prompt.ids(self.tokenizer, source, context)
+        -100 on the prompt. The prompt is bounded by its budget alone (the pair's whole length by the positions)."""
+        prompt = self._prompt(source, context, self.prompt.max_tokens)
         target = self.prompt.target_ids(self.tokenizer, reference, self.end)
         if len(prompt) + len(target) > self._positions:
             raise UserError(f"the prompt and the reference take {len(prompt) + len(target)} tokens, more than the "
@@ -170,7 +204,7 @@ class CausalModel(Model):
                            context: Sequence[Pair] = ()) -> list[Translation]:
         """`translate` for several clones of this model (lockstep runs): one prompt, one search per clone (no lean
         search to share; `search` is not used). `dtype` bfloat16: the network's products under bf16 autocast."""
-        prompt = self.prompt.ids(self.tokenizer, source, context)
+        prompt = self._prompt(source, context)
         new = self._new_tokens(max_length, len(prompt))
         with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
             outs = [self._generate(m.net, prompt, beam_size, new, length_penalty) for m in models]
@@ -233,7 +267,7 @@ class CausalModel(Model):
             raise ValueError(f"dtype={dtype!r}: the prefix search runs in float32")
 
         def prefixes() -> tuple[list[int], PrefixSearch]:
-            head = self.prompt.ids(self.tokenizer, source, context)
+            head = self._prompt(source, context)
             longest = len(head) + self._new_tokens(max_length, len(head))  # translate_together's bound
             return head, PromptSearch(self, beam_size=beam_size, max_length=longest, length_penalty=length_penalty)
         return Completions(self, prefixes)

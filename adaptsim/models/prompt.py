@@ -27,6 +27,8 @@ tokenizer's end-of-sequence token. `chat_vars` are more variables for the chat t
 into its system message from the clock unless `date_string` is given, and a prompt that changes with the day would
 make runs (and their resumes) differ.
 
+`max_tokens` is the prompt's budget (adaptsim/models/causal.py `CausalModel.max_tokens`, `fitting`).
+
 `stop` says where a hypothesis ends (adaptsim/models/causal.py): `line`, at the first newline or the end token, or
 `end`, at the end token only. A segment is one line, and an instruct model that adds "Note: …" after its translation
 (or a base LM that writes its next example) would otherwise have that scored as the hypothesis.
@@ -41,7 +43,7 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
-from adaptsim.rules import Choice
+from adaptsim.rules import Choice, Integer
 
 STOPS = ("line", "end")  # `stop`: where a hypothesis ends
 
@@ -58,6 +60,7 @@ class Prompt:
     source_lang: str
     target_lang: str
     stop: str  # line | end
+    max_tokens: int  # the prompt's budget in tokens
     chat: bool | str = "auto"  # true | false | "auto": the tokenizer's chat template where it has one
     # more variables for the chat template, as YAML typed them (("date_string", "26 Jul 2024"), ("enable_thinking",
     # False)): a template tests `enable_thinking is false`, which the text "False" fails
@@ -81,8 +84,9 @@ class Prompt:
             if v is not None and not isinstance(v, (str, bool, int, float)):
                 raise UserError(f"model.prompt.chat_vars.{k}={v}: expected a text, a number, true, false or null")
         stop = Choice(STOPS).check("model.prompt.stop", block.stop)
+        max_tokens = Integer(1).check("model.prompt.max_tokens", block.max_tokens)
         return cls(str(block.instruction or ""), str(block.example), str(block.query), str(block.target_prefix or ""),
-                   str(block.source_lang), str(block.target_lang), stop, chat,
+                   str(block.source_lang), str(block.target_lang), stop, max_tokens, chat,
                    tuple((str(k), v) for k, v in chat_vars.items()))
 
     def uses_chat(self, tokenizer) -> bool:
