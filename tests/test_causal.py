@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -310,6 +311,61 @@ def test_load_model_chooses_the_class_from_the_checkpoint(causal_dirs, tiny_mode
     cfg.path, cfg.languages.target_token = str(causal_dirs("gemma")), "de_DE"
     with pytest.raises(UserError, match="is a decoder-only model: it is told the languages by its prompt"):
         load_model(cfg)
+
+
+def test_model_dtype_loads_the_weights_as_set_and_the_whole_loop_runs_on_bf16_weights(causal_dirs, run_adaptsim,
+                                                                                     tiny_tsv, tiny_model_dir):
+    """`model.dtype=bfloat16` forced on a CPU: every weight is bf16, the model translates and scores (in float32 from
+    its bf16 logits), and a whole icl run finishes; auto on a CPU is float32; an encoder-decoder refuses anything but
+    float32 in one line, a wrong value is refused by its rule."""
+    cfg = model_config("demo-lm")
+    cfg.path, cfg.dtype = str(causal_dirs("llama")), "bfloat16"
+    model = load_model(cfg)
+    assert {p.dtype for p in model.net.parameters()} == {torch.bfloat16}
+    assert model.translate(SOURCE, beam_size=2, max_length=20, context=CONTEXT[:1]).pieces
+    with torch.no_grad():
+        nll = model.token_nll(model.pair(SOURCE, REFERENCE, CONTEXT[:1]))
+    assert nll.dtype == torch.float32 and nll.isfinite().all()
+    cfg.dtype = "auto"
+    assert {p.dtype for p in load_model(cfg).net.parameters()} == {torch.float32}
+    _, summary = run_adaptsim("bf16", f"model.path={causal_dirs('llama')}", "model.dtype=bfloat16", "dataset=tsv",
+                              f"dataset.path={tiny_tsv}", "method=icl", "method.k=1")
+    assert summary["status"] == "finished" and summary["segments"] == 6
+    for path, dtype, line in ((tiny_model_dir, "bfloat16", "bfloat16: an encoder-decoder model loads float32 ("),
+                              (causal_dirs("llama"), "half", "'half': choose 'auto' | 'float32' | 'bfloat16'")):
+        cfg.path, cfg.dtype = str(path), dtype
+        with pytest.raises(UserError, match="^" + re.escape(f"model.dtype={line}")):
+            load_model(cfg)
+
+
+def test_model_dtype_auto_is_the_stored_dtype_on_a_gpu_and_float32_on_a_cpu(causal_dirs, tmp_path):
+    """The resolution itself, for cuda without a GPU: the safetensors header says what the file stores (before
+    config.json, which may say otherwise), then config.json, then float32; a hub name is left to transformers."""
+    import shutil
+
+    from adaptsim.models.base import weights_dtype
+
+    stored = tmp_path / "bf16"
+    model = load(causal_dirs, "llama")
+    model.net.to(torch.bfloat16).save_pretrained(str(stored))
+    config = json.loads((stored / "config.json").read_text())
+    (stored / "config.json").write_text(json.dumps(config | {"dtype": "float32"}))  # what data/demo/lm's says
+    assert weights_dtype("auto", "cuda", str(stored)) == weights_dtype("auto", "cuda:1", stored) == torch.bfloat16
+    assert weights_dtype("auto", "cpu", str(stored)) == torch.float32
+    assert weights_dtype("float16", "cuda", str(stored)) == weights_dtype("float16", "cpu", "x/y") == torch.float16
+    assert weights_dtype("float32", "cuda", str(stored)) == torch.float32
+    named = tmp_path / "named"  # no weights file to read: config.json says
+    named.mkdir()
+    shutil.copy(stored / "config.json", named / "config.json")
+    (named / "config.json").write_text(json.dumps(config | {"dtype": "float16"}))
+    assert weights_dtype("auto", "cuda", str(named)) == torch.float16
+    (named / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "dtype"}))
+    assert weights_dtype("auto", "cuda", str(named)) == torch.float32  # nothing says
+    assert weights_dtype("auto", "cuda", str(causal_dirs("llama"))) == torch.float32  # saved float32
+    assert weights_dtype("auto", "cuda", "Qwen/Qwen2.5-0.5B-Instruct") == "auto"
+    assert weights_dtype("auto", "cpu", "Qwen/Qwen2.5-0.5B-Instruct") == torch.float32
+    with pytest.raises(UserError, match=r"^model.dtype='fp16': choose 'auto' \| 'float32' \| 'bfloat16' \| 'float16'$"):
+        weights_dtype("fp16", "cuda", str(stored))
 
 
 def test_a_seq2seq_model_refuses_context_in_one_line(tiny_model_dir):

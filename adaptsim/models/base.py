@@ -9,7 +9,9 @@ without dropout, so updates run in eval mode with gradients enabled.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +24,12 @@ from adaptsim import config_defaults
 from adaptsim.errors import UserError
 from adaptsim.models.arch import Architecture, describe
 from adaptsim.models.decode.prefix import PieceIndex, PrefixSearch, Spelling
+from adaptsim.rules import Choice
 
 log = logging.getLogger(__name__)
+# `model.dtype`: how the weights are loaded (auto: the checkpoint's stored dtype on a GPU, float32 on a CPU)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_STORED = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}  # safetensors' names of them
 
 
 def _from_pretrained(cls, source: str, path, where: Path | None, what: str, **kwargs):
@@ -57,9 +63,60 @@ def _local(path) -> Path | None:
     return local if looks_local else None
 
 
-def load_parts(path: str, auto_class: str):
+def weights_dtype(setting, device: str, path) -> torch.dtype | str:
+    """`model.dtype` resolved for `device`: float32, bfloat16, float16 as set; auto = float32 on a CPU (its bf16
+    products come from autocast, decode.dtype and update.dtype, over float32 weights) and on a GPU the dtype the
+    checkpoint stores (`stored_dtype`): an LLM stored in bf16 takes half the memory of float32 and runs its native
+    kernels; float32 where nothing says, and "auto" for a hub name (transformers reads its config)."""
+    setting = Choice(("auto", *DTYPES)).check("model.dtype", setting)
+    if setting != "auto":
+        return DTYPES[setting]
+    if not str(device).startswith("cuda"):
+        return torch.float32
+    local = _local(path)
+    if local is None:
+        return "auto"
+    return stored_dtype(local) or torch.float32
+
+
+def float32_only(setting) -> None:
+    """An encoder-decoder's `model.dtype`: float32 only (its lean beam search and the update rule's record are float32
+    arithmetic; decode.dtype and update.dtype give it bf16 products), anything else refused in one line."""
+    if Choice(("auto", *DTYPES)).check("model.dtype", setting) != "float32":
+        raise UserError(f"model.dtype={setting}: an encoder-decoder model loads float32 (decode.dtype and update.dtype "
+                        "autocast its products to bf16); model.dtype is for decoder-only models")
+
+
+def stored_dtype(local: Path) -> torch.dtype | None:
+    """The floating dtype that holds most of a local checkpoint's weights, by the safetensors header (the first shard
+    of a sharded one), else config.json's `dtype` (`torch_dtype` before transformers 5); None where neither says. The
+    header first: config.json may name another dtype than the file stores (data/demo/lm: float32, stored float16)."""
+    files = [local / "model.safetensors"]
+    index = local / "model.safetensors.index.json"
+    if index.is_file():
+        files = [local / next(iter(json.loads(index.read_text())["weight_map"].values()))]
+    for file in (f for f in files if f.is_file()):
+        with open(file, "rb") as f:
+            header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        counts: dict[torch.dtype, int] = {}
+        for name, entry in header.items():
+            if name != "__metadata__" and entry["dtype"] in _STORED:
+                dtype = _STORED[entry["dtype"]]
+                counts[dtype] = counts.get(dtype, 0) + math.prod(entry["shape"])
+        if counts:
+            return max(counts, key=counts.get)
+    config = local / "config.json"
+    if config.is_file():
+        named = json.loads(config.read_text())
+        name = named.get("dtype") or named.get("torch_dtype")
+        return DTYPES.get(name) if isinstance(name, str) else None
+    return None
+
+
+def load_parts(path: str, auto_class: str, dtype: torch.dtype | str = torch.float32):
     """(network, tokenizer) of `path`, a local directory or (online) a Hugging Face hub name, the network by
-    transformers' `auto_class` (AutoModelForSeq2SeqLM, AutoModelForCausalLM)."""
+    transformers' `auto_class` (AutoModelForSeq2SeqLM, AutoModelForCausalLM), its weights in `dtype`
+    (`weights_dtype`)."""
     import transformers
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -72,11 +129,12 @@ def load_parts(path: str, auto_class: str):
                         "a tokenizer and weights, e.g. from `adaptsim train` or a downloaded OPUS-MT model)")
     source = str(local if local is not None else path)
     tokenizer = _from_pretrained(AutoTokenizer, source, path, local, "tokenizer")
-    # float32 whatever the file stores (a model kept in fp16 to halve its size, scripts/device/fp16.py): the
-    # update's SGD steps and the recorded perplexities are float32 arithmetic (update.dtype only autocasts)
+    # float32 by default whatever the file stores (a model kept in fp16 to halve its size, scripts/device/fp16.py):
+    # the update's SGD steps and the recorded perplexities are float32 arithmetic (update.dtype only autocasts)
     net = _from_pretrained(getattr(transformers, auto_class), source, path,
-                           _weights_file(local) if local is not None else None, "model", dtype=torch.float32)
-    log.info("loaded %s (%s, %d parameters)", path, net.config.model_type, sum(p.numel() for p in net.parameters()))
+                           _weights_file(local) if local is not None else None, "model", dtype=dtype)
+    log.info("loaded %s (%s, %d parameters, %s)", path, net.config.model_type,
+             sum(p.numel() for p in net.parameters()), str(next(net.parameters()).dtype).removeprefix("torch."))
     return net, tokenizer
 
 
@@ -352,6 +410,7 @@ def _no_context(context: Sequence[tuple[str, str]]) -> None:
 def token_nll(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """The labels' negative log-probabilities under `logits` (…, V), positions labelled -100 left out."""
     keep = labels.reshape(-1) != -100
+    logits = logits.float()  # (weights in bf16, `model.dtype`: the log-softmax in float32, as autocast computes it)
     nll = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
     return nll[keep]
 

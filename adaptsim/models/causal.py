@@ -47,7 +47,7 @@ import torch
 
 from adaptsim import config_defaults
 from adaptsim.errors import UserError
-from adaptsim.models.base import Completions, Model, Translation, languages_from_config, load_parts
+from adaptsim.models.base import Completions, Model, Translation, languages_from_config, load_parts, weights_dtype
 from adaptsim.models.decode.prefix import PrefixSearch
 from adaptsim.models.prompt import Pair, Prompt, default_prompt
 
@@ -83,18 +83,20 @@ class CausalModel(Model):
 
     @classmethod
     def from_config(cls, model_cfg, device: str = "cpu") -> CausalModel:
-        """Load `model.path` with the config's `model.prompt`."""
+        """Load `model.path` with the config's `model.prompt`, its weights in `model.dtype` (settings checked before
+        anything is loaded)."""
         languages = languages_from_config(model_cfg)
         if languages.tokens or languages.source_prefix:
             raise UserError(f"model.languages is set, but {model_cfg.path} is a decoder-only model: it is told the "
                             "languages by its prompt (model.prompt); leave model.languages at its defaults")
         prompt = Prompt.from_config(model_cfg.prompt) if model_cfg.get("prompt") is not None else None
-        return cls.load(model_cfg.path, device, prompt)
+        return cls.load(model_cfg.path, device, prompt, weights_dtype(model_cfg.dtype, device, model_cfg.path))
 
     @classmethod
-    def load(cls, path: str, device: str = "cpu", prompt: Prompt | None = None) -> CausalModel:
+    def load(cls, path: str, device: str = "cpu", prompt: Prompt | None = None,
+             dtype: torch.dtype | str = torch.float32) -> CausalModel:
         """Load from a local directory, or (online) a hub name; without a `prompt`, the default model config's."""
-        return cls(*load_parts(path, "AutoModelForCausalLM"), device, prompt)
+        return cls(*load_parts(path, "AutoModelForCausalLM", dtype), device, prompt)
 
     def with_net(self, net) -> CausalModel:
         return CausalModel(net, self.tokenizer, self.device, self.prompt)

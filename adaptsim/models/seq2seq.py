@@ -19,6 +19,7 @@ from adaptsim.models.base import (
     Translation,
     _no_context,
     _token_id,
+    float32_only,
     languages_from_config,
     load_parts,
 )
@@ -51,6 +52,7 @@ class Seq2SeqModel(Model):
     @classmethod
     def from_config(cls, model_cfg, device: str = "cpu") -> "Seq2SeqModel":
         """Load `model.path` with the config's `model.languages`: what `run`, `bench` and `select-fixed` use."""
+        float32_only(model_cfg.dtype)
         return cls.load(model_cfg.path, device, languages_from_config(model_cfg))
 
     @classmethod
