@@ -301,6 +301,74 @@ def test_lockstep_clones_translate_and_score_as_the_model(causal_dirs):
         [model.translate(SOURCE, beam_size=2, max_length=20)] * 2
 
 
+# -- a prompt's keys and values, kept from translating for scoring with context ------------------------------------
+def reading(model: CausalModel) -> list[int]:
+    """The number of ids each forward of the model's network reads, from now on."""
+    seen = []
+    model.net.register_forward_pre_hook(lambda _m, _a, kwargs: seen.append(kwargs["input_ids"].shape[1]),
+                                        with_kwargs=True)
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "gpt2", "llama"])  # chat, absolute positions, plain
+@pytest.mark.parametrize("beams", [1, 4])
+def test_scoring_with_context_reuses_the_prompts_keys_and_values_and_gives_the_same_log_probabilities(
+        causal_dirs, kind, beams):
+    """After translating with context, the reference scored with that context reads only the prompt's last token and
+    the target, and its log-probabilities are the whole forward's (float32, within 1e-5); the same again, and not
+    where a gradient is wanted, for another prompt, or once a weight or a hook's tensor has changed."""
+    model, fresh = load(causal_dirs, kind), load(causal_dirs, kind)
+    batch, alone = model.pair(SOURCE, REFERENCE, CONTEXT[:1]), model.pair(SOURCE, REFERENCE)
+    whole, target = batch["input_ids"].shape[1], int((batch["labels"] != -100).sum())
+    seen = reading(model)
+    model.translate(SOURCE, beam_size=beams, max_length=20, context=CONTEXT[:1])
+    with torch.no_grad():
+        seen.clear()
+        reused, again = model.token_nll(batch), model.token_nll(batch)
+        assert seen == [target + 1] * 2
+        torch.testing.assert_close(reused, fresh.token_nll(batch), rtol=0, atol=1e-5)
+        assert torch.equal(reused, again)
+        model.token_nll(alone)  # another prompt: the whole sequence
+    assert seen[-1] == alone["input_ids"].shape[1]
+    with torch.enable_grad():
+        model.token_nll(batch)
+    assert seen[-1] == whole
+    layer = model.arch.decoder_layers[0]
+    shift = torch.zeros(model.net.config.hidden_size)
+    layer.register_forward_hook(lambda _m, _i, out: (out[0] + shift, *out[1:]) if isinstance(out, tuple) else
+                                out + shift)
+
+    def translate():
+        model.translate(SOURCE, beam_size=beams, max_length=20, context=CONTEXT[:1])
+    translate()  # kept with the hook
+    for change, reread in ((lambda: None, False), (lambda: shift.add_(0.1), True), (translate, False),
+                           (lambda: model.net.get_input_embeddings().weight.mul_(1.01), True)):
+        with torch.no_grad():
+            change()
+            seen.clear()
+            model.token_nll(batch)
+        assert seen == [whole if reread else target + 1], seen
+
+
+def test_the_context_logprobs_of_an_icl_learner_reuse_the_prompt(causal_dirs):
+    """What the loop records as `logprobs_context` (the learner's logprobs of the pair with context, right after
+    translating with it) reads the target only, and rounds to the whole forward's values."""
+    from adaptsim.launch.hydra_app import compose
+    from adaptsim.loop.learner import Learner
+
+    cfg = compose("run", ["method=icl"])
+    model, fresh = load(causal_dirs, "qwen2"), load(causal_dirs, "qwen2")
+    learner = Learner(model, method_cfg=cfg.method, update_cfg=cfg["update"], reset="document", seed=1)
+    batch = model.pair(SOURCE, REFERENCE, CONTEXT[:1])
+    seen = reading(model)
+    model.translate(SOURCE, beam_size=2, max_length=20, context=CONTEXT[:1])
+    seen.clear()
+    reused = learner.logprobs(batch)
+    assert seen == [int((batch["labels"] != -100).sum()) + 1]
+    with torch.no_grad():
+        assert reused == pytest.approx([-v for v in fresh.token_nll(batch).tolist()], abs=2e-5)
+
+
 # -- loading ----------------------------------------------------------------------------------------------
 def test_load_model_chooses_the_class_from_the_checkpoint(causal_dirs, tiny_model_dir):
     cfg = model_config("demo")

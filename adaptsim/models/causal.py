@@ -31,6 +31,14 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   fits (`count_tokens`, `max_tokens`) when each side, the prompt around it included, takes at most the smaller of the
   budget and half the table, so the pair fits whole; the pairs a prompt quotes are left out from the front until it
   fits (`fitting`), before anything is computed; a prompt over the budget is refused with one line naming it.
+- A prompt's keys and values are kept from translating with context (the search's cache, its last token's left out)
+  and reused when the same model scores a target after that prompt with no gradient (`_forward_inputs`: the reference
+  with its context, CXMI's `logprobs_context`): that forward reads the prompt's last token and the target only,
+  instead of encoding the prompt a second time. Only while nothing it depends on has changed (`_state`: the version
+  counters of the network's tensors and of those its modules' hooks hold, e.g. lora's adapters, and autocast), never
+  with gradients, never for the update's pair (which quotes no context: a replayed step computes it as the first run
+  did), and not for models whose cache keeps only a sliding window (Gemma 2/3, Mistral). The log-probabilities agree
+  with the full forward's to float32 rounding (1e-6 here), not bit for bit.
 - `model.languages` is for seq2seq checkpoints: a decoder-only model is told the languages by its prompt, and a
   config that sets language tokens for one is refused.
 - The simulated translator (`metrics.interactive`, `serve`) works as for seq2seq models: its prefix search is
@@ -42,6 +50,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -80,6 +89,8 @@ class CausalModel(Model):
                              *self._newlines})
         self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end
         self._positions = int(self.arch.max_positions or tokenizer.model_max_length)
+        self.reuse_prompt = True  # keep prompts' keys and values for scoring with context (scripts/bench_prompt.py)
+        self._kept: Kept | None = None  # the last prompt with context this model translated, its keys and values
 
     @classmethod
     def from_config(cls, model_cfg, device: str = "cpu") -> CausalModel:
@@ -176,8 +187,37 @@ class CausalModel(Model):
 
     # -- the loss: logits at the positions that predict the target ------------------------------------
     def _forward_inputs(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"], "use_cache": False,
-                "logits_to_keep": _target_length(batch["labels"]) + 1}
+        """The forward's inputs: the whole sequence, or only what follows the prompt's keys and values kept from
+        translating (see the module docstring) where they apply."""
+        keep = _target_length(batch["labels"]) + 1
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"], "use_cache": False,
+                  "logits_to_keep": keep}
+        kept, ids = self._kept, batch["input_ids"]
+        if (kept is None or torch.is_grad_enabled() or ids.shape[0] != 1 or ids.shape[1] < len(kept.ids) + keep
+                or not torch.equal(ids[0, :len(kept.ids)], kept.ids) or self._state() != kept.state):
+            return inputs
+        from transformers import DynamicCache
+
+        return inputs | {"input_ids": ids[:, len(kept.ids):], "past_key_values": DynamicCache(kept.kv),
+                         "use_cache": True}
+
+    def _state(self) -> tuple:
+        """What a prompt's keys and values depend on besides its ids: the tensors of the network and those its modules'
+        hooks hold (lora's adapters, a second output bias), by identity and version counter (every in-place change
+        bumps it: SGD, θ0 restored), and autocast."""
+        tensors = [*self.net.parameters(), *self.net.buffers()]
+        for module in self.net.modules():
+            for hook in (*module._forward_hooks.values(), *module._forward_pre_hooks.values()):
+                for cell in getattr(hook, "__closure__", None) or ():
+                    try:
+                        held = cell.cell_contents
+                    except ValueError:  # a cell not filled yet
+                        continue
+                    if isinstance(held, torch.Tensor):
+                        tensors.append(held)
+        kind = torch.device(self.device).type
+        return (tuple((id(t), t._version) for t in tensors), torch.is_autocast_enabled(kind),
+                torch.get_autocast_dtype(kind))
 
     def output_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """The labels of the positions the forward computes logits for (`_forward_inputs`): from the prompt's last
@@ -208,9 +248,19 @@ class CausalModel(Model):
         search to share; `search` is not used). `dtype` bfloat16: the network's products under bf16 autocast."""
         prompt = self._prompt(source, context)
         new = self._new_tokens(max_length, len(prompt))
+        hyps = []
         with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
-            outs = [self._generate(m.net, prompt, beam_size, new, length_penalty) for m in models]
-        return [self._hypothesis(out[len(prompt):]) for out in outs]
+            for m in models:
+                keep = bool(context) and m.reuse_prompt  # (the update's pair quotes none: never reused for it)
+                generated, kv = m._search(m.net, [prompt], beam_size, new, length_penalty, keep=keep)
+                m._keep(prompt, kv[0] if kv else None)
+                hyps.append(self._hypothesis(generated[0]))
+        return hyps
+
+    def _keep(self, prompt: list[int], kv: list | None) -> None:
+        """The prompt's keys and values kept for scoring after it (`_forward_inputs`), with what they depend on now (in
+        the search's autocast); None: nothing kept."""
+        self._kept = None if kv is None else Kept(torch.tensor(prompt[:-1], device=self.device), kv, self._state())
 
     def _new_tokens(self, max_length: int, prompt: int) -> int:
         """`decode.max_length` within the position table, after a prompt of `prompt` tokens."""
@@ -220,17 +270,42 @@ class CausalModel(Model):
                             "is left to translate; quote fewer context pairs (method.k)")
         return min(max_length, room)
 
-    @torch.inference_mode()
     def _generate(self, net, ids: list[int], beam_size: int, max_new_tokens: int, length_penalty: float,
                   processors: Sequence = ()) -> list[int]:
         """`net.generate` continuing `ids`: the whole sequence, `ids` first."""
-        from transformers import LogitsProcessorList
+        return ids + self._search(net, [ids], beam_size, max_new_tokens, length_penalty, processors)[0][0]
 
-        inputs = torch.tensor([ids], device=self.device)
-        return net.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs), num_beams=beam_size,
-                            max_new_tokens=max_new_tokens, length_penalty=length_penalty, do_sample=False,
-                            early_stopping=True, eos_token_id=self._ends, pad_token_id=self._pad,
-                            logits_processor=LogitsProcessorList(processors))[0].tolist()
+    def _search(self, net, prompts: list[list[int]], beam_size: int, max_new_tokens: int, length_penalty: float,
+                processors: Sequence = (), keep: bool = False) -> tuple[list[list[int]], list | None]:
+        """`net.generate` continuing each of `prompts`, several left-padded into one batch (the attention mask leaves
+        the padding out and sets the positions): the ids generated after each prompt, and with `keep` each prompt's
+        keys and values but its last token's, as the search's cache holds them (None for a model whose cache keeps a
+        sliding window only), else None."""
+        from transformers import LogitsProcessorList
+        from transformers.cache_utils import DynamicLayer
+
+        width = max(len(p) for p in prompts)
+        pads = [width - len(p) for p in prompts]
+        ids = torch.tensor([[self._pad] * n + p for n, p in zip(pads, prompts)], device=self.device)
+        mask = (torch.arange(width, device=self.device)[None] >= torch.tensor(pads, device=self.device)[:, None]).long()
+        with torch.inference_mode():
+            out = net.generate(input_ids=ids, attention_mask=mask, num_beams=beam_size, max_new_tokens=max_new_tokens,
+                               length_penalty=length_penalty, do_sample=False, early_stopping=True,
+                               eos_token_id=self._ends, pad_token_id=self._pad,
+                               logits_processor=LogitsProcessorList(processors), return_dict_in_generate=keep)
+        sequences = out.sequences if keep else out
+        generated = [row[width:].tolist() for row in sequences]
+        if not keep:
+            return generated, None
+        layers = getattr(out.past_key_values, "layers", [])
+        if not layers or any(type(layer) is not DynamicLayer for layer in layers):
+            return generated, [None] * len(prompts)
+        rows = layers[0].keys.shape[0] // len(prompts)  # a beam search's cache: each prompt's beams, its first kept
+        with torch.no_grad():  # (copies outside inference mode: tensors a later forward may read)
+            kv = [[(layer.keys[i * rows:i * rows + 1, :, n:width - 1].clone(),
+                    layer.values[i * rows:i * rows + 1, :, n:width - 1].clone()) for layer in layers]
+                  for i, n in enumerate(pads)]
+        return generated, kv
 
     def _hypothesis(self, generated: list[int]) -> Translation:
         """The translation in what was generated after the prompt (see the module docstring)."""
@@ -287,6 +362,14 @@ class PromptSearch(PrefixSearch):
     def _generate(self, forced: list[int], constraint) -> list[int]:
         return self.model._generate(self.net, forced, self.beam_size, self.max_length - len(forced),
                                     self.length_penalty, [constraint] if constraint else [])
+
+
+class Kept(NamedTuple):
+    """A prompt's keys and values kept from translating (`CausalModel._forward_inputs`): the prompt's ids but its
+    last, the keys and values of each layer for them (batch of one), and what they were computed with (`_state`)."""
+    ids: torch.Tensor
+    kv: list[tuple[torch.Tensor, torch.Tensor]]
+    state: tuple
 
 
 def _target_length(labels: torch.Tensor) -> int:
