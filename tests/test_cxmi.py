@@ -192,3 +192,17 @@ def test_a_second_occurrence_is_recalled_by_the_baseline_s_hypothesis_not_by_the
     assert role(cxmi.words(roles, run, values, base)) == "second, missed"
     assert role(cxmi.words(roles, run, values, run)) == "second, recalled"
     assert role(cxmi.words(roles, run, values)) == "second"
+
+
+def test_compare_flips_are_the_occurrences_behind_a_recall_difference(demo_runs, capsys):
+    """`compare --flips`: gained − lost is the difference in R0's and R1's hits, whatever the net hides."""
+    runs = _runs(demo_runs)
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", str(demo_runs / "none"), str(demo_runs / "full"), "--flips", "--json", "--resamples", "50"])
+    assert exit_.value.code == 0
+    found = json.loads(capsys.readouterr().out)["flips"]["full"]
+    for level in ("R0", "R1"):
+        hits = runs["full"].summary["counts"][level]["num"] - runs["none"].summary["counts"][level]["num"]
+        assert found[level]["gained"] - found[level]["lost"] == hits, level
+        assert found[level]["occurrences"] == runs["none"].summary["counts"][level]["den"]
+    assert found["R0"]["gained"] + found["R0"]["lost"] > 0

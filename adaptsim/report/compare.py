@@ -4,6 +4,10 @@ difference to RUN_A with its interval and p-value (paired, on the per-segment st
 RUN_A is usually the baseline (method=none), but any run can be the reference: runs are paired segment by
 segment, so all must be on the same data (data_fingerprint) and scored with the same metric settings, and of one
 model (model_fingerprint; model_path for runs that do not record it).
+
+`--flips` adds, for every later run, the R0 and R1 occurrences it gained against RUN_A (RUN_A's hypothesis lacked the
+word, its own held it) and lost (the reverse): a difference in recall is gained − lost, and a net difference of 0 can
+hide many of both. It reads the hypotheses, so it needs the runs' own records, not text-free ones.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 from adaptsim.errors import UserError
 from adaptsim.metrics import cxmi, effort, sacre
+from adaptsim.metrics.roles import Roles
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import LOWER_IS_BETTER, labels, one_model, same_scoring
 from adaptsim.report.notes import notes
@@ -32,6 +37,8 @@ def parser() -> argparse.ArgumentParser:
                    f"(default: {DEFAULT_METRICS})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a text table")
     p.add_argument("--decimals", type=int, default=1, help="digits after the point in the text table (default: 1)")
+    p.add_argument("--flips", action="store_true",
+                   help="the R0 and R1 occurrences each later run gained and lost against RUN_A (needs hypotheses)")
     sig.add_arguments(p)
     return p
 
@@ -50,9 +57,43 @@ def main(argv: list[str]) -> int:
         raise UserError(f"none of {', '.join(wanted)} is scored in every run")
     result = sig.analyse(runs, metrics, sig.settings(args), "compare")
     names = labels(runs)
-    print(json.dumps(as_json(runs, names, metrics, result), indent=2) if args.json
-          else text(runs, names, metrics, result, args.decimals))
+    found = flips(runs) if args.flips else None
+    if args.json:
+        print(json.dumps(as_json(runs, names, metrics, result) | ({"flips": dict(zip(names[1:], found))}
+                                                                  if found else {}), indent=2))
+    else:
+        print(text(runs, names, metrics, result, args.decimals))
+        if found:
+            print("\n".join(["", f"occurrences gained and lost against {names[0]} (its hypothesis lacked the word and "
+                                "the run's held it, and the reverse):"] +
+                             [f"  {name}: " + "; ".join(f"{level} +{f['gained']} −{f['lost']} of {f['occurrences']}"
+                                                       for level, f in by.items())
+                              for name, by in zip(names[1:], found)]))
     return 0
+
+
+def flips(runs: list[Run]) -> list[dict]:
+    """Per later run, {R0, R1: {gained, lost, occurrences}} against runs[0], by the runs' own counting (their words
+    and scope: adaptsim.metrics.roles, as their evaluator counted R0 and R1)."""
+    steps = [sig.Steps.of(r) for r in runs]
+    if any("hypothesis" not in row for s in steps for row in s.rows):
+        raise UserError("--flips needs the hypotheses, which a text-free record does not hold "
+                        "(scripts/experiments/export_runs.py); compare the runs themselves")
+    roles = Roles.of_run(steps[0])
+    base = [roles.words(row["hypothesis"]) for row in steps[0].rows]
+    out = []
+    for s in steps[1:]:
+        by = {}
+        for k, level in enumerate(("R0", "R1")):
+            gained = lost = occurrences = 0
+            for i, row in enumerate(s.rows):
+                held, words = roles.words(row["hypothesis"]), roles.levels[i][k]
+                gained += len({w for w in words if w in held and w not in base[i]})
+                lost += len({w for w in words if w in base[i] and w not in held})
+                occurrences += len(words)
+            by[level] = {"gained": gained, "lost": lost, "occurrences": occurrences}
+        out.append(by)
+    return out
 
 
 def _one_run(path: str) -> Run:
