@@ -369,6 +369,80 @@ def test_the_context_logprobs_of_an_icl_learner_reuse_the_prompt(causal_dirs):
         assert reused == pytest.approx([-v for v in fresh.token_nll(batch).tolist()], abs=2e-5)
 
 
+# -- lockstep's runs of one function: each prompt once, or all in one generate ------------------------------------
+def searches(models: list[CausalModel]) -> list[tuple[int, int]]:
+    """(clone, prompts) of every generate the clones' networks run, from now on."""
+    calls = []
+    for k, model in enumerate(models):
+        def counted(*args, generate=model.net.generate, k=k, **kwargs):
+            calls.append((k, kwargs["input_ids"].shape[0]))
+            return generate(*args, **kwargs)
+        model.net.generate = counted
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "llama", "gpt2"])  # chat, plain, absolute positions
+@pytest.mark.parametrize("beams", [1, 4])
+def test_lockstep_runs_of_the_same_weights_translate_their_prompts_in_one_generate_as_one_at_a_time(
+        causal_dirs, kind, beams):
+    """Four clones that share every tensor (icl without a weights method), three distinct prompts: with
+    `model.prompt.batch` one generate over the three, left-padded, and each hypothesis (its token ids) the one its
+    prompt gives alone; each clone keeps its prompt's keys and values from the batch, and scores its reference after
+    it as the whole forward does. Without batch, one search per distinct prompt; a clone with a hook of its own
+    (bias) searches apart."""
+    model = with_prompt(load(causal_dirs, kind), batch=True)
+    clones = [share(model) for _ in range(4)]
+    contexts = [(), CONTEXT[:1], CONTEXT[1:], CONTEXT[:1]]
+    decode = dict(beam_size=beams, max_length=20)
+    alone = [model.translate(SOURCE, context=c, **decode) for c in contexts]
+    calls = searches(clones)
+    found = model.translate_runs(clones, SOURCE, contexts, **decode)
+    assert [hyp for hyp, _ in found] == alone and calls == [(0, 3)]
+    ids = model.tokenizer.convert_tokens_to_ids
+    assert [ids(hyp.pieces) for hyp, _ in found] == [ids(hyp.pieces) for hyp in alone]
+    assert len({seconds for _, seconds in found}) == 1  # each run's share of the one search
+    with torch.no_grad():
+        for clone, context in zip(clones[1:], contexts[1:]):
+            batch = clone.pair(SOURCE, REFERENCE, context)
+            seen = reading(clone)
+            torch.testing.assert_close(clone.token_nll(batch), model.token_nll(batch), rtol=0, atol=1e-5)
+            assert seen == [int((batch["labels"] != -100).sum()) + 1]
+    assert clones[0]._kept is None  # no context: nothing kept
+    clones = [share(model) for _ in range(4)]  # (new ones: `reading` hooked those)
+    calls = searches(clones)
+    clones[3].add_output_bias()  # (zero: the same translations) its own function now
+    assert [hyp for hyp, _ in model.translate_runs(clones, SOURCE, contexts, **decode)] == alone
+    assert sorted(calls) == [(0, 3), (3, 1)]
+    calls.clear()
+    model.prompt = dataclasses.replace(model.prompt, batch=False)  # the clones share their base's prompt
+    assert [hyp for hyp, _ in model.translate_runs(clones[:3], SOURCE, contexts[:3], **decode)] == alone[:3]
+    assert calls == [(0, 1)] * 3
+
+
+def test_a_lockstep_sweep_with_batched_prompts_writes_the_hypotheses_of_its_runs_alone(tmp_path, causal_dirs,
+                                                                                       tiny_tsv):
+    """icl with k = 1, 2 and 3 over the stream, all on θ0's weights, in lockstep with `model.prompt.batch=true`:
+    every run finishes with the hypotheses and context it has alone, and the context's log-probabilities within
+    1e-4."""
+    from adaptsim.cli import main
+
+    sweep = [f"model.path={causal_dirs('llama')}", "dataset=tsv", f"dataset.path={tiny_tsv}", "method=icl",
+             "method.k=1,2,3", "method.retrieval=both", "reset=never", "model.prompt.batch=true", "progress=false",
+             "decode.max_length=20"]
+    for name, launcher in (("alone", "basic"), ("lockstep", "lockstep")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", "-m", f"hydra.sweep.dir={tmp_path / name}", f"hydra/launcher={launcher}", *sweep])
+        assert exit_.value.code == 0
+    runs = sorted(p.name for p in (tmp_path / "alone").iterdir() if (p / "steps.jsonl").exists())
+    assert len(runs) == 3
+    for run in runs:
+        alone, together = ([json.loads(line) for line in (tmp_path / name / run / "steps.jsonl").open()]
+                           for name in ("alone", "lockstep"))
+        for a, b in zip(alone, together, strict=True):
+            assert (a["hypothesis"], a["pieces"], a.get("context")) == (b["hypothesis"], b["pieces"], b.get("context"))
+            assert a.get("logprobs_context", []) == pytest.approx(b.get("logprobs_context", []), abs=1e-4)
+
+
 # -- loading ----------------------------------------------------------------------------------------------
 def test_load_model_chooses_the_class_from_the_checkpoint(causal_dirs, tiny_model_dir):
     cfg = model_config("demo")

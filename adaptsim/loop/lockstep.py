@@ -19,7 +19,11 @@ sweep's `hydra.sweep.dir`) every job's recorded run is checked first, before Hyd
 would alone, and joins the joint search at its first unwritten segment. The Hydra launcher that makes the
 jobs' directories and closes their summaries is hydra_plugins/adaptsim_lockstep.
 The gain is the weights read once for several runs, so it grows with the tensors the runs share and with the
-model's size; where no lean search applies (other architectures, `memory`), the runs decode one by one.
+model's size; where no lean search applies (other architectures, `memory`), the runs decode one by one. A decoder-only
+model's runs that compute the same function (icl without a weights method, none: no run trains or hooks the weights)
+search each distinct prompt once, and with `model.prompt.batch` all their prompts in one left-padded `generate`
+(adaptsim/models/causal.py `CausalModel.translate_runs`: the same hypotheses in the tests, logits within float32's last
+bits of alone's, so not bit for bit).
 """
 
 from __future__ import annotations

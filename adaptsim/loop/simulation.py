@@ -111,18 +111,15 @@ def loop(base: Model, runs: list[Simulation], **timing) -> None:
                     turns[run] = moments.enter_context(run.begin())
             hyps, efforts, seconds = {}, {}, {}
             failed: dict[Simulation, UserError] = {}  # a run's search or translator failed: it alone stops
-            together: dict[tuple, list[Simulation]] = {}  # the runs whose prompts are the same (icl's context)
-            for run, turn in turns.items():
-                together.setdefault(tuple(turn.pairs), []).append(run)
-            for pairs, group in together.items():
-                t = time.perf_counter()
-                try:
-                    hyps |= dict(zip(group, base.translate_together([r.learner.model for r in group],
-                                                                    turns[group[0]].seg.source, context=pairs,
-                                                                    **decode)))
-                except UserError as e:
-                    failed |= dict.fromkeys(group, e)
-                seconds |= dict.fromkeys(group, (time.perf_counter() - t) / len(group))
+            if turns:  # each run with its own prompt (icl's context); its share of the searches' seconds
+                source = next(iter(turns.values())).seg.source
+                found = base.translate_runs([r.learner.model for r in turns], source, [t.pairs for t in turns.values()],
+                                            **decode)
+                for run, (hyp, seconds[run]) in zip(turns, found):
+                    if isinstance(hyp, UserError):
+                        failed[run] = hyp
+                    else:
+                        hyps[run] = hyp
             for run, turn in turns.items():
                 try:
                     efforts[run] = None if run in failed else run.interact(turn.seg, hyps[run], turn.pairs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -307,6 +308,27 @@ class Model:
         prompt budget: `CausalModel.fitting`); a model that reads no context takes none."""
         _no_context(context)
         return 0
+
+    def translate_runs(self, models: list[Model], source: str, contexts: Sequence[Sequence[tuple[str, str]]],
+                       **decode) -> list[tuple[Translation | UserError, float]]:
+        """`source` translated by each of `models` (clones of this one: lockstep's runs) after its own context, with
+        its share of the seconds: the runs whose contexts are the same in one `translate_together` (`decode`: its
+        settings). A search that fails with a one-line error fails its runs alone (the error in their translation's
+        place)."""
+        together: dict[tuple, list[int]] = {}
+        for i, context in enumerate(contexts):
+            together.setdefault(tuple(context), []).append(i)
+        out: list = [None] * len(models)
+        for context, runs in together.items():
+            start = time.perf_counter()
+            try:
+                hyps = self.translate_together([models[i] for i in runs], source, context=context, **decode)
+            except UserError as e:
+                hyps = [e] * len(runs)
+            share = (time.perf_counter() - start) / len(runs)
+            for i, hyp in zip(runs, hyps):
+                out[i] = (hyp, share)
+        return out
 
     def completions(self, source: str, beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
                     length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],

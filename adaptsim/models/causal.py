@@ -31,6 +31,12 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   fits (`count_tokens`, `max_tokens`) when each side, the prompt around it included, takes at most the smaller of the
   budget and half the table, so the pair fits whole; the pairs a prompt quotes are left out from the front until it
   fits (`fitting`), before anything is computed; a prompt over the budget is refused with one line naming it.
+- Lockstep's runs (`translate_runs`): the runs whose clones compute the same function (no run trains or hooks the
+  weights: icl without a weights method, none) search each distinct prompt once (exactly as alone); with
+  `model.prompt.batch` all distinct prompts in one `generate`, left-padded (the attention mask leaves the padding out
+  and sets the positions): the same hypotheses as one at a time in the tests, but logits that differ from alone's in
+  float32's last bits (≤ 2e-6 on the tiny models), so not the bit-for-bit equality lockstep keeps otherwise. Runs
+  whose clones differ search one at a time.
 - A prompt's keys and values are kept from translating with context (the search's cache, its last token's left out)
   and reused when the same model scores a target after that prompt with no gradient (`_forward_inputs`: the reference
   with its context, CXMI's `logprobs_context`): that forward reads the prompt's last token and the target only,
@@ -49,6 +55,7 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -257,6 +264,57 @@ class CausalModel(Model):
                 hyps.append(self._hypothesis(generated[0]))
         return hyps
 
+    def translate_runs(self, models: list[CausalModel], source: str, contexts: Sequence[Sequence[Pair]],
+                       **decode) -> list[tuple[Translation | UserError, float]]:
+        """`Model.translate_runs`, but the runs whose models compute the same function (`_weights`: the same tensors
+        and no hooks, as lockstep's clones are under icl without a weights method, or none) search each distinct prompt
+        once, and with `model.prompt.batch` all of them in one `generate`, left-padded (`_together`); the others one
+        search per clone."""
+        groups: dict[tuple | None, list[int]] = {}
+        for i, model in enumerate(models):
+            groups.setdefault(_weights(model), []).append(i)
+        out: list = [None] * len(models)
+        for key, runs in groups.items():
+            translate = self._together if key is not None and len(runs) > 1 else super().translate_runs
+            for i, found in zip(runs, translate([models[i] for i in runs], source, [contexts[i] for i in runs],
+                                                **decode)):
+                out[i] = found
+        return out
+
+    def _together(self, models: list[CausalModel], source: str, contexts: Sequence[Sequence[Pair]],
+                  beam_size: int = _DECODE["beam_size"], max_length: int = _DECODE["max_length"],
+                  length_penalty: float = _DECODE["length_penalty"], search: str = _DECODE["search"],
+                  dtype: str = _DECODE["dtype"]) -> list[tuple[Translation | UserError, float]]:
+        """Clones of one function, each with its context: each distinct prompt searched once (exactly as alone), or
+        with `model.prompt.batch` all in one batch (one per number of new tokens the position table leaves them: the
+        same hypotheses in the tests, logits within float32 rounding of alone's), each clone keeping its prompt's keys
+        and values; the time shared equally. A prompt refused (over its budget) fails its runs alone."""
+        start = time.perf_counter()
+        contexts = [tuple(c) for c in contexts]
+        prompts: dict[tuple, list[int] | UserError] = {}
+        batches: dict[tuple, list[tuple]] = {}  # (new tokens, the context unless batched) -> contexts searched together
+        for context in dict.fromkeys(contexts):
+            try:
+                prompts[context] = self._prompt(source, context)
+                new = self._new_tokens(max_length, len(prompts[context]))
+                batches.setdefault((new, None if self.prompt.batch else context), []).append(context)
+            except UserError as e:
+                prompts[context] = e
+        hyps, kept = {}, {}
+        with torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+            for (new, _), batch in batches.items():
+                keep = self.reuse_prompt and any(batch)
+                generated, kv = self._search(models[0].net, [prompts[c] for c in batch], beam_size, new,
+                                             length_penalty, keep=keep)
+                for j, context in enumerate(batch):
+                    hyps[context] = self._hypothesis(generated[j])
+                    kept[context] = kv[j] if kv and context else None
+            for model, context in zip(models, contexts):
+                if context in hyps:
+                    model._keep(prompts[context], kept[context] if model.reuse_prompt else None)
+        share = (time.perf_counter() - start) / len(models)
+        return [(hyps.get(context, prompts[context]), share) for context in contexts]
+
     def _keep(self, prompt: list[int], kv: list | None) -> None:
         """The prompt's keys and values kept for scoring after it (`_forward_inputs`), with what they depend on now (in
         the search's autocast); None: nothing kept."""
@@ -362,6 +420,14 @@ class PromptSearch(PrefixSearch):
     def _generate(self, forced: list[int], constraint) -> list[int]:
         return self.model._generate(self.net, forced, self.beam_size, self.max_length - len(forced),
                                     self.length_penalty, [constraint] if constraint else [])
+
+
+def _weights(model: CausalModel) -> tuple | None:
+    """The identity of the function a clone computes: its tensors (lockstep's clones share those no run trains), or
+    None where a module has a hook (a method's adapters, second bias or memory act there: its own function)."""
+    if any(m._forward_hooks or m._forward_pre_hooks for m in model.net.modules()):
+        return None
+    return tuple(id(t) for t in (*model.net.parameters(), *model.net.buffers()))
 
 
 class Kept(NamedTuple):

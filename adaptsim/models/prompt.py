@@ -43,7 +43,7 @@ from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
-from adaptsim.rules import Choice, Integer
+from adaptsim.rules import Boolean, Choice, Integer
 
 STOPS = ("line", "end")  # `stop`: where a hypothesis ends
 
@@ -61,6 +61,7 @@ class Prompt:
     target_lang: str
     stop: str  # line | end
     max_tokens: int  # the prompt's budget in tokens
+    batch: bool  # lockstep runs of the same weights: their distinct prompts in one generate (adaptsim/models/causal.py)
     chat: bool | str = "auto"  # true | false | "auto": the tokenizer's chat template where it has one
     # more variables for the chat template, as YAML typed them (("date_string", "26 Jul 2024"), ("enable_thinking",
     # False)): a template tests `enable_thinking is false`, which the text "False" fails
@@ -85,8 +86,9 @@ class Prompt:
                 raise UserError(f"model.prompt.chat_vars.{k}={v}: expected a text, a number, true, false or null")
         stop = Choice(STOPS).check("model.prompt.stop", block.stop)
         max_tokens = Integer(1).check("model.prompt.max_tokens", block.max_tokens)
+        batch = Boolean().check("model.prompt.batch", block.batch)
         return cls(str(block.instruction or ""), str(block.example), str(block.query), str(block.target_prefix or ""),
-                   str(block.source_lang), str(block.target_lang), stop, max_tokens, chat,
+                   str(block.source_lang), str(block.target_lang), stop, max_tokens, batch, chat,
                    tuple((str(k), v) for k, v in chat_vars.items()))
 
     def uses_chat(self, tokenizer) -> bool:
