@@ -706,5 +706,8 @@ def test_serve_translates_completes_and_adapts_on_a_decoder_only_model(causal_di
         assert response.status_code == 200, response.text
     served.close()
     assert json.loads((tmp_path / "gemma" / "bias" / "summary.json").read_text())["status"] == "finished"
-    with pytest.raises(UserError, match="need a sentencepiece target vocabulary"):  # byte-level: no completions
-        session("gpt2", "gpt2")
+    byte_level = session("gpt2", "gpt2")  # a byte-level vocabulary is spelt too (adaptsim/models/decode/prefix.py)
+    client = TestClient(create_app(byte_level, "token", ["testserver"], 4096), headers={"X-Adaptsim-Token": "token"})
+    done = client.post("/api/complete", json={"position": 0, "prefix": "Der M"}).json()
+    assert done["completion"].startswith("Der M")
+    byte_level.close()
