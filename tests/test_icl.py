@@ -2,6 +2,7 @@
 streams and log-probabilities, and end to end on tiny decoder-only models (tests/tiny_causal.py)."""
 
 import json
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -433,3 +434,47 @@ def test_icl_quotes_an_external_tm_from_the_first_segment_and_refuses_one_holdin
     err = capsys.readouterr().err
     assert exit_.value.code == 1 and "method.external: the TM" in err and "holds 1 of the test stream's" in err
     assert "Traceback" not in err
+
+
+def test_icl_with_lora_trains_after_the_prompt_with_weights_with_prompt_and_resumes_to_the_same_steps(
+        tmp_path, causal_dirs, tiny_tsv):
+    """weights_with_prompt: the update reads the post-edit after the pairs the prompt quoted (the step's perplexity
+    before it is that of the reference given the prompt, which the context's log-probabilities give), while the
+    step's `logprobs` stay the pair's without context; a resumed run replays the same updates; the glossary is given
+    each post-edit's machine translation by the loop."""
+    import shutil
+
+    from adaptsim.cli import main
+
+    common = [f"model.path={causal_dirs('llama')}", "dataset=tsv", f"dataset.path={tiny_tsv}", "method=icl",
+              "method@method.weights=lora", "method.weights.rank=2", "method.k=2", "reset=never", "progress=false",
+              "decode.beam_size=2", "decode.max_length=20", "method.weights_with_prompt=true", "method.glossary=true"]
+
+    def run(*overrides):
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", *overrides, *common])
+        assert exit_.value.code == 0
+
+    alone = tmp_path / "alone"
+    run(f"hydra.run.dir={alone}")
+    steps = steps_of(alone)
+    quoted = [s for s in steps if s.get("context")]
+    assert quoted and all(s["updates"] for s in steps)
+    assert any("glossary" in s["context"] for s in quoted)  # the terms the post-edits corrected, from the loop
+    for s in quoted:  # the update's first forward is the reference after the prompt
+        assert math.log(s["ppl_before"]) == pytest.approx(-np.mean(s["logprobs_context"]), abs=1e-4)
+        assert s["logprobs"] != s["logprobs_context"]
+    cut = tmp_path / "cut"  # interrupted after 3 of 6 steps, then resumed: every update replayed after its prompt
+    shutil.copytree(alone, cut)
+    for name in ("steps.jsonl", "hyps.txt"):
+        (cut / name).write_text("".join((cut / name).read_text().splitlines(keepends=True)[:3]))
+    (cut / "summary.json").write_text(json.dumps({**json.loads((alone / "summary.json").read_text()),
+                                                  "status": "interrupted"}))
+    run(f"hydra.run.dir={cut}", "resume=true")
+
+    def measured(out):
+        return [[s.get(k) for k in ("updates", "ppl_before", "ppl_after", "hypothesis", "context")]
+                for s in steps_of(out)]
+    assert measured(cut) == measured(alone)
+    with pytest.raises(UserError, match="weights_with_prompt=true: the weights' method is none"):
+        icl(weights_with_prompt=True)

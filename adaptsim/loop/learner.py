@@ -177,10 +177,11 @@ class Learner:
         return self.updater.logprobs(batch)
 
     def adapt(self, batch: dict[str, torch.Tensor], where: str,
-              revealed: tuple[str, str, str, int] | None = None) -> tuple[UpdateResult, bool]:
+              revealed: tuple[str, str, str, int, str] | None = None) -> tuple[UpdateResult, bool]:
         """The update on one pair, and whether it diverged (then, under on_divergence=rollback, the document
         starts again from θ0; under stop, the run stops with one line naming `where`); `revealed`: the pair's
-        (source, reference) text, document and step, given to the method after its update (tm's and icl's memory)."""
+        (source, reference) text, document, step and the machine translation it corrected, given to the method after
+        its update (tm's and icl's memory, icl's glossary)."""
         try:
             result = self.updater(batch)
             self.at_theta0 = False

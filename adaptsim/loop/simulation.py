@@ -314,11 +314,18 @@ class Simulation:
             self.learner.start_document(d)
         return self.documents[d].segments[j]
 
-    def _adapt(self, seg: Segment) -> tuple[UpdateResult, bool]:
-        """The method's update on the revealed pair (`Learner.adapt`), without context (icl: what the weights learn is
-        the pair itself)."""
-        return self.learner.adapt(self.learner.model.pair(seg.source, seg.reference), self.where(seg),
-                                  (seg.source, seg.reference, seg.doc_id, self.index))
+    def _adapt(self, seg: Segment, hypothesis: str,
+                pairs: Sequence[tuple[str, str]] = ()) -> tuple[UpdateResult, bool]:
+        """The method's update on the revealed pair (`Learner.adapt`): without context, or after the earlier `pairs`
+        the prompt quoted where the method trains with them (icl's `weights_with_prompt`); the method is then given
+        the pair with the machine translation it corrected (icl's glossary)."""
+        return self.learner.adapt(self.learner.model.pair(seg.source, seg.reference, context=pairs), self.where(seg),
+                                  (seg.source, seg.reference, seg.doc_id, self.index, hypothesis))
+
+    @property
+    def _trains_with_prompt(self) -> bool:
+        """Whether the update reads the pair after the prompt's earlier pairs (icl's `weights_with_prompt`)."""
+        return bool(getattr(self.learner.method, "weights_with_prompt", False))
 
     @own_log
     def begin(self) -> Turn:
@@ -360,7 +367,13 @@ class Simulation:
                                                                                 context=turn.pairs))}
             if turn.dropped:
                 prompt["dropped_pairs"] = turn.dropped
-        self.step(seg, translation, seconds, *self._adapt(seg), effort=effort, moment=turn.moment, prompt=prompt)
+        trained = turn.pairs if self._trains_with_prompt else ()
+        # `logprobs` are the pair's without context (the history's CXMI); an update after the prompt reads it with
+        without = self.learner.logprobs(model.pair(seg.source, seg.reference)) if trained else None
+        result, diverged = self._adapt(seg, translation.text, trained)
+        if without is not None:
+            result = replace(result, logprobs=without)
+        self.step(seg, translation, seconds, result, diverged, effort=effort, moment=turn.moment, prompt=prompt)
         self._advance()
 
     @own_log
@@ -370,7 +383,9 @@ class Simulation:
         the step recorded as it was, nothing written."""
         record = self.recorded[self.index]
         seg = self.revealed_segment(self._next(), record)
-        result, diverged = self._adapt(seg)
+        # (the pairs the prompt quoted, chosen again: the memory is as it was, rebuilt by the replayed steps)
+        trained = [(s, t) for s, t, _ in self._context(seg)[0]] if self._trains_with_prompt else ()
+        result, diverged = self._adapt(seg, record["hypothesis"], trained)
         same_segment = (record["doc_id"], record["seg_id"], record["source"], record["reference"]) == (
             seg.doc_id, seg.seg_id, seg.source, seg.reference)
         replayed = (result.updates, result.ppl_before, result.ppl_after, diverged)

@@ -46,13 +46,16 @@ quotes, in prompt order, each once (TM entries have no machine translation: none
 is no source term to pair a target term with, so the glossary is target terms only; and the prompt quotes pairs
 only (adaptsim/models/prompt.py), so it goes in as a pair with an empty source and the terms, comma-separated, as
 its target ("en:  de: Treiber, Drucker"), recorded as "glossary" in the step's `context`. It is first in the
-prompt, so the first thing left out where the prompt is too long. It needs each post-edit's machine translation
-(`Retrieval.revealed`'s `hypothesis`): a loop that does not give it is refused in one line at the first pair.
+prompt, so the first thing left out where the prompt is too long. The loop gives the method each post-edit's machine
+translation (`Retrieval.revealed`'s `hypothesis`; the recorded one when a run is resumed).
 
 `weights` is another method's config (configs/method/<name>.yaml, composed into this one as a Hydra default:
 `method@method.weights=lora`, its settings `method.weights.rank=4`), which trains on every post-edit as it would
 alone; its update is on the pair without context (what the weights learn is the pair itself; the context is what the
-prompt adds when translating). `none` (the default): the weights stay θ0.
+prompt adds when translating), or, with `weights_with_prompt`, on the pair after the earlier pairs its prompt quoted
+(the loss on the target's tokens only, the prompt masked), as Moslem et al.'s fine-tuning follow-up trains with the
+matches in the prompt: the step's perplexities are then the target's given that prompt, and its `logprobs` (the
+history's CXMI) are computed apart, without context. `none` (the default): the weights stay θ0.
 """
 
 from __future__ import annotations
@@ -106,10 +109,11 @@ class InContext(Retrieval, Method):
     settings = {"name": Text(), "k": Integer(1), "retrieval": Choice(RETRIEVALS),
                 "threshold": Score(at_least=0, at_most=100), "seed": Integer(0), "pool": Choice(POOLS),
                 "external": DatasetBlock(), "glossary": Boolean(), "glossary_lang": Text(),
-                "glossary_stopwords": TextOrNull(), "weights": MethodConfig()}
+                "glossary_stopwords": TextOrNull(), "weights": MethodConfig(), "weights_with_prompt": Boolean()}
 
     def __init__(self, model, *, name: str, k: int, retrieval: str, threshold: float, seed: int, pool: str,
-                 external: dict | None, glossary: bool, glossary_lang: str, glossary_stopwords: str | None, weights):
+                 external: dict | None, glossary: bool, glossary_lang: str, glossary_stopwords: str | None, weights,
+                 weights_with_prompt: bool):
         from adaptsim import methods
 
         if not model.reads_context:
@@ -139,6 +143,10 @@ class InContext(Retrieval, Method):
         self.k, self.retrieval, self.threshold = int(k), retrieval, float(threshold)
         self.seed, self.pool, self.glossary = int(seed), pool, bool(glossary)
         self.weights = self.inner.name
+        if weights_with_prompt and not self.inner.parameters():
+            raise UserError("method.weights_with_prompt=true: the weights' method is none, which trains nothing; "
+                            "choose one with method@method.weights=NAME (e.g. lora)")
+        self.weights_with_prompt = bool(weights_with_prompt)  # the loop's update reads the pair after the prompt
         self.pairs: list[Quote] = []  # the stream's, since θ0 was last restored
         self.index = 0  # the next segment's step (random's draw)
         # tm's TM, under tm's names: its reader and its look-ahead check (`check_stream`) are tm's own
@@ -262,4 +270,5 @@ class InContext(Retrieval, Method):
     def info(self):
         return {"k": self.k, "retrieval": self.retrieval, "threshold": self.threshold, "seed": self.seed,
                 "pool": self.pool, "external": self.external_info, "glossary": self.glossary,
-                "weights": self.weights, "weights_info": self.inner.info()}
+                "weights": self.weights, "weights_with_prompt": self.weights_with_prompt,
+                "weights_info": self.inner.info()}
