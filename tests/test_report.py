@@ -138,7 +138,7 @@ def test_duplicate_methods_are_told_apart_and_identical_baselines_merged(sweep, 
     make_run(second, "0_none", "none", BASE)  # the same baseline in a second sweep: one row
     make_run(second, "1_full", "full", LASSO, config={"lr": 0.1})
     out, _ = run_table(capsys, sweep, second, "--format", "csv")
-    assert list(csv_rows(out)) == ["baseline", "full (method.lr=None)", "full (method.lr=0.1)", "lasso"]
+    assert list(csv_rows(out)) == ["baseline", "full (lr=None)", "full (lr=0.1)", "lasso"]
 
 
 def test_failed_unfinished_and_missing_runs_are_reported(sweep, capsys):

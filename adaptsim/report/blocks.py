@@ -14,7 +14,7 @@ the baseline (CXMI) must also agree on the settings that decide how a reference 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from adaptsim.errors import UserError
@@ -189,9 +189,11 @@ def _setting(config: dict, dotted: str):
 
 
 def labels(runs: list[Run]) -> list[str]:
-    """Method names ("baseline" for none); runs of one method get the config values that differ (icl's weights method
-    by its name), and every run the decoding where the runs were decoded differently (a beam-1 run beside a beam-5
-    baseline says so)."""
+    """Method names ("baseline" for none); a run of a method that has several runs gets the settings where it departs
+    from most of them (each setting's commonest value; where values tie, every run shows its own), so a sweep's rows
+    read "icl", "icl (retrieval=fuzzy)", "icl (weights.name=lora)" ("method." left out; icl's weights method by its
+    name, and its settings where runs of it differ); and every run the decoding where the runs were decoded
+    differently (a beam-1 run beside a beam-5 baseline says so)."""
     out = []
     decoded = any(_decoding(r) != _decoding(runs[0]) for r in runs)
     for run in runs:
@@ -204,11 +206,20 @@ def labels(runs: list[Run]) -> list[str]:
             kin = [r for r in same if r.config.get("method.weights.name") == run.config.get("method.weights.name")]
             keys = [k for k in keys if not k.startswith("method.weights.") or k == "method.weights.name"
                     or any(repr(r.config.get(k)) != repr(run.config.get(k)) for r in kin)]
-        out.append(f"{name} ({', '.join(f'{k}={run.config.get(k)}' for k in keys)})" if keys else name)
+        keys = [k for k in keys if k.startswith("decode.") or _departs(run, same, k)]
+        shown = [f"{k.removeprefix('method.')}={run.config.get(k)}" for k in keys]
+        out.append(f"{name} ({', '.join(shown)})" if shown else name)
     for i, label in enumerate(out):
         if out.count(label) > 1:
             out[i] = f"{label} [{runs[i].dir.name}]"
     return out
+
+
+def _departs(run: Run, same: list[Run], key: str) -> bool:
+    """Whether `run`'s value of `key` is not the one most of `same` have (a tie: every value departs)."""
+    counts = Counter(repr(r.config.get(key)) for r in same)
+    top = max(counts.values())
+    return counts[repr(run.config.get(key))] < top or list(counts.values()).count(top) > 1
 
 
 def relative(value: float | None, base: float | None) -> float | None:
