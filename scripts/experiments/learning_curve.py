@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from adaptsim.report import paper
+from adaptsim.report.figures import save
 from adaptsim.report.runs import discover
 from adaptsim.report.significance import Steps, scorer
 from adaptsim.report.stats import Series, Settings, compare, units_of
@@ -139,7 +140,7 @@ def figure(curve: dict, path: Path) -> None:
     fig.suptitle("Adapted − baseline over the base model's learning curve (stars, plus: the paper's Table 5 for full, "
                  "lasso)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save(fig, path, dpi=100)  # (a palette PNG, as every committed figure)
 
 
 def main() -> None:
