@@ -146,7 +146,10 @@ def role_rows(words: list[list]) -> list[str]:
 
 def render(block, labels: list[str], a: dict) -> str:
     result = a["result"]
-    out = [f"**{block.dataset} · {block.segments} segments · model {block.model}**", "",
+    out = [f"**{block.dataset} · {block.segments} segments · model {block.model} · CXMI of the post-edited history**",
+           "", "θ_{i−1} against θ0 scoring each reference without context: what the adapted weights gained from the "
+           "earlier post-edits (0 for a method that changes no weights, such as icl alone; its prompt's context is "
+           "the table after this one):", "",
            *head("method", ["CXMI (nats/token)", "CXMI/seg (nats; paper's eq.)", "CXMI.sent (nats/token; paper's code)",
                             "tokens < 0", "flips− /100 words", "flips+ /100 words"])]
     for i, label in enumerate(labels):
