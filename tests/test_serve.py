@@ -652,6 +652,9 @@ def test_a_reopened_segment_is_taken_back_as_if_never_validated(tmp_path, method
     method = sessions["reopened"].order[0].method  # the first document's
     nets = [s.runs[method].learner.model.net.state_dict() for s in sessions.values()]
     assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
+    if methods:  # a study's base model never trains, a reopen included (every run's learner is a clone of it)
+        bases = [s.base.net.state_dict() for s in sessions.values()]
+        assert all(torch.equal(bases[0][k], bases[1][k]) for k in bases[0])
     if methods:  # the first document's method has one: its last segment's validation completes its run, final
         client = TestClient(create_app(sessions["reopened"], TOKEN, ["testserver"], 4096),
                             headers={"X-Adaptsim-Token": TOKEN})

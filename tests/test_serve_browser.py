@@ -297,6 +297,11 @@ def test_every_key_that_changes_the_text_counts_and_every_way_to_validate(tmp_pa
             sync_api.expect(page.locator("#progress")).to_have_text("document 2 of 2 · segment 1 of 2")
             page.locator("#target").press("Control+Enter")
             sync_api.expect(page.locator("#progress")).to_have_text("document 2 of 2 · segment 2 of 2")
+            cdp = page.context.new_cdp_session(page)  # Enter held down: its repeats validate nothing more
+            cdp.send("Input.dispatchKeyEvent", {"type": "rawKeyDown", "key": "Enter", "code": "Enter",
+                                                "windowsVirtualKeyCode": 13, "autoRepeat": True})
+            page.wait_for_timeout(1000)
+            sync_api.expect(page.locator("#progress")).to_have_text("document 2 of 2 · segment 2 of 2")
             browser.close()
     finally:
         server.send_signal(signal.SIGINT)

@@ -432,6 +432,8 @@ class ServeSession:
             if why := self._reopen_refusal():
                 raise Refused(why, 409, "not_reopenable")
             last, self.pending, self.last = self.last, None, None
+            # the text leaves the records: the log keeps it, should taking it back fail (the page has no draft of it)
+            log.info("serve: segment %d is being reopened; the text validated for it was: %s", position, last.text)
             try:
                 pending.turn.close()  # the segment on the page (maybe another run's) is left
                 del pending  # (its completions hold the model, which one method's take-back loads again)
@@ -475,10 +477,10 @@ class ServeSession:
             gc.collect()
             from adaptsim.models import load_model
 
-            model = load_model(part.model, part.device)
-        else:
-            model = self.base
-        self._open_run(run, part, self._learners(model, [part])[0], resume=True)
+            learner = self._learners(load_model(part.model, part.device), [part])[0]
+        else:  # a clone of the study's untouched base, as every run of the study has: the base itself never trains
+            learner = cloned_learners(self.base, [part])[0]
+        self._open_run(run, part, learner, resume=True)
         run.sim.timing.start, run.sim.earlier_s = start, earlier
 
     def _keep_time(self) -> None:
