@@ -20,7 +20,7 @@ FILE_LIKE = re.compile(r"(path|file|text|source|target|reference|stopwords|vocab
 FILES = {"dataset.path": "file", "dataset.source": "file", "dataset.reference": "file", "method.external.path": "file",
          "metrics.novel_vocab": "file", "metrics.probe.path": "prefix", "metrics.stopwords": "file",
          "metrics.truecase_text": "file", "train.source": "file", "train.target": "file", "train.valid_source": "file",
-         "train.valid_target": "file", "method.list": "file"}
+         "train.valid_target": "file", "method.list": "file", "method.glossary_stopwords": "file"}
 # Settings named like files that are not files a command reads, and why.
 NOT_FILES = {
     "dataset.columns.source": "a column's name", "dataset.columns.reference": "a column's name",
@@ -57,7 +57,7 @@ def test_every_file_setting_is_listed():
 def settings_with(key: str, value: str) -> dict:
     """The resolved settings of a run (of the config group option that has `key`) or a training with `key` set."""
     group = {"method.list": "method=fixed", "method.external.path": "method=tm", "dataset.source": "dataset=plain",
-             "dataset.reference": "dataset=plain"}.get(key)
+             "dataset.reference": "dataset=plain", "method.glossary_stopwords": "method=icl"}.get(key)
     overrides = [group] if group else []
     if key == "method.external.path":
         overrides.append("method.external.format=tsv")
