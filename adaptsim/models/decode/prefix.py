@@ -70,13 +70,13 @@ class PieceIndex:
     """A target vocabulary (sentencepiece or byte-level BPE), indexed to find the pieces that can spell a given rest
     of text."""
 
-    def __init__(self, tokenizer, size: int, eos: int, byte_level: bool = False):
+    def __init__(self, tokenizer, size: int, eos: int):
         special = set(tokenizer.all_special_ids)
         self.pieces = [("" if i in special else p) for i, p in
                        enumerate(tokenizer.convert_ids_to_tokens(list(range(min(size, len(tokenizer))))))]
         self.pieces += [""] * (size - len(self.pieces))  # output rows beyond the tokenizer (padding): never allowed
-        self.size, self.eos, self.byte_level = size, eos, byte_level
-        self.word_start = BYTE_SPACE if byte_level else WORD_START
+        self.size, self.eos = size, eos
+        self.byte_level = False  # (`of` says which: the pieces are the same either way)
         self.ids: dict[str, list[int]] = {}
         for i, p in enumerate(self.pieces):
             if p:
@@ -93,8 +93,14 @@ class PieceIndex:
             return index
         alphabet = set(byte_alphabet().values())
         if any(p.startswith(BYTE_SPACE) for p in index.sorted) and all(c in alphabet for p in index.sorted for c in p):
-            return cls(tokenizer, size, eos, byte_level=True)
+            index.byte_level = True
+            return index
         return None
+
+    @property
+    def word_start(self) -> str:
+        """What opens a word in this vocabulary's pieces."""
+        return BYTE_SPACE if self.byte_level else WORD_START
 
     def spelling(self, begun: str, after_space: bool = True) -> str:
         """What the pieces must spell for a word begun with `begun`: "▁" + it (sentencepiece), or its UTF-8 bytes in
