@@ -24,6 +24,7 @@ pytest.importorskip("httpx")
 from starlette.testclient import TestClient  # noqa: E402
 
 from adaptsim.cli import main  # noqa: E402
+from conftest import tsv_of  # noqa: E402
 from adaptsim.commands.serve import allowed_hosts, configs  # noqa: E402
 from adaptsim.errors import UserError  # noqa: E402
 from adaptsim.serve import study  # noqa: E402
@@ -675,6 +676,32 @@ def test_a_reopened_segment_is_taken_back_as_if_never_validated(tmp_path, method
     refused = reopen(client, 2)  # not a validation of this server's
     assert coded(refused) == (409, "not_reopenable") and not client.get("/api/state").json()["reopenable"]
     resumed.close()
+
+
+def test_a_segment_left_on_the_page_leaves_no_moment_in_the_counts(tmp_path):
+    """tm's moment before translating is counted (summary.json cost.temporary) only for segments that became steps.
+    A study of 4 documents of 2 segments (tm, full, tm, full with seed 2): full's second document's last segment
+    reopened leaves tm's next on the page, whose moment had matched; once both are validated again, the session
+    finished on tm's last segment leaves its moment too. Each count is the sum of the steps' recorded moments, what
+    a resume rebuilds (every document has the same two segments; reset=never keeps tm's earlier pairs)."""
+    pairs = [("Does a developer edit a character?", "Bearbeitet ein Entwickler ein Zeichen?"),
+             ("My ticket is visible.", "Mein Ticket ist sichtbar.")]
+    stream = tsv_of(tmp_path / "stream.tsv", [(f"d{d}", i, *pairs[i]) for d in range(4) for i in range(2)])
+    session, client = open_session(tmp_path / "s", "serve.methods=[tm,full]", "dataset=tsv",
+                                   f"dataset.path={stream}", "dataset.max_documents=4", "seed=2", "reset=never")
+    assert [run.method for run in session.order] == ["tm", "full", "tm", "full"]
+    for _ in range(4):
+        validate(client)
+    assert reopen(client, 4).status_code == 200  # tm's first segment of its second document, left
+    validate(client), validate(client)  # full's again, then tm's
+    assert client.post("/api/finish", json={"position": 5}).json()["ended_early"]  # tm's last, left
+    session.close()
+    tm = tmp_path / "s" / "tm"
+    recorded = [r["moment"] for r in steps(tm) if "moment" in r]
+    assert len(recorded) == 1  # the second document's first segment (the repeat of the first's)
+    counted = json.loads((tm / "summary.json").read_text())["cost"]["temporary"]
+    assert {k: v for k, v in counted.items() if k != "seconds"} == {
+        k: sum(m.get(k, 0) for m in recorded) for k in counted if k != "seconds"}
 
 
 def serve(tmp_path: Path, name: str, *overrides: str) -> tuple[subprocess.Popen, str, str]:

@@ -159,6 +159,7 @@ class Turn:
     stack: ExitStack
     context: list[tuple[str, str, int | None]] = field(default_factory=list)
     dropped: int = 0
+    committed: bool = False  # else leaving it takes its moment's counts back: the segment is begun again, or never
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -345,7 +346,12 @@ class Simulation:
             stack.close()
             raise
         stack.callback(setattr, self, "open", None)  # the turn is over once its moment is left, however
-        return self.open
+        turn = self.open
+        # a turn left uncommitted (a reopen in serve, a session finished on the segment on the page) was not a step:
+        # its moment leaves the counts, which stay the records' sum (what a resume rebuilds from them)
+        if turn.moment:
+            stack.callback(lambda: turn.committed or self.learner.add_moment({k: -v for k, v in turn.moment.items()}))
+        return turn
 
     @own_log
     def commit(self, turn: Turn, translation: Translation, seconds: float, reference: str | None = None,
@@ -355,6 +361,7 @@ class Simulation:
         θ translated in `seconds`, and what correcting it cost (`effort`, if a translator works)."""
         if turn is not self.open:
             raise RuntimeError(f"{self.writer.dir}: step {self.index + 1}: committing a turn that is not the open one")
+        turn.committed = True
         turn.close()
         seg = turn.seg if reference is None else replace(turn.seg, reference=reference)
         model = self.learner.model
