@@ -231,6 +231,7 @@ class Simulation:
         self.segments = [s for d in documents for s in d.segments]
         self.cursor = (0, 0)  # (document, segment in it) of the next step
         self.recorded: list[dict] = []  # an interrupted run's steps, replayed before anything new (`recall`)
+        self.resumed_after = 0  # of them, those an earlier process wrote (serve's reopen replays this process's too)
         self.open: Turn | None = None  # the turn begun and not yet committed
         if not self.segments:
             raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
@@ -297,6 +298,7 @@ class Simulation:
         if done:
             log.info("%s: resuming after %d steps", self.cfg.method.name, len(done))
         self.recorded = done
+        self.resumed_after = len(done)
 
     @property
     def replays_next(self) -> bool:
@@ -524,7 +526,7 @@ class Simulation:
         if self.probe is not None:  # the final θ's
             self.probes.append(self._probe())
             self.job.update(probe={**self.probe.info(), "points": self.probes})
-        timing = self.timing.summary(self.cfg, self.probe is not None, len(self.recorded)) | more_timing
+        timing = self.timing.summary(self.cfg, self.probe is not None, self.resumed_after) | more_timing
         efforts = self.efforts or None
         self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, efforts))
         corpus = self.evaluator.corpus(self.hyps, self.pieces, efforts)

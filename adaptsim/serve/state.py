@@ -464,10 +464,10 @@ class ServeSession:
         """The run's last step taken back as a resume would find it without that step: its line cut from
         steps.jsonl (atomically; human.jsonl and hyps.txt are cut to it by the replay, as at a resume), then a
         learner from θ0 (the model loaded again, or a study's base cloned again) and the run's records left
-        replayed (`_open_run`, resumed: each update checked against its recorded perplexities). The run's time goes
-        on from where it was."""
+        replayed (`_open_run`, resumed: each update checked against its recorded perplexities). The run's time, and
+        its steps resumed from an earlier process (none unless the session was resumed), go on from where they were."""
         run_dir, part = self.dir / run.method, run_part(run.cfg)
-        start, earlier = run.sim.timing.start, run.sim.earlier_s
+        start, earlier, resumed = run.sim.timing.start, run.sim.earlier_s, run.sim.resumed_after
         run.writer.close()
         run.writer = run.sim = run.learner = None  # (one method's model is freed before it is loaded again)
         run.texts = []
@@ -481,7 +481,8 @@ class ServeSession:
         else:  # a clone of the study's untouched base, as every run of the study has: the base itself never trains
             learner = cloned_learners(self.base, [part])[0]
         self._open_run(run, part, learner, resume=True)
-        run.sim.timing.start, run.sim.earlier_s = start, earlier
+        # its time goes on, and only an earlier process's steps count as resumed (summary.json timing)
+        run.sim.timing.start, run.sim.earlier_s, run.sim.resumed_after = start, earlier, resumed
 
     def _keep_time(self) -> None:
         """Every open run's time so far into its summary.json (`HumanSimulation.elapsed`): what a resume goes on
