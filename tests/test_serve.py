@@ -683,7 +683,8 @@ def test_a_segment_left_on_the_page_leaves_no_moment_in_the_counts(tmp_path):
     A study of 4 documents of 2 segments (tm, full, tm, full with seed 2): full's second document's last segment
     reopened leaves tm's next on the page, whose moment had matched; once both are validated again, the session
     finished on tm's last segment leaves its moment too. Each count is the sum of the steps' recorded moments, what
-    a resume rebuilds, and full's summary does not call its reopen's replay a resume (every document has the same two segments; reset=never keeps tm's earlier pairs)."""
+    a resume rebuilds, and full's summary does not call its reopen's replay a resume. (Every document has the same
+    two segments; reset=never keeps tm's earlier pairs.)"""
     pairs = [("Does a developer edit a character?", "Bearbeitet ein Entwickler ein Zeichen?"),
              ("My ticket is visible.", "Mein Ticket ist sichtbar.")]
     stream = tsv_of(tmp_path / "stream.tsv", [(f"d{d}", i, *pairs[i]) for d in range(4) for i in range(2)])

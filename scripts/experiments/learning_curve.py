@@ -27,6 +27,7 @@ from adaptsim.report.significance import Steps, scorer
 from adaptsim.report.stats import Series, Settings, compare, units_of
 
 METHODS = ("full", "lasso")
+ALL_METHODS = ("none", "full", "bias", "fixed", "top", "lasso")  # the paper's, in its Table 5 order
 METRICS = ("R0", "R1", "R0+1")
 CLASSES = ("pieces seen", "a new piece")  # r0_by_pieces.py's
 PANELS = (*METRICS, *(f"R0, {c}" for c in CLASSES))
@@ -43,8 +44,8 @@ def point(stream_dir: Path, pieces: Path) -> dict:
     index, n_units = units_of(steps[0].doc_ids, "document")
     series = [Series(metric, scorer(metric), [s.statistics(metric) for s in steps]) for metric in METRICS]
     result = compare(series, index, n_units, Settings(RESAMPLES, "document", 1, "auto"))
-    out = {"BLEU": runs["none"].summary["scores"]["BLEU"], "documents": n_units, "signature": str(result.signature),
-           "methods": {}}
+    out = {"BLEU": runs["none"].summary["scores"]["BLEU"], "documents": n_units, "segments": len(steps[0].rows),
+           "signature": str(result.signature), "methods": {}, "seconds": {m: seconds(run) for m, run in runs.items()}}
     split = json.loads(pieces.read_text()) if pieces.is_file() else None
     for r, m in enumerate(names[1:], start=1):
         cells = {}
@@ -57,6 +58,12 @@ def point(stream_dir: Path, pieces: Path) -> dict:
                 cells[f"R0, {c}"] = (100 * d["diff"] / base, 100 * d["ci"][0] / base, 100 * d["ci"][1] / base, d["p"])
         out["methods"][m] = cells
     return out
+
+
+def seconds(run) -> float:
+    """The run's compute time from its own record (translating and updating, every step), so a sweep resumed across
+    sessions is timed whole; a lockstep process's wall time is the sum over its methods plus loading."""
+    return sum(row.get("translate_s", 0) + row.get("update_s", 0) for row in Steps.of(run).rows)
 
 
 def collect(results: Path) -> dict:
@@ -87,6 +94,15 @@ def table(curve: dict) -> str:
                 f"{paper.relative(set_name, m, metric):+.0f}" for metric in METRICS) + " | – | – |")
         signatures = sorted({pt["signature"] for pt in models.values()})
         lines += ["", *(f"`{s}`  " for s in signatures), ""]
+    lines += ["**Cost**: seconds of translating and updating (the runs' own records, one thread; the machine's two "
+              "cores shared with development), per stream and in all", "",
+              "| stream | model | segments | " + " | ".join(ALL_METHODS) + " | in all |",
+              "|:--|:--|--:|" + "--:|" * (len(ALL_METHODS) + 1)]
+    for stream, models in curve.items():
+        for model, pt in sorted(models.items(), key=lambda kv: kv[1]["BLEU"]):
+            cells = [f"{pt['seconds'][m]:,.0f}" if m in pt["seconds"] else "–" for m in ALL_METHODS]
+            lines.append(f"| {STREAM_NAMES.get(stream, stream)} | {model} | {pt['segments']:,} | " + " | ".join(cells)
+                         + f" | {sum(pt['seconds'].values()):,.0f} |")
     return "\n".join(lines)
 
 
