@@ -195,6 +195,22 @@ def script_module(relative: str):
     return module
 
 
+def curves_from_steps_are_the_stored_ones(run_dir: Path) -> None:
+    """A run's curves.csv, column for column, is what its steps give summed (`Steps.curves`: a text-free export keeps
+    no curves.csv)."""
+    import math
+
+    from adaptsim.report.runs import discover
+    from adaptsim.report.significance import Steps
+
+    (run,) = discover([run_dir]).runs
+    stored, derived = run.curves(), Steps.of(run).curves()
+    assert set(stored) == set(derived) and stored["doc_id"] == derived["doc_id"], (sorted(stored), sorted(derived))
+    for key in set(stored) - {"doc_id"}:
+        for a, b in zip(stored[key], derived[key], strict=True):
+            assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-9), (run_dir, key, a, b)
+
+
 def tsv_of(path: Path, rows) -> Path:
     """A TSV stream of (doc_id, seg_id, source, reference) rows."""
     path.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(f"{d}\t{i}\t{s}\t{r}\n" for d, i, s, r in rows))

@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 import torch
+from conftest import curves_from_steps_are_the_stored_ones
 from test_decode import PROBE, TED, random_model
 from test_tm import run, summary
 from transformers import LogitsProcessorList
@@ -277,6 +278,7 @@ def test_reports_show_the_effort_with_significance(tmp_path, tiny_model_dir, tin
     assert f"| {full['KSMR']:.1f}" in next(line for line in table.splitlines() if line.startswith("| full"))
     cli("plot", str(tmp_path / "sweep"), "--metrics", "KSMR", "--out", str(tmp_path / "ksmr.png"))
     assert (tmp_path / "ksmr.png").stat().st_size > 0
+    curves_from_steps_are_the_stored_ones(tmp_path / "sweep" / "full")  # the effort rates' curves too
     capsys.readouterr()
     cli("compare", str(tmp_path / "sweep" / "none"), str(tmp_path / "sweep" / "full"), "--json")
     compared = json.loads(capsys.readouterr().out)

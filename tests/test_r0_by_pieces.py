@@ -29,7 +29,7 @@ def test_won_minus_lost_is_the_r0_difference_and_shows_a_loss_the_net_hides():
 @pytest.mark.slow
 def test_the_text_free_record_gives_the_split_the_sweep_gives(tmp_path):
     """export_runs.py keeps each R0 occurrence's class and hit (no text): r0_by_pieces.py prints the same tables from
-    the record as from the sweep, whose hypotheses it reads."""
+    the record as from the sweep, whose hypotheses it reads; plot draws the same learning curves."""
     sweep, record = tmp_path / "sweep", tmp_path / "record"
     run = [sys.executable, "-m", "adaptsim", "run", "-m", "method=none,full", "dataset.max_documents=2",
            "decode.beam_size=2", "progress=false", "hydra/launcher=lockstep", f"hydra.sweep.dir={sweep}",
@@ -43,3 +43,9 @@ def test_the_text_free_record_gives_the_split_the_sweep_gives(tmp_path):
                              capture_output=True, text=True).stdout for where in (sweep, record)]
     assert "| full |" in tables[0]
     assert tables[0].replace(sweep.name, "X") == tables[1].replace(record.name, "X")
+    # the record keeps no curves.csv: plot sums its steps, and draws the sweep's figure
+    assert not list(record.rglob("curves.csv*"))
+    for where in (sweep, record):
+        subprocess.run([sys.executable, "-m", "adaptsim", "plot", where, "--out", tmp_path / f"{where.name}.png"],
+                       check=True, capture_output=True, cwd=PROJECT_ROOT)
+    assert (tmp_path / "sweep.png").read_bytes() == (tmp_path / "record.png").read_bytes()

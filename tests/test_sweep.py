@@ -10,11 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import curves_from_steps_are_the_stored_ones
 
 from adaptsim.report import plot, table
 
@@ -119,6 +121,22 @@ def test_plot_from_sweep(basic, tmp_path, capsys):
     png = tmp_path / "curves.png"
     assert plot.main([str(basic), "--out", str(png), "--metrics", "R0,R1,R0+1,BLEU"]) == 0
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_record_without_its_curves_is_plotted_from_its_steps(basic, tmp_path, capsys):
+    """A text-free export keeps no curves.csv: the curves are its steps summed, and the plot is the same figure."""
+    finished = sorted(basic.glob("*/curves.csv"))
+    assert len(finished) == len(METHODS)
+    for path in finished:
+        curves_from_steps_are_the_stored_ones(path.parent)
+    bare = shutil.copytree(basic, tmp_path / "bare")
+    for path in bare.rglob("curves.csv"):
+        path.unlink()
+    figures = {}
+    for name, root in (("stored", basic), ("derived", bare)):
+        figures[name] = tmp_path / f"{name}.png"
+        assert plot.main([str(root), "--out", str(figures[name]), "--metrics", "R0,R1,R0+1,BLEU,TER,SBLEU"]) == 0
+    assert figures["stored"].read_bytes() == figures["derived"].read_bytes()
 
 
 def test_significance_on_a_real_sweep(basic, capsys):

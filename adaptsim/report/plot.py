@@ -1,8 +1,8 @@
 """`adaptsim plot DIR… --out FILE.png`: learning curves like the paper's Figure 2 (Appendix B).
 
 One panel per metric: after each segment i, the corpus score of segments 1..i of every adapted run
-minus the baseline's (each run's curves.csv), so a dip shows where adaptation hurt. The baseline's
-curve is read from its run in the sweep, never recomputed.
+minus the baseline's (each run's curves.csv, or the same from its steps where it has none), so a dip shows where
+adaptation hurt. The baseline's curve is read from its run in the sweep, never recomputed.
 
 --bands shades a 95% bootstrap band around each curve: at segment i, the interval of the difference of
 prefix scores under resampled units (adaptsim.report.stats.prefix_bands, from the per-segment statistics in
@@ -45,18 +45,18 @@ def main(argv: list[str]) -> int:
     baseline = block.need_baseline("a learning-curve plot")
     if not block.adapted:
         raise UserError(f"dataset {block.dataset!r}: only the baseline finished; nothing to compare with it")
-    base = baseline.curves()
+    base = sig.curves(baseline)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     missing = [m for m in metrics if m not in base]
     if missing or not metrics:
         known = ", ".join(k for k in base if k != "doc_id")
-        raise UserError(f"unknown metric {', '.join(missing) or '(none given)'}; curves.csv has: {known}")
+        raise UserError(f"unknown metric {', '.join(missing) or '(none given)'}; the curves have: {known}")
     sig.check_effort([run for _, run in block.rows], metrics)
     lines = []
     for label, run in block.adapted:
-        curves = run.curves()
+        curves = sig.curves(run)
         if len(curves["doc_id"]) != len(base["doc_id"]) or any(m not in curves for m in metrics):
-            raise UserError(f"{run.dir}: curves.csv does not match the baseline's ({baseline.dir})")
+            raise UserError(f"{run.dir}: its curves do not match the baseline's ({baseline.dir})")
         lines.append((label, {m: [a - b for a, b in zip(curves[m], base[m])] for m in metrics}))
     band, note = None, ""
     if args.bands:

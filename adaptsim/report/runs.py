@@ -51,8 +51,6 @@ class Run:
     def curves(self) -> dict[str, list]:
         """curves.csv as columns: metric -> cumulative scores (NaN where none yet), "doc_id" -> ids."""
         path = record_file(self.dir, "curves.csv")
-        if not path.is_file():
-            raise UserError(f"{self.dir}: no curves.csv (needed for learning curves)")
         rows = list(csv.DictReader(io.StringIO(read_record(path), newline="")))
         if not rows:
             raise UserError(f"{path}: no rows")

@@ -119,6 +119,20 @@ class Steps:
                             f"leave {metric} out with --metrics") from None
 
 
+    def curves(self) -> dict[str, list]:
+        """The learning curves curves.csv holds, from the steps alone: each cell there is a metric's corpus score over
+        the segments so far, so it is the metric's scorer on the running sums of its per-segment statistics (what
+        a text-free export, which keeps no curves.csv, still has). The same columns as `Run.curves`."""
+        first = self.rows[0] if self.rows else {}
+        metrics = [k[:-4] for k in first if k.endswith("_num") and f"{k[:-4]}_den" in first]
+        metrics += [m for m, kind in _SACRE_KIND.items() if kind in (first.get("stats") or {})]
+        metrics += ["SBLEU"] * ("SBLEU" in first) + [*RATES] * ("effort" in first)
+        out: dict[str, list] = {"doc_id": self.doc_ids}
+        for metric in metrics:
+            running = np.cumsum(self.statistics(metric), axis=0)
+            out[metric] = [float(v) for v in np.asarray(scorer(metric)(running), dtype=float)]
+        return out
+
     def cxmi_values(self, baseline: Steps) -> list:
         """Each segment's per-token P-CXMI against the baseline run (checked to be comparable)."""
         check_joinable(baseline.run, self.run)
@@ -137,6 +151,16 @@ def scores(runs: list[Run], metrics: list[str]) -> None:
         for m in wanted:
             total = s.statistics(m, steps[0]).sum(axis=0)
             s.run.derived[m] = float(total[0] / total[1]) if total[1] else None
+
+
+def curves(run: Run) -> dict[str, list]:
+    """The run's learning curves: its curves.csv where it has one, else the same derived from its steps (a text-free
+    export keeps none: `Steps.curves`)."""
+    if record_file(run.dir, "curves.csv").is_file():
+        return run.curves()
+    if not record_file(run.dir, "steps.jsonl").is_file():
+        raise UserError(f"{run.dir}: no curves.csv, nor a steps.jsonl to sum them from (needed for learning curves)")
+    return Steps.of(run).curves()
 
 
 def scorer(metric: str):

@@ -4,12 +4,13 @@ the sweep, but it holds no source, reference or hypothesis text (the test data s
     python scripts/experiments/export_runs.py SWEEP_DIR OUT_DIR [--without-logprobs]
 
 Copied per finished run (its records plain or compressed), written xz-compressed where large: summary.json,
-.hydra/{config,overrides}.yaml, curves.csv.xz, and steps.jsonl.xz without the text fields (source, hypothesis,
+.hydra/{config,overrides}.yaml and steps.jsonl.xz without the text fields (source, hypothesis,
 their pieces and the reference's; the reference becomes a hash of it; the per-segment statistics, which the
 bootstrap resamples, and the log-probabilities stay), with `R0_pieces` added where the model has a target.spm: each
 R0 occurrence's class (its pieces shown by the stream before, or not) and whether the hypothesis held it, no text, so
 that r0_by_pieces.py reads the record as it reads the sweep; the sweep's multirun.yaml. Paths of the machine it ran on
-stay as they are (they name ../shared, not its contents). --without-logprobs also leaves out the per-token
+stay as they are (they name ../shared, not its contents). No curves.csv: its every cell is the steps' statistics
+summed, which `plot` does where a run has none (docs/design.md §6). --without-logprobs also leaves out the per-token
 log-probabilities (CXMI's input; about half of the compressed size) where no report made from the export needs them.
 """
 
@@ -35,8 +36,6 @@ def export_run(run: Path, out: Path, drop: tuple[str, ...] = ()) -> None:
     for name in ("summary.json", ".hydra/config.yaml", ".hydra/overrides.yaml"):
         if (run / name).is_file():
             shutil.copyfile(run / name, out / name)
-    if record_file(run, "curves.csv").is_file():
-        (out / "curves.csv").write_text(read_record(record_file(run, "curves.csv")), encoding="utf-8", newline="")
     steps = [json.loads(line) for line in filter(None, read_record(record_file(run, "steps.jsonl")).split("\n"))]
     summary = json.loads((run / "summary.json").read_text())
     spm = Path(summary.get("model_path") or "") / "target.spm"
