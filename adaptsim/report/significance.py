@@ -118,7 +118,6 @@ class Steps:
                             "before adaptsim recorded them, or the metric was not computed); re-run it, or "
                             f"leave {metric} out with --metrics") from None
 
-
     def curves(self) -> dict[str, list]:
         """The learning curves curves.csv holds, from the steps alone: each cell there is a metric's corpus score over
         the segments so far, so it is the metric's scorer on the running sums of its per-segment statistics (what
