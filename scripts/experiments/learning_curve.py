@@ -126,7 +126,7 @@ def figure(curve: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(PANELS), figsize=(3.2 * len(PANELS), 3.6), sharex=True)
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(3.2 * len(PANELS), 3.9), sharex=True)
     colours = {"business_central": "tab:blue", "gnome_help_20": "tab:orange"}
     for ax, panel in zip(axes, PANELS):
         ax.axhline(0, color="0.6", lw=0.8)
@@ -152,10 +152,11 @@ def figure(curve: dict, path: Path) -> None:
         ax.set_xlabel("baseline BLEU", fontsize=8)
         ax.tick_params(labelsize=7)
     axes[0].set_ylabel("% of the baseline's score", fontsize=8)
-    axes[0].legend(fontsize=6, loc="lower left")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=len(labels), frameon=False)  # under the panels
     fig.suptitle("Adapted − baseline over the base model's learning curve (stars, plus: the paper's Table 5 for full, "
                  "lasso)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     save(fig, path, dpi=100)  # (a palette PNG, as every committed figure)
 
 
