@@ -10,8 +10,9 @@
 #
 # e.g. NAME=base-ende-e1.4 MODEL_DIR=../shared/models/base-ende-e1.4; without MODEL_DIR the configs/model entry's
 # own weights (NAME=base-ende, NAME=small-ende-probe MODEL=small-ende-probe). Run it again after an interruption:
-# finished runs are left alone, interrupted ones resume where they stopped. One process, one thread; the CPU
-# time of each stream goes to $RESULTS/$NAME/timing.tsv.
+# finished runs are left alone, interrupted ones resume where they stopped. One process, one thread; each
+# invocation's wall time per stream goes to $RESULTS/$NAME/timing.tsv (a killed one writes none), and
+# learning_curve.py's cost table times every run from its own records, resumed or not.
 # Settings (environment), defaults in brackets:
 #   MODEL      the configs/model entry (architecture, vocabulary, fixed's list) [base-ende]
 #   STREAMS    gnome_help_20 (20 GNOME help topics, 795 segments) and/or business_central (the first 100 test
