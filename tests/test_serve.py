@@ -21,10 +21,10 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
+from conftest import tsv_of  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from adaptsim.cli import main  # noqa: E402
-from conftest import tsv_of  # noqa: E402
 from adaptsim.commands.serve import allowed_hosts, configs  # noqa: E402
 from adaptsim.errors import UserError  # noqa: E402
 from adaptsim.serve import study  # noqa: E402

@@ -104,18 +104,14 @@ class Learner:
         self.theta0 = Snapshot(self.method.parameters())
         self.reset = reset
         self.at_theta0 = True  # nothing adapted since the last restart
-        # the moments of adaptation before translating (tm): segments with matches, matches, updates, seconds
+        # the moments of adaptation before translating (tm) of the steps made: segments with matches, matches, updates,
+        # seconds (`add_moment`)
         self.temporary = {"retrievals": 0, "matches": 0, "updates": 0, "seconds": 0.0, "divergences": 0}
 
-    def moment_since(self, before: dict) -> dict | None:
-        """What the moments added to `temporary` since it was `before` (a step's share of the record); None if
-        nothing."""
-        added = {k: v - before[k] for k, v in self.temporary.items()}
-        return added if any(v for k, v in added.items() if k != "seconds") else None
-
     def add_moment(self, added: dict) -> None:
-        """A replayed step's moment (`moment_since`, as its steps.jsonl line recorded it) counted again: a resumed
-        run's record is the uninterrupted run's."""
+        """A step's moment (`adapted_for`'s record) counted, when the step is committed or replayed (as its steps.jsonl
+        line recorded it): the counts are the steps' sum, a resumed run's the uninterrupted run's, and a segment
+        begun and left (serve's reopen, a session finished on the page) counts nothing."""
         for k, v in added.items():
             self.temporary[k] = self.temporary.get(k, 0) + v
 
@@ -147,28 +143,29 @@ class Learner:
     def adapted_for(self, source: str):
         """θ, fine-tuned for a moment on the earlier pairs the method retrieves for `source` (tm; none for the other
         methods), each with the update rule at a rate scaled by its score; every trained tensor is restored exactly
-        on leaving. A divergence there leaves θ as it was: the segment is translated with it and it is counted."""
+        on leaving. A divergence there leaves θ as it was: the segment is translated with it and it is counted. Yields
+        the moment's record (its retrieval, matches, updates, divergences, seconds; None without a match), which
+        `add_moment` counts once the step is made."""
         matches = self.retrieval.matches(source) if self.retrieval else []
         if not matches:
-            yield
+            yield None
             return
         start = time.perf_counter()
+        moment = {"retrievals": 1, "matches": len(matches), "updates": 0, "seconds": 0.0, "divergences": 0}
         saved = Snapshot(dict(zip(self.updater.names, self.updater.params)))  # θ as the moment finds it
         try:
             lr, until = self.retrieval.moment  # the moment's rate at a score of 100, and its stopping rule
             for src, ref, score in matches:
                 result = self.updater(self.model.pair(src, ref), lr / self.method.lr * score / 100, steps=True,
                                       until=until)
-                self.temporary["updates"] += result.updates
+                moment["updates"] += result.updates
         except Diverged as e:
             log.warning("the moment's adaptation for %r diverged (%s); translated without it", source[:40], e.what)
-            self.temporary["divergences"] += 1
+            moment["divergences"] += 1
             saved.restore()
-        self.temporary["retrievals"] += 1
-        self.temporary["matches"] += len(matches)
-        self.temporary["seconds"] += time.perf_counter() - start
+        moment["seconds"] = time.perf_counter() - start
         try:
-            yield
+            yield moment
         finally:
             saved.restore()
 

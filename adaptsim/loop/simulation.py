@@ -151,7 +151,7 @@ def loop(base: Model, runs: list[Simulation], **timing) -> None:
 @dataclass(eq=False)
 class Turn:
     """A segment a run has begun and not yet committed (the one at its cursor), the method's moment of adaptation
-    entered for it (tm's; `moment`: its record, `Learner.moment_since`), left on exit, and the earlier pairs its
+    entered for it (tm's; `moment`: its record, `Learner.adapted_for`'s), left on exit, and the earlier pairs its
     prompt quotes (icl's `context`: (source, post-edit, step)), after the first `dropped` the method chose, which did
     not fit."""
     seg: Segment
@@ -159,7 +159,6 @@ class Turn:
     stack: ExitStack
     context: list[tuple[str, str, int | None]] = field(default_factory=list)
     dropped: int = 0
-    committed: bool = False  # else leaving it takes its moment's counts back: the segment is begun again, or never
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -340,20 +339,14 @@ class Simulation:
         if self.probe is not None and self.probe.due(self.index):
             self.probed = self._probe()
         stack = ExitStack()
-        before = dict(self.learner.temporary)
         try:
-            stack.enter_context(self.learner.adapted_for(seg.source))
-            self.open = Turn(seg, self.learner.moment_since(before), stack, *self._context(seg))
+            moment = stack.enter_context(self.learner.adapted_for(seg.source))
+            self.open = Turn(seg, moment, stack, *self._context(seg))
         except BaseException:
             stack.close()
             raise
         stack.callback(setattr, self, "open", None)  # the turn is over once its moment is left, however
-        turn = self.open
-        # a turn left uncommitted (a reopen in serve, a session finished on the segment on the page) was not a step:
-        # its moment leaves the counts, which stay the records' sum (what a resume rebuilds from them)
-        if turn.moment:
-            stack.callback(lambda: turn.committed or self.learner.add_moment({k: -v for k, v in turn.moment.items()}))
-        return turn
+        return self.open
 
     @own_log
     def commit(self, turn: Turn, translation: Translation, seconds: float, reference: str | None = None,
@@ -363,8 +356,9 @@ class Simulation:
         θ translated in `seconds`, and what correcting it cost (`effort`, if a translator works)."""
         if turn is not self.open:
             raise RuntimeError(f"{self.writer.dir}: step {self.index + 1}: committing a turn that is not the open one")
-        turn.committed = True
         turn.close()
+        if turn.moment:  # counted with its step (a turn left uncommitted was none: Learner.add_moment)
+            self.learner.add_moment(turn.moment)
         seg = turn.seg if reference is None else replace(turn.seg, reference=reference)
         model = self.learner.model
         prompt = None
@@ -458,7 +452,7 @@ class Simulation:
              prompt: dict | None = None) -> None:
         """Record segment `seg`: its hypothesis (translated in `seconds`), what correcting it cost the simulated
         translator (`effort`, if one works), the adaptation on its pair, what the moment's adaptation before
-        translating it did (`moment`: tm's retrieval record of this step, `Learner.moment_since`; the step's
+        translating it did (`moment`: tm's retrieval record of this step, `Learner.adapted_for`'s; the step's
         line keeps it, so a resumed run's summary counts the replayed steps' moments too), and a decoder-only
         model's prompt (`PROMPT_FIELDS`: its tokens, the earlier steps it quoted, the reference's log-probabilities
         with them)."""

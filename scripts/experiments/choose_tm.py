@@ -34,13 +34,14 @@ def main(overrides: list[str]) -> None:
         method = OmegaConf.merge(cfg.method, {"moment_lr": lr, "moment_ppl_threshold": threshold,
                                               "moment_max_updates": most})
         learner = Learner(model, method_cfg=method, update_cfg=cfg["update"], reset="document", seed=cfg.seed)
-        same = 0
+        same = updates = matches = 0
         for source, reference in pairs:
             learner.restart()
             learner.method.revealed(source, reference)
-            with learner.adapted_for(source):
+            with learner.adapted_for(source) as moment:
                 same += model.translate(source, **cfg.decode).text == reference
-        updates = learner.temporary["updates"] / max(learner.temporary["matches"], 1)
+            updates, matches = updates + moment["updates"], matches + moment["matches"]
+        updates = updates / max(matches, 1)
         print(f"| {lr:g} | {threshold:g} | {most} | {same}/{len(pairs)} | {updates:.1f} |", flush=True)
 
 
