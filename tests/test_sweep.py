@@ -123,7 +123,7 @@ def test_plot_from_sweep(basic, tmp_path, capsys):
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_a_record_without_its_curves_is_plotted_from_its_steps(basic, tmp_path, capsys):
+def test_a_record_without_its_curves_is_plotted_from_its_steps(basic, tmp_path):
     """A text-free export keeps no curves.csv: the curves are its steps summed, and the plot is the same figure."""
     finished = sorted(basic.glob("*/curves.csv"))
     assert len(finished) == len(METHODS)
