@@ -23,18 +23,16 @@ import numpy as np
 
 from adaptsim.report.runs import discover
 from adaptsim.report.significance import Steps
+from adaptsim.report.stats import unit_sums, units_of
 
 EXACT = 200_000  # at most this many choices of the first third are enumerated; beyond, `permutations` random ones
 
 
 def hits_by_document(run) -> tuple[list[str], np.ndarray]:
     """The run's documents in stream order and, per document, R0's (numerator, denominator)."""
-    order: dict[str, list[float]] = {}
-    for row in Steps.of(run).rows:
-        counts = order.setdefault(str(row["doc_id"]), [0.0, 0.0])
-        counts[0] += row["R0_num"]
-        counts[1] += row["R0_den"]
-    return list(order), np.array(list(order.values()))
+    steps = Steps.of(run)
+    index, n = units_of(steps.doc_ids, "document")
+    return list(dict.fromkeys(steps.doc_ids)), unit_sums(steps.statistics("R0"), index, n)
 
 
 def along(stream: Path, method: str, permutations: int, seed: int) -> dict | None:
