@@ -24,10 +24,13 @@ HOLM = 0.05 / 7  # Holm's first step over seven findings, a finding with one way
 CFG = Settings(50, "document", 1, "auto", trials=4000)
 
 
-def part(diff: float, sd: float | None, sign: int = 1, plus: str = "full", metric: str = "R0", n: int = 40) -> Part:
-    """A part whose randomisation standard error on n documents makes `power.sigma` `sd` (None: no se)."""
+def part(diff: float, sd: float | None, sign: int = 1, plus: str = "full", metric: str = "R0", n: int = 40,
+         margin: float = 1.0) -> Part:
+    """A part whose randomisation standard error on n documents makes `power.sigma` `sd` (None: no se); a closeness
+    part (sign 0) has the margin ±`margin`."""
     se = None if sd is None else math.sqrt((sd * sd * (n - 1) / n + diff * diff) / n)
-    return Part(metric, plus, None, sign, Difference(diff, (diff - 1, diff + 1), 0.0, (0.0, 0.0), 0.5, se=se))
+    return Part(metric, plus, None, sign, Difference(diff, (diff - 1, diff + 1), 0.0, (0.0, 0.0), 0.5, se=se),
+                margin if sign == 0 else None)
 
 
 def stream(rng: np.random.Generator, n: int, effect: float, sd: float) -> tuple[np.ndarray, np.ndarray]:
@@ -45,13 +48,13 @@ def measured(base: np.ndarray, method: np.ndarray, seed: int) -> Difference:
 
 def rejected(n: int, effect: float, sd: float, alpha: float, reps: int, seed: int, close: bool = False) -> float:
     """How often the real test (exact up to 20 documents, Monte Carlo beyond) is significant at `alpha` in the
-    paper's direction (close: |Δ| < 1 and both tests of H0: Δ = ±1 reject, finding 5's rule, findings.Part.p) on
-    `reps` simulated streams."""
+    paper's direction (close: both one-sided tests of H0: Δ = ±1 reject at `alpha`, the TOST of finding 5,
+    findings.Part.p_within) on `reps` simulated streams."""
     rng = np.random.default_rng(seed)
     hits = 0
     for r in range(reps):
         d = measured(*stream(rng, n, effect, sd), seed=r)
-        hits += (Part("R0", "bias", None, 0, d).p() < alpha and abs(d.diff) < 1) if close else \
+        hits += (Part("R0", "bias", None, 0, d, 1.0).p_within() < alpha and abs(d.diff) < 1) if close else \
             (d.p < alpha and d.diff > 0)
     return hits / reps
 
@@ -81,9 +84,9 @@ def test_the_documents_printed_give_80_percent_power_under_the_real_test(effect,
     """Per-document sd 1, the planted effect in the paper's direction, one part at α/7: the documents printed, then
     400 streams of that many documents through stats.compare: the test finds the effect in 80% of them (within three
     binomial standard errors)."""
-    n = power.needed([part(effect, 1.0)], [effect], 40, 1.0, HOLM, power.fewest_units(CFG, 7))
+    n = power.needed([part(effect, 1.0)], [effect], 40, HOLM, power.fewest_units(CFG, 7))
     assert n == size
-    assert power.joint_power([part(effect, 1.0)], [effect], [1.0], n, HOLM, 1.0) >= POWER
+    assert power.joint_power([part(effect, 1.0)], [effect], [1.0], n, HOLM) >= POWER
     reps = 400
     at_n = rejected(n, effect, 1.0, HOLM, reps, seed=1)
     assert enough(at_n, reps)
@@ -105,19 +108,19 @@ def test_never_fewer_documents_than_the_corrected_test_can_resolve():
     assert [power.fewest_units(CFG, k) for k in (1, 7, 35)] == [6, 9, 11]
     assert power.fewest_units(Settings(50, "document", 1, "auto", trials=100), 35) is None  # 35/101 ≥ 0.05 beyond 20
     huge = [part(30.0, 1.0)]  # the effect is found on very few documents …
-    assert power.needed(huge, [30.0], 40, 1.0, HOLM, power.fewest_units(CFG, 7)) == 9  # … but not fewer than the floor
-    assert power.needed(huge, [30.0], 40, 1.0, 0.05 / 35, power.fewest_units(CFG, 35)) == 11
+    assert power.needed(huge, [30.0], 40, HOLM, power.fewest_units(CFG, 7)) == 9  # … but not fewer than the floor
+    assert power.needed(huge, [30.0], 40, 0.05 / 35, power.fewest_units(CFG, 35)) == 11
     one = [part(0.0, 1.0)]
-    small, big = (power.needed(one, [e], 40, 1.0, HOLM, 9) for e in (0.5, 1.5))
+    small, big = (power.needed(one, [e], 40, HOLM, 9) for e in (0.5, 1.5))
     assert 9 <= big < small  # a larger effect needs fewer documents
-    assert power.needed(one, [0.5], 40, 1.0, 0.05, 6) < small  # the uncorrected level asks for fewer
+    assert power.needed(one, [0.5], 40, 0.05, 6) < small  # the uncorrected level asks for fewer
     both = [part(0.0, 1.0), part(0.0, 1.0, plus="top")]
-    assert power.needed(both, [0.5, 0.5], 40, 1.0, HOLM, 9) > small  # two parts must both hold: joint power
-    assert power.needed(one, [-0.5], 40, 1.0, HOLM, 9) is None  # the paper's effect points the other way
+    assert power.needed(both, [0.5, 0.5], 40, HOLM, 9) > small  # two parts must both hold: joint power
+    assert power.needed(one, [-0.5], 40, HOLM, 9) is None  # the paper's effect points the other way
     no_spread = Part("R0", "full", None, 1, Difference(0.5, (0, 1), 0, (0, 0), 0.5, se=0.0))
     broken = [part(math.nan, 1.0), part(0.5, None), no_spread]
     for p in broken:
-        assert power.sigma(p, 40) is None and power.needed([p], [0.5], 40, 1.0, HOLM, 9) is None
+        assert power.sigma(p, 40) is None and power.needed([p], [0.5], 40, HOLM, 9) is None
 
 
 def test_detectable_is_the_difference_found_with_80_percent_power_not_the_half_width():
@@ -134,25 +137,25 @@ def test_closeness_power_at_a_true_difference_of_zero():
     """Finding 5's power grows with the documents; the documents printed are the first to reach 80% by the formula;
     every metric must hold; a spread too wide for ±1 ever to be shown is printed as more than a million."""
     sigmas = [0.75, 0.5, 1.5]
-    powers = [power.close_power(sigmas, n, HOLM, 1.0) for n in range(13, 200)]
+    powers = [power.close_power([1.0] * 3, sigmas, n, HOLM) for n in range(13, 200)]
     assert powers[0] < 0.1 and all(a <= b for a, b in zip(powers, powers[1:])) and powers[-1] > 0.9
     way = [part(0.0, s, sign=0, plus="bias", metric=m) for s, m in zip(sigmas, ("BLEU", "R0", "R1"))]
-    n = power.needed(way, [0.0, 0.0, 0.0], 40, 1.0, HOLM, 9)
-    assert power.close_power(sigmas, n, HOLM, 1.0) >= POWER > power.close_power(sigmas, n - 1, HOLM, 1.0)
+    n = power.needed(way, [0.0, 0.0, 0.0], 40, HOLM, 9)
+    assert power.close_power([1.0] * 3, sigmas, n, HOLM) >= POWER > power.close_power([1.0] * 3, sigmas, n - 1, HOLM)
     # every metric must be close: each factor ≤ 1, so never fewer documents than the hardest metric alone
-    assert n >= power.needed(way[2:], [0.0], 40, 1.0, HOLM, 9)
-    assert power.needed(way, [0.0, 1.5, 0.0], 40, 1.0, HOLM, 9) is None  # the paper's own beyond ±1
+    assert n >= power.needed(way[2:], [0.0], 40, HOLM, 9)
+    assert power.needed(way, [0.0, 1.5, 0.0], 40, HOLM, 9) is None  # the paper's own beyond ±1
     wide = [part(0.0, 5000.0, sign=0, plus="bias")]  # σ = 5,000 points: ±1 is never shown
-    assert power.needed(wide, [0.0], 40, 1.0, HOLM, 9) is None
-    finding = Finding(5, "bias stays close", "", 0.5, "same direction", [wide])
-    assert power.row(finding, "Autodesk", {"R0": 40.0}, 40, 7, CFG, 1.0).endswith("| over 1,000,000 |")
+    assert power.needed(wide, [0.0], 40, HOLM, 9) is None
+    finding = Finding(5, "bias stays close", "", "inconclusive", [wide])
+    assert power.row(finding, "Autodesk", {"R0": 40.0}, 40, 7, CFG).endswith("| over 1,000,000 |")
 
 
-@pytest.mark.parametrize("sd,size", [(0.65, 11), (1.0, 21)])  # simulated exact test; the normal model
+@pytest.mark.parametrize("sd,size", [(0.65, 10), (1.0, 18)])  # simulated exact test; the normal model
 def test_closeness_power_against_the_real_test(sd, size):
-    """One metric, per-document sd `sd`, true difference 0: at the documents printed, both tests of H0: Δ = ±1
-    reject at α/7 (finding 5's rule) in about 80% of streams."""
-    n = power.needed([part(0.0, sd, sign=0, plus="bias")], [0.0], 40, 1.0, HOLM, 9)
+    """One metric, per-document sd `sd`, true difference 0: at the documents printed, both one-sided tests of
+    H0: Δ = ±1 reject at α/7 (finding 5's TOST) in about 80% of streams."""
+    n = power.needed([part(0.0, sd, sign=0, plus="bias")], [0.0], 40, HOLM, 9)
     assert n == size
     reps = 300
     assert enough(rejected(n, 0.0, sd, HOLM, reps, seed=3, close=True), reps)
@@ -166,13 +169,13 @@ def test_a_row_never_crashes_and_says_why_it_has_no_number():
         "other way": (part(1.0, 1.0, sign=+1), "| – (the paper: 0 or the other way) |"),
     }
     for name, (p, end) in cases.items():
-        text = power.row(Finding(2, name, "", 0.5, "same direction", [[p]]), "Autodesk", scores, 30, 7, CFG, 1.0)
+        text = power.row(Finding(2, name, "", "inconclusive", [[p]]), "Autodesk", scores, 30, 7, CFG)
         assert text.endswith(end), text
-    few = power.row(Finding(2, "few", "", 0.5, "cannot tell", [[part(-1.0, 1.0, sign=-1, n=8)]]), "Autodesk",
-                    scores, 8, 7, CFG, 1.0)
+    few = power.row(Finding(2, "few", "", "inconclusive", [[part(-1.0, 1.0, sign=-1, n=8)]]), "Autodesk",
+                    scores, 8, 7, CFG)
     assert "| 0% | – (fewer than 9 documents) |" in few  # 8 documents cannot be significant at α/7
-    assert power.row(Finding(6, "missing", "no fixed run", None, "cannot tell"), "Autodesk", scores, 30, 7, CFG,
-                     1.0) == "| 6 | cannot tell | – | – | – | – | – |"
+    assert power.row(Finding(6, "missing", "no fixed run", "cannot tell"), "Autodesk", scores, 30, 7,
+                     CFG) == "| 6 | cannot tell | – | – | – | – | – |"
 
 
 def test_the_paper_column_is_table_5_and_streams_meet_their_counterpart():
@@ -196,12 +199,12 @@ def test_findings_with_effects_and_power_on_the_committed_ted_runs(capsys):
     rows = {int(line.split("|")[1]): [c.strip() for c in line.split("|")[2:-1]]
             for line in table.splitlines() if line.startswith("| ") and "#" not in line}
     assert sorted(rows) == list(range(1, 9))
-    # Holm's family: the findings with parts that the paper shows on TED (3, 4 and 7 are not the paper's there)
+    # the step-down's family: the findings with parts that the paper shows on TED (3, 4 and 7 are not the paper's)
     m = sum(verdict != "not the paper's" for verdict, *_ in rows.values())
-    assert m == 5 and f"m = {m} findings in Holm's family" in table
+    assert m == 5 and f"m = {m} findings in the step-down" in table
     assert {rows[k][1] for k in (1, 2, 5, 6)} == {"0.01 (α/5)"} and rows[8][1] == "0.002 (α/25)"  # 8: × 5 methods
     verdict, level, here, detectable, effect, needed = rows[2]
-    assert verdict == "same direction" and effect == "full R0 -0.7"
+    assert verdict == "inconclusive" and effect == "full R0 -0.7"
     # the paper's effect is far below what 13 talks detect with 80% power at α/5, so its power here is small and
     # it needs many more talks than there are
     assert float(detectable) > 2 * 0.7 and int(here.rstrip("%")) < 20 and int(needed.replace(",", "")) > 4 * 13

@@ -316,7 +316,8 @@ def test_findings_verdicts_follow_the_direction_and_significance_of_each_differe
                         5: "reproduced",          # bias = baseline on every metric
                         6: "reproduced",          # fixed and top far below the baseline's R0
                         7: "contradicted",        # lasso and fixed lower BLEU
-                        8: "opposite direction"}  # every method moves BLEU and R0 the same way, bias not at all
+                        8: "smaller than the paper's"}  # every method moves BLEU and R0 the same way, bias not at
+    # all: the paper's BLEU up and R0 down excluded for every method the paper shows it through, no effect not
 
 
 def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
@@ -328,7 +329,7 @@ def test_findings_say_which_method_is_missing(tmp_path, data, capsys):
     write_run(root, "1_full", "full", refs, refs, ids)
     assert findings.main([str(root), "--resamples", "100"]) == 0
     out = capsys.readouterr().out
-    assert ("| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | – | – | cannot tell | "
+    assert ("| 3 | lasso has the best R0 of the adapted methods | no lasso run | – | – | cannot tell | "
             "no lasso run |") in out
     assert "| 1 | full raises R1 |" in out and "| 6 | fixed and top lower R0 | no fixed, top run |" in out
 

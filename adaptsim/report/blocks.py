@@ -50,6 +50,13 @@ class Block:
     ambiguous: str | None = None  # why there is no baseline although there are method=none runs
 
     @property
+    def caption(self) -> str:
+        """What a report's block is about: the data, and the model by its name and the path that reached its files
+        (one configs/model entry, e.g. base-ende's architecture, serves several checkpoints)."""
+        return (f"{self.dataset} · {self.segments} segments · data {self.fingerprint} · model {self.model} "
+                f"({self.model_path})")
+
+    @property
     def adapted(self) -> list[tuple[str, Run]]:
         return [(label, run) for label, run in self.rows if run.method != BASELINE]
 

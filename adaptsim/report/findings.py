@@ -1,5 +1,6 @@
-"""`adaptsim findings DIR…`: the paper's eight findings checked on a sweep, each with its evidence, p-value and
-verdict, one block per data set (the runs of `+experiment=paper_methods`).
+"""`adaptsim findings DIR…`: the paper's eight findings checked on a sweep, each tested against no effect and
+against the paper's own effect, with its evidence, p values and verdict, one block per data set (the runs of
+`+experiment=paper_methods`).
 
 The findings (Simianer et al. 2019, §5–6 and Table 5), as tested here (Δ = method − baseline, in points):
 
@@ -7,49 +8,63 @@ The findings (Simianer et al. 2019, §5–6 and Table 5), as tested here (Δ = m
 2. full lowers R0 (zero-shot recall);                    Δ R0 < 0
 3. lasso has the best R0 of the adapted methods;         R0 of every other adapted method − lasso's < 0
 4. lasso has the best R0+1 of the adapted methods;       the same on R0+1
-5. bias stays close to the baseline;                     |Δ| < CLOSE points on BLEU, TER, R0, R1 and R0+1
+5. bias stays close to the baseline;                     |Δ| < CLOSE % of the baseline's score on BLEU, TER, R0, R1
+                                                         and R0+1
 6. fixed and top lower R0;                               Δ R0 < 0 for both
 7. full, lasso and fixed raise BLEU;                     Δ BLEU > 0 for all three
 8. BLEU and R0 disagree for some method;                 Δ BLEU > 0 and Δ R0 < 0 for some adapted method
 
-Every part is tested by the paired randomisation test over documents at every size (stats.py: exact up to 20
-documents, sequential Monte Carlo beyond), two-sided, its direction read from the sign (two one-sided tests at
-α/2, so "the paper's way" and "the other way" are one rule); the interval printed beside a part is that test
-inverted. A part goes the paper's way, the other way, or neither (a difference of exactly 0: a tie).
+Every part is tested by the paired randomisation test over documents (stats.py: exact up to 20 documents,
+sequential Monte Carlo beyond), two-sided, its direction read from the sign (two one-sided tests at α/2). Each
+finding is tested twice (`tests`):
 
-How the parts combine (`verdict`), each rule named in the table's "decided by":
-- *every part must hold* (6, 7; 3 and 4 against every other adapted method): the paper's way when every part is, at
-  the largest of their p (an intersection-union test: no adjustment); the other way when some part is, at the
-  smallest such p times the number of parts (Bonferroni: any one of them);
-- *any method* (8): the paper's way through the method with the smallest (largest-part) p, times the number of
-  methods; the other way only when every method is, at the largest of those p;
-- *closeness* (5): equivalence within ±CLOSE of each of bias's five metrics, each the test of H0: Δ = ±CLOSE
-  (`Difference.p_at`; its p the larger of the two, so p < α when the part's interval lies within ±CLOSE); every
-  metric must be close (intersection-union, the largest p), and one metric beyond ±CLOSE is the other way at its
-  p times five;
-- where the rule's answer hides a part of a finding whose parts must all hold (the finding the other way or tied
-  while a part is significantly the paper's way on its own: its p times the parts and Holm's factor below α), the
-  "why" column says "mixed" and names it: the label follows the rule, the parts are all shown.
+- **against no effect** (H0: Δ = 0), which it rejects the paper's way (*reproduced*) or the other way
+  (*contradicted*). Parts combine by the finding's rule: *every part must hold* (1–4, 6, 7): the paper's way when
+  every part is, at the largest of their p (an intersection-union test: no factor); the other way when some part
+  is, at the smallest such p times the parts (Bonferroni). *Any method* (8): the paper's way through the method
+  with the smallest p, times the methods; the other way when every method is, at the largest of those p.
+- **against the paper's effect** (H0: Δ = e, e the paper's Table 5 difference for the stream's counterpart set,
+  turned into points of this stream's baseline: power.paper_points), which it rejects when some part falls short
+  of e, at that part's p times the parts; for 8, when every method the paper shows it through falls short, at the
+  largest of those p. A rejection says *smaller than the paper's*: the paper's effect is not here. (A part beyond
+  e the paper's way is noted, not a verdict: 0 is excluded then too.) A finding contradicted at 0 falls short of
+  the paper's effect as well, so its p here is never above its p at 0.
+- finding 5 is an equivalence: H0: |Δ| ≥ margin on some metric, rejected (*reproduced*) when both one-sided tests
+  of every metric reject at α, the two one-sided tests (TOST) whose 1 − 2α interval, 90 %, lies inside the
+  margins; the largest of their p decides (intersection-union). Its other test, H0: |Δ| ≤ margin on every metric,
+  is rejected (*contradicted*) when one metric's 90 % interval lies beyond its margin: the one-sided p at the nearer
+  bound times the metrics. A one-sided p is half the two-sided one on the estimate's side: the swap patterns come
+  in pairs (a pattern and its complement give δ' and −δ'), so the exact count is symmetric.
+  The margin, CLOSE = 2.5 % of the baseline's score on each metric, is the paper's own line, fixed from Table 5
+  before looking at any stream: every bias entry the paper calls "does not deviate much" is printed at |x| ≤ 2 %
+  (Autodesk, TED, User 2, Patent; under 2.5 % before rounding), and every difference its findings rest on is
+  printed at 3 % or more (lasso's R0 over bias on Autodesk, 3; the R0+1 gaps of finding 4, 3 to 6).
 
-The p values of a stream's findings are adjusted by Holm's step-down method (`holm`): eight findings on one
-stream, and "k of 8" must not count the one in twenty that chance makes significant. Verdicts (`LABELS`):
-- **reproduced** / **contradicted**: the paper's way / the other way at adjusted p < α;
-- **same direction** / **opposite direction**: the paper's way / the other way, not significant;
-- **tie**: no way holds in the paper's direction and no part goes against it (a difference of exactly 0); a way
-  that ties fails without a direction, so beside ways that go against it leaves the other way at p 1;
-- **cannot tell**: the data cannot decide — too few documents (the smallest p the test can give on them times
-  max(Holm's factor m, the finding's Bonferroni factor), the least Holm can reach, is not below α, so the direction
-  it points would be printed whatever the data), a method or a score missing, or Monte Carlo error still straddling
-  a level after the most trials (the labels are computed at both ends of every p's Monte Carlo interval, and they
-  must agree, so no label rests on where one draw put a p);
+The p values of a stream's findings are adjusted together (`step_down`): Holm's step-down over every test of every
+finding, at most one of whose nulls can hold per finding (no effect and the paper's effect exclude each other; a
+contradiction is nested in "smaller"), so that each step multiplies by the number of findings that still have a
+test to reject (Shaffer 1986) — m at the first step, as Holm's over the m findings. Verdicts (`VERDICTS`):
+
+- **reproduced**: no effect rejected the paper's way (5: closeness shown); the why column says whether the paper's
+  size lies inside each part's interval;
+- **contradicted**: no effect rejected the other way (5: a metric shown beyond its margin);
+- **smaller than the paper's**: the paper's effect rejected, no effect not: the paper's effect is not here;
+- **inconclusive**: neither rejected; the evidence shows the intervals, `--power` the power;
+- **cannot tell**: a method or a score missing, or Monte Carlo error still straddling a level after the most
+  trials (the labels are computed at both ends of every p's Monte Carlo interval, and they must agree);
 - **not the paper's**: the paper's own Table 5 number for the stream's counterpart set is 0 or points the other
-  way (the paper did not show the finding there either); tested and shown, outside the count.
+  way (the paper did not show the finding there either); tested against 0 and shown, outside the adjustment.
+
+A part's interval is its own 95 % interval (finding 5: 90 %), unadjusted: a part whose interval excludes 0 may
+still not decide its finding after the rule's factor and the adjustment, and the why column says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 from adaptsim.errors import UserError
@@ -57,53 +72,95 @@ from adaptsim.report import paper
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import Block, blocks
 from adaptsim.report.notes import notes
-from adaptsim.report.power import effects_markdown, paper_points, power_markdown
+from adaptsim.report.power import effects_markdown, floor_tests, paper_points, power_markdown
 from adaptsim.report.runs import Run, finished_runs
 from adaptsim.report.stats import smallest_p
 
 ADAPTED = ("bias", "full", "lasso", "fixed", "top")
 METRICS = ["BLEU", "TER", "R0", "R1", "R0+1"]
-CLOSE = 1.0  # finding 5: points within which every difference of bias to the baseline must lie
+CLOSE = 2.5  # finding 5: % of the baseline's score within which bias must stay on every metric (module docstring)
 DIRECTIONAL = ((1, "full raises R1", ("full",), "R1", +1), (2, "full lowers R0", ("full",), "R0", -1),
                (6, "fixed and top lower R0", ("fixed", "top"), "R0", -1),
                (7, "full, lasso and fixed raise BLEU", ("full", "lasso", "fixed"), "BLEU", +1))
 FACTOR = max(len(ADAPTED), len(METRICS))  # the largest Bonferroni factor of a finding (8's methods, 5's metrics)
-LABELS = ("reproduced", "same direction", "tie", "opposite direction", "contradicted", "cannot tell",
-          "not the paper's")
-ENDS = ("p", "low", "high")  # a part's p, and the ends of its Monte Carlo interval
+VERDICTS = ("reproduced", "contradicted", "smaller than the paper's", "inconclusive", "cannot tell",
+            "not the paper's")
+DECIDED = VERDICTS[:3]
+ENDS = ("p", "low", "high")  # a p, and the ends of its Monte Carlo interval
 
 
 @dataclass
 class Part:
     """One comparison a finding rests on: `plus` − `minus` (None: the baseline) on `metric`, in the direction `sign`
-    (+1 up, −1 down, 0: within ±CLOSE), and its measured difference (stats.Difference)."""
+    (+1 up, −1 down, 0: within ±`effect`), its measured difference (stats.Difference) and `effect`: the paper's
+    difference here in points (None: the paper has none), or finding 5's margin."""
     metric: str
     plus: str
     minus: str | None
     sign: int
     diff: object
+    effect: float | None = None
 
     @property
     def name(self) -> str:
         return f"{self.plus}{'' if self.minus is None else ' − ' + self.minus} {self.metric}"
 
     def way(self) -> int:
-        """+1 the paper's way, −1 the other way, 0 a tie (closeness: within ±CLOSE or not)."""
+        """+1 the paper's way, −1 the other way, 0 a tie (closeness: within the margin or not)."""
         d = self.diff.diff
         if self.sign == 0:
-            return 1 if abs(d) < CLOSE else -1
+            return 1 if abs(d) < self.effect else -1
         return int(math.copysign(1, self.sign * d)) if d else 0
 
     def p(self, end: str = "p") -> float:
-        """The part's p (`end`: or an end of its Monte Carlo interval): for closeness, of being within ±CLOSE
-        (the larger p of H0: Δ = −CLOSE and Δ = +CLOSE) or, beyond, of H0: Δ = the nearer bound."""
-        if self.sign == 0:
-            at = [self.diff.p_at(b) for b in (-CLOSE, CLOSE)] if self.way() > 0 \
-                else [self.diff.p_at(math.copysign(CLOSE, self.diff.diff))]
-            return max(a[ENDS.index(end)] for a in at)
+        """The two-sided p of H0: Δ = 0 (`end`: or an end of its Monte Carlo interval)."""
         if end == "p" or self.diff.p_range is None:
             return self.diff.p
         return self.diff.p_range[ENDS.index(end) - 1]
+
+    def short(self) -> bool:
+        """Whether Δ falls short of the paper's effect: on 0's side of it, or beyond 0."""
+        return self.sign * (self.diff.diff - self.effect) < 0
+
+    def p_paper(self, end: str = "p") -> float:
+        """The two-sided p of H0: Δ = the paper's effect here."""
+        return self.diff.p_at(self.effect)[ENDS.index(end)]
+
+    def p_within(self, end: str = "p") -> float:
+        """Closeness: the TOST p, the larger of the one-sided p of H0: Δ ≤ −margin and of H0: Δ ≥ +margin."""
+        d, m = self.diff.diff, self.effect
+        return max(_one_sided(self.diff.p_at(-m), d > -m, end), _one_sided(self.diff.p_at(m), d < m, end))
+
+    def p_beyond(self, end: str = "p") -> float:
+        """Closeness: the one-sided p of H0: |Δ| ≤ margin, at the bound nearer to Δ."""
+        d, m = self.diff.diff, self.effect
+        return _one_sided(self.diff.p_at(math.copysign(m, d)), abs(d) > m, end)
+
+    def interval(self) -> tuple[float, float]:
+        """The part's own interval: 95 %; closeness 90 % (the TOST's), both the test inverted, unadjusted."""
+        return self.diff.flips.interval(2 * sig.ALPHA) if self.sign == 0 else self.diff.ci
+
+
+def _one_sided(p: tuple[float, float, float], toward: bool, end: str) -> float:
+    """The one-sided p from a two-sided (p, low, high): half of it where the estimate lies on the tested side, else
+    one minus that half (its Monte Carlo ends swapped)."""
+    if toward:
+        return p[ENDS.index(end)] / 2
+    return 1 - p[{"p": 0, "low": 2, "high": 1}[end]] / 2
+
+
+@dataclass
+class Test:
+    """One of a finding's two tests: the verdict its rejection gives (None: a tie, nothing to claim), its p at each
+    end of the Monte Carlo intervals before and after the adjustment, the part that decided it and the rule."""
+    null: str
+    claim: str | None
+    ps: dict[str, float]
+    part: Part | None
+    rule: str
+    factor: int = 1
+    one_sided: bool = False
+    adjusted: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,20 +168,19 @@ class Finding:
     number: int
     claim: str
     evidence: str
-    p: float | None          # the p of the rule that decided the label (before Holm's adjustment)
-    verdict: str
+    verdict: str = ""
     ways: list[list[Part]] = field(default_factory=list)  # ways it can hold, each a list of parts that must all hold
-    decided_by: str = "–"    # the part whose test gave p, and the rule
-    adjusted: float | None = None  # p after Holm's adjustment over the stream's findings
-    why: str = ""            # what a label does not say by itself
-    direction: int = 0       # +1 the paper's way, −1 the other way, 0 a tie
-    factor: int = 1          # the Bonferroni factor of the rule in that direction
-    ends: dict = field(default_factory=dict)  # p at each end of the parts' Monte Carlo intervals
+    tests: list[Test] = field(default_factory=list)
+    why: str = ""
+
+    @property
+    def closeness(self) -> bool:
+        return bool(self.ways) and self.ways[0][0].sign == 0
 
 
-def verdict(ways: list[list[Part]], end: str = "p") -> tuple[int, float, Part | None, int]:
-    """(direction, p, deciding part, Bonferroni factor) of a finding that holds when every part of some way holds
-    (module docstring); `end`: every part's p taken at that end of its Monte Carlo interval."""
+def no_effect(ways: list[list[Part]], end: str = "p") -> tuple[int, float, Part | None, int]:
+    """(direction, p, deciding part, factor) of the test against no effect of a finding that holds when every part of
+    some way holds (module docstring)."""
     along, against = [], []
     for way in ways:
         if all(part.way() > 0 for part in way):
@@ -144,30 +200,77 @@ def verdict(ways: list[list[Part]], end: str = "p") -> tuple[int, float, Part | 
     return -1, p, part, factor
 
 
-def holm(ps: list[float]) -> list[float]:
-    """Holm's step-down adjustment: the i-th smallest of m p values times (m − i + 1), kept monotone, at most 1."""
+def against_paper(ways: list[list[Part]], end: str = "p") -> tuple[float, Part | None, int]:
+    """(p, deciding part, factor) of the test against the paper's effect: per way the paper shows, its parts that
+    fall short of their effect, the smallest p times the parts; the finding's p the largest over those ways."""
+    out = []
+    for way in ways:
+        short = [part for part in way if part.short()]
+        if not short:
+            out.append((1.0, None, len(way)))
+            continue
+        decisive = min(short, key=lambda part: part.p_paper(end))
+        out.append((min(1.0, len(way) * decisive.p_paper(end)), decisive, len(way)))
+    return max(out, key=lambda a: a[0])
+
+
+def _closeness(way: list[Part], end: str) -> tuple[tuple[float, Part], tuple[float, Part]]:
+    """Finding 5's two tests at `end`: (TOST p, the part with the largest), (p beyond × parts, the part)."""
+    within = max(((part.p_within(end), part) for part in way), key=lambda a: a[0])
+    beyond = min(((part.p_beyond(end), part) for part in way), key=lambda a: a[0])
+    return within, (min(1.0, len(way) * beyond[0]), beyond[1])
+
+
+def tests(f: Finding, shown: list[list[Part]]) -> list[Test]:
+    """A finding's two tests (module docstring); `shown`: the ways the paper shows."""
+    if f.closeness:
+        way = f.ways[0]
+        (_, close), (_, far) = _closeness(way, "p")
+        return [Test("some metric beyond its margin", "reproduced", {e: _closeness(way, e)[0][0] for e in ENDS},
+                     close, f"{close.name}: the largest TOST p of every metric", one_sided=True),
+                Test("every metric within its margin", "contradicted", {e: _closeness(way, e)[1][0] for e in ENDS},
+                     far, f"{far.name}: the nearest to its margin, × {len(way)}", len(way), one_sided=True)]
+    direction, _, part, factor = no_effect(f.ways)
+    rule = ("a part tied (Δ = 0), none the other way" if part is None
+            else part.name + (f": the smallest p of {factor} methods, × {factor}" if direction > 0 and factor > 1
+                              else ": the largest p of every part" if direction > 0 and len(f.ways[0]) > 1
+                              else f": the other way, × {factor} parts" if factor > 1 else ""))
+    zero = Test("no effect", {1: "reproduced", -1: "contradicted", 0: None}[direction],
+                {e: no_effect(f.ways, e)[1] for e in ENDS}, part, rule, factor)
+    out = [zero]
+    if shown:
+        _, part, factor = against_paper(shown)
+        ps = {e: against_paper(shown, e)[0] for e in ENDS}
+        if direction < 0:  # contradicted at 0 is short of the paper's effect too
+            ps = {e: min(ps[e], zero.ps[e]) for e in ENDS}
+        rule = ("no part short of it" if part is None else
+                f"{part.name}: short of the paper's {part.effect:+.1f}" + (f", × {factor} parts" if factor > 1 else "")
+                + (f"; the largest of {len(shown)} methods" if len(shown) > 1 else ""))
+        out.append(Test("the paper's effect", "smaller than the paper's", ps, part, rule, factor))
+    return out
+
+
+def step_down(finding_of: list[int], ps: list[float]) -> list[float]:
+    """Holm's step-down over tests of several findings, at most one of whose nulls can hold per finding: the i-th
+    smallest p times the number of findings with a test among it and the larger ones (Shaffer 1986), kept monotone,
+    at most 1. One test per finding: Holm's."""
     order = sorted(range(len(ps)), key=lambda i: ps[i])
+    left = Counter(finding_of)
     adjusted, running = [0.0] * len(ps), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+    for i in order:
+        running = max(running, min(1.0, len(left) * ps[i]))
         adjusted[i] = running
+        left[finding_of[i]] -= 1
+        if not left[finding_of[i]]:
+            del left[finding_of[i]]
     return adjusted
 
 
 def levels(findings: int, factor: int) -> list[float]:
-    """Every level a part's p is compared with: α over each Holm factor times each Bonferroni factor."""
-    return sorted({sig.ALPHA / (k * f) for k in range(1, findings + 1) for f in range(1, factor + 1)})
-
-
-def paper_shows(ways: list[list[Part]], set_name: str, baseline: Run) -> bool:
-    """Whether the paper's Table 5 shows the finding on the stream's counterpart set: every part of some way in the
-    claimed direction (closeness: every difference within ±CLOSE)."""
-    for way in ways:
-        effects = [paper_points(part, set_name, baseline.scores.get(part.metric, math.nan)) for part in way]
-        if all(e is not None and (abs(e) <= CLOSE if part.sign == 0 else part.sign * e > 0)
-               for part, e in zip(way, effects)):
-            return True
-    return False
+    """Every level a part's two-sided p is compared with: α over each step's factor times each Bonferroni factor,
+    and twice that for a one-sided p (finding 5's tests)."""
+    one = {sig.ALPHA / (k * f) for k in range(1, findings + 1) for f in range(1, factor + 1)}
+    return sorted(one | {2 * a for a in one})
 
 
 def _p(p: float | None) -> str:
@@ -182,11 +285,20 @@ def _ci(ci: tuple[float, float]) -> str:
 
 
 def _d(part: Part, labelled: bool) -> str:
-    """A part as the evidence shows it; `labelled`: with its own direction (a finding of several parts). A closeness
-    part's p is that of its test against ±CLOSE."""
-    way = {1: "the paper's way", -1: "the other way", 0: "tie"}[part.way()] if labelled else ""
-    p = f"p(|Δ| < {CLOSE:g})" if part.sign == 0 else "p"
-    return f"{part.name} {part.diff.diff:+.1f} {_ci(part.diff.ci)} {p} {_p(part.p())}" + (f", {way}" if way else "")
+    """A part as the evidence shows it: Δ, its own interval, the p of each null; `labelled`: with its sign (a
+    finding of several parts)."""
+    d = part.diff.diff
+    if part.sign == 0:
+        inside = abs(d) < part.effect
+        return (f"{part.name} {d:+.1f} 90% {_ci(part.interval())} {'within' if inside else 'beyond'} "
+                f"±{part.effect:.2f}: p {_p(part.p_within() if inside else part.p_beyond())} "
+                f"(H0: |Δ| {'≥' if inside else '≤'} {part.effect:.2f})")
+    text = f"{part.name} {d:+.1f} {_ci(part.interval())} p {_p(part.p())}"
+    if part.effect is not None and part.sign * part.effect > 0:
+        text += f"; the paper's {part.effect:+.1f}: p {_p(part.p_paper())}"
+    if labelled:
+        text += ", " + {1: "the paper's way", -1: "the other way", 0: "tie"}[part.way()]
+    return text
 
 
 def _by_method(block: Block) -> dict[str, Run]:
@@ -203,21 +315,20 @@ def _by_method(block: Block) -> dict[str, Run]:
     return {m: rs[0] for m, rs in runs.items()}
 
 
-def _settle(at: list[float], used: set[tuple[int, str]], close_runs: set[int]):
-    """stats.compare's `settle`: a p that some finding uses (`used`: run, metric) and whose Monte Carlo interval
-    holds one of the levels `at` is drawn on (for the closeness runs, also its p of H0: Δ = ±CLOSE)."""
+def _settle(at: list[float], nulls: dict[tuple[int, str], set[float]]):
+    """stats.compare's `settle`: a difference some finding uses (`nulls`: run, metric → the Δ it is tested at) whose
+    p at one of those Δ has a Monte Carlo interval holding one of the levels `at` is drawn on."""
     def straddles(r: int, metric: str, diff) -> bool:
-        if (r, metric) not in used:
+        if (r, metric) not in nulls or diff.flips is None or diff.flips.exact:
             return False
-        ranges = [diff.p_range] + ([diff.p_at(b)[1:] for b in (-CLOSE, CLOSE)]
-                                   if r in close_runs and diff.flips is not None else [])
-        return any(lo < level <= hi for lo, hi in filter(None, ranges) for level in at)
+        ranges = [diff.p_at(v)[1:] for v in nulls[r, metric]]
+        return any(lo < level <= hi for lo, hi in ranges for level in at)
     return straddles
 
 
 def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], sig.Result]:
-    """The eight findings on one block, labelled and adjusted (module docstring); and the adapted methods present
-    with their analysis against the baseline (for --effects)."""
+    """The eight findings on one block, tested, adjusted and labelled (module docstring); and the adapted methods
+    present with their analysis against the baseline (for --effects)."""
     if cfg.test in ("ci", "bs"):  # the verdicts' rules (closeness, intervals, floors) are the randomisation test's
         raise UserError(f"findings decides by the randomisation test (--test auto, ar or exact), not --test "
                         f"{cfg.test}; the bootstrap's p is in `table --significance --test ci`")
@@ -225,17 +336,35 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
     baseline = block.need_baseline("findings")
     present = [m for m in ADAPTED if m in runs]
     metrics = [m for m in METRICS if all(m in r.scores for r in (baseline, *(runs[k] for k in present)))]
-    at = levels(8, FACTOR)
-    row = {m: i + 1 for i, m in enumerate(present)}  # a method's run in the analysis against the baseline
-    used = {(row[m], metric) for *_, methods, metric, _ in DIRECTIONAL for m in methods if m in row}
-    used |= {(row[m], k) for m in present for k in ("BLEU", "R0")}
-    used |= {(row["bias"], k) for k in METRICS if "bias" in row}
-    result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings",
-                         settle=_settle(at, used, {row["bias"]} if "bias" in row else set()))
-    vs_base = {m: result.differences[i + 1] for i, m in enumerate(present)}
-    n = result.units
     set_name = paper.paper_set(block.dataset)
+    at = levels(8, FACTOR)
+
+    def effect(metric: str, plus: str, minus: str | None, sign: int) -> float | None:
+        base = baseline.scores.get(metric, math.nan)
+        if sign == 0:
+            return CLOSE / 100 * abs(base)
+        return paper_points(Part(metric, plus, minus, sign, None), set_name, base)
+
+    row = {m: i + 1 for i, m in enumerate(present)}  # a method's run in the analysis against the baseline
+    nulls: dict[tuple[int, str], set[float]] = {}
+    for *_, methods, metric, sign in DIRECTIONAL:
+        for m in (m for m in methods if m in row):
+            nulls.setdefault((row[m], metric), {0.0}).add(effect(metric, m, None, sign) or 0.0)
+    for m in present:
+        for metric, sign in (("BLEU", +1), ("R0", -1)):
+            nulls.setdefault((row[m], metric), {0.0}).add(effect(metric, m, None, sign) or 0.0)
+    if "bias" in row:
+        for metric in METRICS:
+            margin = effect(metric, "bias", None, 0)
+            nulls.setdefault((row["bias"], metric), {0.0}).update({-margin, margin})
+    nulls = {k: {v for v in vs if math.isfinite(v)} for k, vs in nulls.items()}
+    result = sig.analyse([baseline, *(runs[m] for m in present)], metrics, cfg, "findings",
+                         settle=_settle(at, nulls))
+    vs_base = {m: result.differences[i + 1] for i, m in enumerate(present)}
     out: list[Finding] = []
+
+    def part(metric: str, plus: str, minus: str | None, sign: int, diff) -> Part:
+        return Part(metric, plus, minus, sign, diff, effect(metric, plus, minus, sign))
 
     def missing(number: int, claim: str, methods: tuple[str, ...], needed: tuple[str, ...]) -> bool:
         """Record the finding as cannot tell when a method, a score or a difference is missing."""
@@ -245,17 +374,16 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
             gone = [k for k in needed if k not in metrics or any(math.isnan(vs_base[m][k].diff) for m in methods)]
             why = f"no {', '.join(gone)} difference" if gone else ""
         if why:
-            out.append(Finding(number, claim, why, None, "cannot tell", why=why))
+            out.append(Finding(number, claim, why, "cannot tell", why=why))
         return bool(why)
 
     def add(number: int, claim: str, ways: list[list[Part]]) -> None:
         labelled = sum(len(way) for way in ways) > 1
-        out.append(Finding(number, claim, "; ".join(_d(part, labelled) for way in ways for part in way), None, "",
-                           ways))
+        out.append(Finding(number, claim, "; ".join(_d(p, labelled) for way in ways for p in way), ways=ways))
 
     def direction(number: int, claim: str, methods: tuple[str, ...], metric: str, sign: int) -> None:
         if not missing(number, claim, methods, (metric,)):
-            add(number, claim, [[Part(metric, m, None, sign, vs_base[m][metric]) for m in methods]])
+            add(number, claim, [[part(metric, m, None, sign, vs_base[m][metric]) for m in methods]])
 
     for spec in DIRECTIONAL[:2]:
         direction(*spec)
@@ -265,96 +393,162 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
         if missing(number, claim, ("lasso", *others), (metric,)):
             continue
         if not others:
-            out.append(Finding(number, claim, "no other adapted method", None, "cannot tell",
-                               why="no other adapted method"))
+            out.append(Finding(number, claim, "no other adapted method", "cannot tell", why="no other adapted method"))
             continue
+        gaps = {i + 1: {0.0, effect(metric, m, "lasso", -1) or 0.0} for i, m in enumerate(others)}
         against = sig.analyse([runs["lasso"], *(runs[m] for m in others)], [metric], cfg, "findings", warn=False,
-                              settle=_settle(at, {(i + 1, metric) for i in range(len(others))}, set()))
-        add(number, claim, [[Part(metric, m, "lasso", -1, against.differences[i + 1][metric])
+                              settle=_settle(at, {(r, metric): {v for v in vs if math.isfinite(v)}
+                                                  for r, vs in gaps.items()}))
+        add(number, claim, [[part(metric, m, "lasso", -1, against.differences[i + 1][metric])
                              for i, m in enumerate(others)]])
-    claim = f"bias stays close to the baseline (every difference within ±{CLOSE:g} points)"
+    claim = f"bias stays close to the baseline (every difference within ±{CLOSE:g} % of the baseline's score)"
     if not missing(5, claim, ("bias",), tuple(METRICS)):
-        add(5, claim, [[Part(m, "bias", None, 0, vs_base["bias"][m]) for m in METRICS]])
+        add(5, claim, [[part(m, "bias", None, 0, vs_base["bias"][m]) for m in METRICS]])
     for spec in DIRECTIONAL[2:]:
         direction(*spec)
     claim = "BLEU and R0 disagree for some method (BLEU up, R0 down)"
     if not present:
-        out.append(Finding(8, claim, "no adapted method", None, "cannot tell", why="no adapted method"))
+        out.append(Finding(8, claim, "no adapted method", "cannot tell", why="no adapted method"))
     elif not missing(8, claim, tuple(present), ("BLEU", "R0")):
-        add(8, claim, [[Part("BLEU", m, None, +1, vs_base[m]["BLEU"]), Part("R0", m, None, -1, vs_base[m]["R0"])]
+        add(8, claim, [[part("BLEU", m, None, +1, vs_base[m]["BLEU"]), part("R0", m, None, -1, vs_base[m]["R0"])]
                        for m in present])
-    _label([f for f in out if f.ways], set_name, baseline, smallest_p(cfg, n), n, cfg.unit)
+    label([f for f in out if f.ways], set_name, smallest_p(cfg, result.units), result.units, cfg.unit)
     return sorted(out, key=lambda f: f.number), present, result
 
 
-def _rule(f: Finding, part: Part | None) -> str:
-    if part is None:
-        return "a part tied (Δ = 0), none the other way"
-    if f.ways[0][0].sign == 0:
-        return f"{part.name}: " + (f"the largest p of every metric within ±{CLOSE:g}" if f.direction > 0
-                                   else f"beyond ±{CLOSE:g}, × {f.factor}")
-    if f.direction > 0:
-        return part.name + (f": the smallest p of {f.factor} methods, × {f.factor}" if f.factor > 1
-                            else ": the largest p of every part" if len(f.ways[0]) > 1 else "")
-    return part.name + (f": against, × {f.factor} parts" if f.factor > 1 else "")
+def shown_ways(f: Finding) -> list[list[Part]]:
+    """The ways of a finding the paper's Table 5 shows on the stream's counterpart set: every part's effect in the
+    claimed direction (closeness: within its margin, taken as Table 5's own bias numbers: `Part.p_paper` unused)."""
+    if f.closeness:
+        return f.ways
+    return [way for way in f.ways if all(p.effect is not None and p.sign * p.effect > 0 for p in way)]
 
 
-def _label(tested: list[Finding], set_name: str, baseline: Run, least: float, n: int, unit: str) -> None:
-    """Direction, p, Holm's adjustment and the label of every finding with parts (module docstring)."""
+def paper_shows(f: Finding, set_name: str) -> bool:
+    """Whether the paper's Table 5 shows the finding on the stream's counterpart set (closeness: every bias number
+    within the margin)."""
+    if f.closeness:
+        return all(paper.relative(set_name, p.plus, p.metric) is not None
+                   and abs(paper.relative(set_name, p.plus, p.metric)) <= CLOSE for p in f.ways[0])
+    return bool(shown_ways(f))
+
+
+def label(tested: list[Finding], set_name: str, least: float, n: int, unit: str) -> None:
+    """Both tests, the adjustment and the label of every finding with parts (module docstring); `least`: the
+    smallest p the test can give on these n units."""
     family = []
     for f in tested:
-        f.direction, f.p, part, f.factor = verdict(f.ways)
-        f.decided_by = _rule(f, part)
-        if not paper_shows(f.ways, set_name, baseline):
+        if not paper_shows(f, set_name):
+            f.tests = tests(f, [])
             f.verdict, f.why = "not the paper's", f"the paper's Table 5 ({set_name}) does not show it"
             continue
-        f.ends = {"p": f.p, **{end: verdict(f.ways, end)[1] for end in ENDS[1:]}}
+        f.tests = tests(f, shown_ways(f))
         family.append(f)
+    flat = [(i, t) for i, f in enumerate(family) for t in f.tests]
+    for end in ENDS:
+        for (_, t), a in zip(flat, step_down([i for i, _ in flat], [t.ps[end] for _, t in flat])):
+            t.adjusted[end] = a
     m = len(family)
-    adjusted = {end: holm([f.ends[end] for f in family]) for end in ENDS}
-    for i, f in enumerate(family):
-        f.adjusted = adjusted["p"][i]
-        labels = {_name(f.direction, adjusted[end][i]) for end in ENDS}
-        reachable = max(m, f.factor) * least  # Holm's step: m × the smallest q, and this finding's q ≥ f × least
-        if f.direction == 0:
-            f.verdict = "tie"
-        elif reachable >= sig.ALPHA:
+    for f in family:
+        names = {_name(f, end) for end in ENDS}
+        if len(names) > 1:
+            low, high = (min(t.adjusted[e] for e in ENDS for t in f.tests if t.claim),
+                         max(t.adjusted[e] for e in ENDS for t in f.tests if t.claim))
             f.verdict = "cannot tell"
-            f.why = (f"too few {unit}s: {n} give p ≥ {least:.3g}, and after the rule's × {f.factor} and Holm's "
-                     f"× {m} the smallest reachable is {min(reachable, 1):.2g}, never below {sig.ALPHA}")
-        elif len(labels) > 1:
-            f.verdict = "cannot tell"
-            f.why = (f"Monte Carlo error: adjusted p between {min(a[i] for a in adjusted.values()):.4f} and "
-                     f"{max(a[i] for a in adjusted.values()):.4f} after the most trials")
+            f.why = f"Monte Carlo error: adjusted p between {low:.4f} and {high:.4f} after the most trials"
+            continue
+        f.verdict = names.pop()
+        f.why = _why(f, m, least, n, unit)
+
+
+def _name(f: Finding, end: str) -> str:
+    """The verdict the tests give at one end of their Monte Carlo intervals."""
+    rejected = {t.claim for t in f.tests if t.claim and sig.significant(t.adjusted[end])}
+    return next((v for v in ("contradicted", "reproduced", "smaller than the paper's") if v in rejected),
+                "inconclusive")
+
+
+def _why(f: Finding, m: int, least: float, n: int, unit: str) -> str:
+    """What the label does not say by itself: the paper's size beside a reproduced finding's parts, the sign of an
+    inconclusive one, too few units to decide anything, and parts whose own (unadjusted) interval excludes 0 though
+    the finding's adjusted test does not decide that way."""
+    notes_ = []
+    parts = [p for way in f.ways for p in way]
+    if f.verdict == "reproduced" and not f.closeness:
+        paper_test = next((t for t in f.tests if t.claim == "smaller than the paper's"), None)
+        if paper_test is not None and sig.significant(paper_test.adjusted["p"]):
+            notes_.append(f"and smaller than the paper's: {paper_test.rule} "
+                          f"(adjusted p {_p(paper_test.adjusted['p'])})")
+        sizes = [p for p in parts if p.effect is not None and p.sign * p.effect > 0]
+        outside = [(p, "beyond" if p.sign * (p.interval()[0 if p.sign > 0 else 1] - p.effect) > 0 else "short of")
+                   for p in sizes if not p.interval()[0] <= p.effect <= p.interval()[1]]
+        if sizes:
+            notes_.append("; ".join(f"{p.name}'s interval {word} the paper's {p.effect:+.1f}" for p, word in outside)
+                          or "the paper's size inside every part's interval")
+    if f.verdict == "inconclusive":
+        reachable = min(floor_tests(m, t.factor, t.one_sided) * least for t in f.tests)
+        if reachable >= sig.ALPHA:
+            notes_.append(f"too few {unit}s: {n} give p ≥ {least:.3g}, and after the rule's factor and the step-down's "
+                          f"× {m} the smallest reachable is {min(reachable, 1):.2g}, never below {sig.ALPHA}")
+        elif not f.closeness:
+            sign = no_effect(f.ways)[0]
+            notes_.append("neither 0 nor the paper's effect excluded; the estimate points "
+                          + {1: "the paper's way", -1: "the other way", 0: "nowhere (Δ = 0)"}[sign])
         else:
-            f.verdict = labels.pop()
-        if f.verdict in ("opposite direction", "contradicted", "tie"):  # what the rule's label does not show
-            along = [p.name for way in f.ways for p in way
-                     if p.way() > 0 and len(f.ways) * len(way) * m * p.p() < sig.ALPHA]
-            if along:
-                f.why = (f"mixed: {', '.join(along)} significantly the paper's way on its own; the rule "
-                         f"({'every part must hold' if len(f.ways) == 1 else 'some method, both parts'}) decides")
-
-
-def _name(direction: int, adjusted: float) -> str:
-    significant = sig.significant(adjusted)
-    if direction > 0:
-        return "reproduced" if significant else "same direction"
-    return "contradicted" if significant else "opposite direction" if direction < 0 else "tie"
+            notes_.append("neither closeness nor a metric beyond its margin shown")
+    claimed = {"reproduced": 1, "contradicted": -1}.get(f.verdict, 0)
+    if f.closeness:
+        alone = []
+    elif len(f.ways) == 1:  # a part significant on its own in a direction the verdict does not claim
+        alone = [p for p in parts if sig.significant(p.p()) and p.way() != claimed]
+    else:  # any method: a whole way significant the paper's way on its own, the finding not reproduced
+        alone = [p for way in f.ways if claimed < 1 and all(sig.significant(p.p()) and p.way() > 0 for p in way)
+                 for p in way]
+    if alone:
+        notes_.append(", ".join(f"{p.name} ({'the paper' if p.way() > 0 else 'the other'}'s way, p {_p(p.p())})"
+                                for p in alone)
+                      + f": {'its' if len(alone) == 1 else 'their'} own 95% interval excludes 0, but part intervals "
+                      "are unadjusted; the rule and the step-down decide the finding")
+    return "; ".join(notes_)
 
 
 def markdown(block: Block, findings: list[Finding]) -> str:
-    lines = [f"**{block.dataset} · {block.segments} segments · data {block.fingerprint} · model {block.model}**", "",
-             "| # | the paper's finding | here: Δ in points [95% CI], p (each part's direction) | decided by | p | "
-             "p (Holm) | verdict | why |",
-             "|--:|:--|:--|:--|--:|--:|:--|:--|"]
-    lines += [f"| {f.number} | {f.claim} | {f.evidence} | {f.decided_by} | {_p(f.p)} | {_p(f.adjusted)} | "
-              f"{f.verdict} | {f.why or '–'} |" for f in findings]
-    count = {label: sum(f.verdict == label for f in findings) for label in LABELS}
-    shown = [label for label in LABELS if count[label] or label not in ("tie", "not the paper's")]
-    lines += ["", f"_Of {len(findings)}: " + ", ".join(f"{count[label]} {label}" for label in shown)
-              + f" (reproduced and contradicted: p < {sig.ALPHA} after Holm's adjustment)._"]
+    lines = [f"**{block.caption}**", "",
+             "| # | the paper's finding | here: Δ in points [95% interval] (5: 90%), p at 0 and at the paper's effect "
+             "| no effect (5: not close): p → adjusted, decided by | the paper's effect (5: close): p → adjusted, "
+             "decided by | verdict | why |",
+             "|--:|:--|:--|:--|:--|:--|:--|"]
+    for f in findings:
+        cells = [f"{_p(t.ps['p'])} → {_p(t.adjusted.get('p'))}" + (f", {t.rule}" if t.rule else "")
+                 for t in f.tests] + ["–"] * (2 - len(f.tests))
+        lines.append(f"| {f.number} | {f.claim} | {f.evidence} | {cells[0]} | {cells[1]} | {f.verdict} | "
+                     f"{f.why or '–'} |")
+    count = Counter(f.verdict for f in findings)
+    shown = [v for v in VERDICTS if count[v] or v != "not the paper's"]
+    tested = sum(count[v] for v in VERDICTS if v != "not the paper's")
+    lines += ["", f"_Of {len(findings)}: " + ", ".join(f"{count[v]} {v}" for v in shown)
+              + f"; {sum(count[v] for v in DECIDED)} of the {tested} the paper shows here decided._"]
     return "\n".join(lines)
+
+
+def as_json(block: Block, findings: list[Finding], result: sig.Result) -> dict:
+    """One block's findings for `--json`: per finding its number, verdict (one of VERDICTS), tests and parts."""
+    def part(p: Part) -> dict:
+        out = {"name": p.name, "metric": p.metric, "plus": p.plus, "minus": p.minus, "direction": p.sign,
+               "diff": p.diff.diff, "interval": list(p.interval()), "level": 0.9 if p.sign == 0 else 0.95}
+        if p.sign == 0:
+            out.update(margin=p.effect, p_within=p.p_within(), p_beyond=p.p_beyond())
+        else:
+            out.update(p=p.p(), paper_effect=p.effect,
+                       p_paper=p.p_paper() if p.effect is not None and p.sign * p.effect > 0 else None)
+        return out
+
+    return {"dataset": block.dataset, "segments": block.segments, "data": block.fingerprint, "model": block.model,
+            "model_path": block.model_path, "test": result.signature,
+            "findings": [{"number": f.number, "claim": f.claim, "verdict": f.verdict, "why": f.why,
+                          "tests": [{"null": t.null, "claim": t.claim, "p": t.ps["p"], "adjusted": t.adjusted.get("p"),
+                                     "one_sided": t.one_sided, "rule": t.rule} for t in f.tests],
+                          "parts": [part(p) for way in f.ways for p in way]} for f in findings]}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -366,30 +560,41 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--power", action="store_true",
                    help="also, per finding, the smallest difference this stream detects with 80%% power and the "
                         "documents the paper's effect would need, at the level the finding is tested at")
+    p.add_argument("--json", action="store_true",
+                   help="print the findings as JSON (per data set: each finding's number, verdict, tests and parts)")
     sig.add_arguments(p)
     return p
 
 
 def report(block: Block, cfg: sig.Settings, effects: bool, power: bool) -> str:
-    """One block's findings, with its effect sizes and power where asked for."""
+    """One block's findings, with its effect sizes and power where asked for, and the test that ran."""
     findings, present, result = check(block, cfg)
     parts = [markdown(block, findings)]
     if effects:
         parts.append(effects_markdown(block, present, result, list(result.scores[0])))
     if power:
-        parts.append(power_markdown(block, findings, block.need_baseline("findings"), cfg, CLOSE))
+        parts.append(power_markdown(block, findings, block.need_baseline("findings"), cfg))
+    parts.append(f"_Test: {result.signature}._")
     return "\n\n".join(parts) + "".join(f"\n\n_Note: {n}._" for n in notes(block.rows))
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     cfg = sig.settings(args)
-    texts = [report(block, cfg, args.effects, args.power)
-             for block in blocks(finished_runs(args.dirs, "findings").runs)]
-    print("\n\n".join(texts) + f"\n\n_p: {cfg.describe()}, two-sided, seed {cfg.seed}; intervals: the test "
-          f"inverted; adjusted by Holm over each stream's findings; reproduced / contradicted: the paper's / the "
-          f"other direction at p < {sig.ALPHA} after the adjustment (finding 5: every difference within / one beyond "
-          f"±{CLOSE:g} points, tested against ±{CLOSE:g}); same / opposite direction: not significant; cannot tell: "
-          "too few documents for the corrected test, something missing, or Monte Carlo error at the most trials; "
-          "not the paper's: the paper's own number not in the claimed direction; adaptsim/report/findings.py._")
+    found = blocks(finished_runs(args.dirs, "findings").runs)
+    if args.json:
+        checked = [(block, *check(block, cfg)) for block in found]
+        print(json.dumps({"verdicts": list(VERDICTS), "alpha": sig.ALPHA, "close_percent": CLOSE,
+                          "blocks": [as_json(block, fs, result) for block, fs, _, result in checked]}, indent=1))
+        return 0
+    texts = [report(block, cfg, args.effects, args.power) for block in found]
+    print("\n\n".join(texts) + f"\n\n_p: {cfg.describe()}, two-sided (5: one-sided, the two one-sided tests of "
+          f"equivalence), seed {cfg.seed}; a part's interval: its own 95% interval (5: 90%), the test inverted, "
+          "unadjusted; the p of a finding's two tests adjusted together by Holm's step-down, at most one null per "
+          f"finding true (Shaffer). Verdicts at adjusted p < {sig.ALPHA}: reproduced (no effect rejected the paper's "
+          f"way; 5: every metric within ±{CLOSE:g} % of the baseline's score), contradicted (the other way; 5: a "
+          "metric beyond it), smaller than the paper's (the paper's effect in this stream's points rejected, no "
+          "effect not), inconclusive (neither), cannot tell (something missing, or Monte Carlo error at the most "
+          "trials), not the paper's (the paper's own number not in the claimed direction); "
+          "adaptsim/report/findings.py._")
     return 0

@@ -39,15 +39,16 @@ finding's rule in the paper's direction: the number of ways for "any method" (8:
   no difference can be significant (m = 7: 9 documents, finding 8's f = 5 too). α' = α/(m·f) is conservative: the
   level of Holm's first step, below what a finding later in Holm's order is tested at.
 - finding 8 (any method): the method whose way needs the fewest documents is shown.
-- finding 5 (closeness, no f): each metric's tests of H0: Δ = ±CLOSE must both reject at α' = α / m, and every
-  metric must hold; power at a true difference of 0 (what the finding claims), the metrics' product. With se = σ/√n
-  and the estimate taken as normal, P_k = max(0, 2Φ(CLOSE/se − t) − 1); t is the randomisation test's threshold on
-  the estimate's scale, z·√((n − 1)/(n − z²)), z = z₁₋α'/₂, not t₁₋α'/₂: its null spread is the root mean square
-  of the documents' differences to ±CLOSE, which includes the distance CLOSE itself (solving δ − CLOSE against z
-  times that spread gives it). With t₁₋α'/₂ the power is 3 to 7 points too high from 12 to 30 documents; with it,
-  1 to 2 points too high at 80 to 150 and too low below 20 (up to 12: the simulated exact test). "detectable" is
-  "–" (a closeness, not a difference); the power is in "power here".
-Where the paper's own number points the other way on its set, or is 0 (finding 5: beyond ±CLOSE), no n is given:
+- finding 5 (closeness, no f): each metric's one-sided tests of H0: Δ = ±margin (the margin: findings.CLOSE % of
+  the baseline's score, the part's `effect`) must both reject at α' = α / m (the TOST), and every metric must hold;
+  power at a true difference of 0 (what the finding claims), the metrics' product. With se = σ/√n and the estimate
+  taken as normal, P_k = max(0, 2Φ(margin/se − t) − 1); t is the randomisation test's threshold on the estimate's
+  scale, z·√((n − 1)/(n − z²)), z = z₁₋α', not t₁₋α': its null spread is the root mean square of the documents'
+  differences to ±margin, which includes the distance to the margin itself (solving δ − margin against z times that
+  spread gives it). With Student's t the power is 3 to 7 points too high from 12 to 30 documents; with it, 1 to 2
+  points too high at 80 to 150 and too low below 20 (up to 12: the simulated exact test). "detectable" is "–" (a
+  closeness, not a difference); the power is in "power here".
+Where the paper's own number points the other way on its set, or is 0 (finding 5: beyond its margin), no n is given:
 the paper did not show it there either. More than MOST documents is printed as such.
 """
 
@@ -106,8 +107,9 @@ def t_power(effect: float, sigma: float, n: int, alpha: float = ALPHA) -> float:
 def _exact_power(shift: float, n: int, alpha: float, closeness: bool) -> float:
     """The power of the exact randomisation test (every one of the 2ⁿ⁻¹ swap patterns, as stats.py's "exact") on n
     equally weighted documents whose differences are normal with sd 1, from DRAWS samples (seeded by n: common
-    draws, so the power grows with `shift`). Directional: mean `shift`, p < alpha and the difference > 0.
-    Closeness: mean 0, |difference| < `shift` and both H0: Δ = ±shift rejected at alpha (findings.Part.p)."""
+    draws, so the power grows with `shift`). Directional: mean `shift`, two-sided p < alpha and the difference > 0.
+    Closeness: mean 0, |difference| < `shift` and both H0: Δ = ±shift rejected at two-sided p < alpha, one-sided
+    alpha / 2 (findings.Part.p_within)."""
     d = np.random.default_rng(n).standard_normal((DRAWS, n)) + (0.0 if closeness else shift)
     signs = 1.0 - 2 * ((np.arange(2 ** (n - 1))[:, None] >> np.arange(n)) & 1)  # the last unit always kept
     permuted, observed = d @ signs.T, d.sum(axis=1)
@@ -138,21 +140,23 @@ def _threshold(n: int, alpha: float) -> float:
 
 
 def closeness_power(room: float, n: int, alpha: float) -> float:
-    """The power of one metric's closeness test at `alpha` on n documents at a true difference of 0, `room` = CLOSE/σ:
-    the exact test simulated up to SIMULATED documents, max(0, 2Φ(room·√n − t) − 1) beyond (t: `_threshold`)."""
+    """The power of one metric's TOST at one-sided `alpha` on n documents at a true difference of 0, `room` =
+    margin/σ: the exact test simulated up to SIMULATED documents, max(0, 2Φ(room·√n − t) − 1) beyond (t:
+    `_threshold` at the two-sided 2·alpha)."""
     if n < 2:
         return 0.0
     if n <= SIMULATED:
-        return _exact_power(round(room, 4), n, alpha, True)
-    return max(0.0, 2 * float(norm.cdf(room * math.sqrt(n) - _threshold(n, alpha))) - 1)
+        return _exact_power(round(room, 4), n, 2 * alpha, True)
+    return max(0.0, 2 * float(norm.cdf(room * math.sqrt(n) - _threshold(n, 2 * alpha))) - 1)
 
 
-def _optimistic(way, effects, sigmas, n: int, alpha: float, close: float) -> float:
+def _optimistic(way, effects, sigmas, n: int, alpha: float) -> float:
     """A bound above the simulated power up to SIMULATED documents (the t test's, measured above it: module
     docstring), so that the simulation runs only where 80% is within reach."""
     if way[0].sign == 0:
-        t = student_t.ppf(1 - alpha / 2, n - 1)
-        return math.prod(max(0.0, 2 * float(norm.cdf(close * math.sqrt(n) / s - t)) - 1) for s in sigmas)
+        t = student_t.ppf(1 - alpha, n - 1)
+        return math.prod(max(0.0, 2 * float(norm.cdf(p.effect * math.sqrt(n) / s - t)) - 1)
+                         for p, s in zip(way, sigmas))
     return math.prod(t_power(e, s, n, alpha) for e, s in zip(effects, sigmas))
 
 
@@ -170,17 +174,17 @@ def detectable(sigma: float, n: int, alpha: float) -> float:
     return high * sigma
 
 
-def close_power(sigmas: list[float], n: int, alpha: float, close: float) -> float:
-    """The chance that every metric is shown within ±close (both tests of H0: Δ = ±close reject at `alpha`) on n
-    documents when the true differences are 0: the product of the metrics' `closeness_power`."""
-    return math.prod(closeness_power(close / s, n, alpha) for s in sigmas)
+def close_power(margins: list[float], sigmas: list[float], n: int, alpha: float) -> float:
+    """The chance that every metric is shown within its margin (both one-sided tests of H0: Δ = ±margin reject at
+    `alpha`) on n documents when the true differences are 0: the product of the metrics' `closeness_power`."""
+    return math.prod(closeness_power(m / s, n, alpha) for m, s in zip(margins, sigmas))
 
 
-def joint_power(way, effects: list[float], sigmas: list[float], n: int, alpha: float, close: float) -> float:
+def joint_power(way, effects: list[float], sigmas: list[float], n: int, alpha: float) -> float:
     """The power of one way (every part must hold) on n documents at `alpha`: closeness (sign 0) at a true
     difference of 0, else the product of the parts' powers against the paper's effects."""
     if way[0].sign == 0:
-        return close_power(sigmas, n, alpha, close)
+        return close_power([p.effect for p in way], sigmas, n, alpha)
     return math.prod(direction_power(abs(e) / s, n, alpha) for e, s in zip(effects, sigmas))
 
 
@@ -209,23 +213,24 @@ def _smallest(enough, start: int) -> int | None:
     return high if high <= MOST else None
 
 
-def shown(way, effects: list[float | None], close: float) -> bool:
-    """Whether the paper's numbers show this way: every effect in the part's direction (closeness: within ±close)."""
-    return all(e is not None and (abs(e) <= close if p.sign == 0 else p.sign * e > 0) for p, e in zip(way, effects))
+def shown(way, effects: list[float | None]) -> bool:
+    """Whether the paper's numbers show this way: every effect in the part's direction (closeness: within the part's
+    margin)."""
+    return all(e is not None and (abs(e) <= p.effect if p.sign == 0 else p.sign * e > 0) for p, e in zip(way, effects))
 
 
-def needed(way, effects: list[float | None], n: int, close: float, alpha: float, least: int | None) -> int | None:
+def needed(way, effects: list[float | None], n: int, alpha: float, least: int | None) -> int | None:
     """Documents for POWER joint power of one way's parts at `alpha` (σ from this stream's n documents), never below
     `least` (`fewest_units`). None: the paper does not show the way, a part has no σ, no size can be significant
     (`least` None), or more than MOST documents."""
     sigmas = [sigma(p, n) for p in way]
-    if least is None or not shown(way, effects, close) or any(s is None for s in sigmas):
+    if least is None or not shown(way, effects) or any(s is None for s in sigmas):
         return None
     for k in range(least, SIMULATED + 1):  # simulated where a t test would already reach POWER
-        if (_optimistic(way, effects, sigmas, k, alpha, close) >= POWER
-                and joint_power(way, effects, sigmas, k, alpha, close) >= POWER):
+        if (_optimistic(way, effects, sigmas, k, alpha) >= POWER
+                and joint_power(way, effects, sigmas, k, alpha) >= POWER):
             return k
-    return _smallest(lambda k: joint_power(way, effects, sigmas, k, alpha, close) >= POWER,
+    return _smallest(lambda k: joint_power(way, effects, sigmas, k, alpha) >= POWER,
                      max(least, SIMULATED + 1))
 
 
@@ -238,28 +243,36 @@ def _level(m: int, f: int) -> str:
     return f"{ALPHA / (m * f):.2g} (α/{m * f})"
 
 
-def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float) -> str:
+def floor_tests(m: int, f: int, closeness: bool) -> float:
+    """What the smallest p is multiplied by before it meets α: the step-down's first factor or the rule's, the
+    larger, halved for the one-sided tests of closeness (findings' "too few" and the power's floor alike)."""
+    return max(m, f) / (2 if closeness else 1)
+
+
+def row(finding, set_name: str, scores: dict, n: int, m: int, cfg) -> str:
     """One finding's row of the power table (module docstring); `scores`: the baseline's scores, `m`: the family."""
     if not finding.ways:
         return f"| {finding.number} | {finding.verdict} | – | – | – | – | – |"
     m, f = max(m, 1), len(finding.ways)
-    alpha, least = ALPHA / (m * f), fewest_units(cfg, max(m, f))  # level: conservative; floor: what Holm reaches
     closeness = finding.ways[0][0].sign == 0
+    alpha, least = ALPHA / (m * f), fewest_units(cfg, floor_tests(m, f, closeness))  # level: conservative; floor:
+    # what the step-down reaches
     best = None  # (sort key, way, effects, σs, power here, needed): the way that needs the fewest documents
     for i, way in enumerate(finding.ways):
         effects = [paper_points(p, set_name, scores.get(p.metric, math.nan)) for p in way]
         sigmas = [sigma(p, n) for p in way]
-        usable = shown(way, effects, close) and all(s is not None for s in sigmas)
-        here = (joint_power(way, effects, sigmas, n, alpha, close)
+        usable = shown(way, effects) and all(s is not None for s in sigmas)
+        here = (joint_power(way, effects, sigmas, n, alpha)
                 if usable and least is not None and n >= least else 0.0 if usable else None)
-        need = needed(way, effects, n, close, alpha, least)
+        need = needed(way, effects, n, alpha, least)
         key = (need is None, need or 0, -(here or 0.0), i)
         if best is None or key < best[0]:
             best = (key, way, effects, sigmas, here, need)
     _, way, effects, sigmas, here, need = best
     if closeness:
-        text = ("0 assumed on each metric (the paper's: "
-                + ", ".join(f"{p.metric} " + ("–" if e is None else f"{e:+.1f}") for p, e in zip(way, effects)) + ")")
+        text = ("0 assumed on each metric, margins " + ", ".join(f"{p.metric} ±{p.effect:.2f}" for p in way)
+                + " (the paper's: " + ", ".join(f"{p.metric} " + ("–" if e is None else f"{e:+.1f}")
+                                                for p, e in zip(way, effects)) + ")")
         seen = "–"
     else:
         text = "; ".join(f"{p.name} " + ("–" if e is None else f"{e:+.1f}") for p, e in zip(way, effects))
@@ -268,13 +281,14 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float)
         elif n < least:  # the test cannot be significant here, whatever the difference
             seen = f"– (fewer than {least} {cfg.unit}s)"
         else:
-            seen = f"{max(detectable(s, n, alpha) for s in sigmas):.2f}"
+            seen = max(detectable(s, n, alpha) for s in sigmas)
+            seen = f"{seen:.2f}" if math.isfinite(seen) else "– (no difference reaches 80% here)"
     if need is not None:
         needs = f"{need:,}"
     elif any(s is None for s in sigmas):
         needs = "– (no σ: no randomisation test or no spread)"
-    elif not shown(way, effects, close):
-        needs = (f"– (the paper's own difference is beyond ±{close:g})" if closeness
+    elif not shown(way, effects):
+        needs = ("– (the paper's own difference is beyond the margin)" if closeness
                  else "– (the paper: 0 or the other way)")
     elif least is None:
         needs = f"– (never significant at α/{m * f} with {cfg.trials:,} trials)"
@@ -284,25 +298,26 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg, close: float)
     return f"| {finding.number} | {finding.verdict} | {_level(m, f)} | {power} | {seen} | {text} | {needs} |"
 
 
-def power_markdown(block, findings, baseline, cfg, close: float) -> str:
+def power_markdown(block, findings, baseline, cfg) -> str:
     set_name = paper.paper_set(block.dataset)
     n = units_of(Steps.of(baseline).doc_ids, cfg.unit)[1]
     m = family(findings)
     unit = cfg.unit
     lines = [f"_Power on {n} {unit}s at the level each finding is tested at, α' = α / (m · f): m = {max(m, 1)} "
-             f"findings in Holm's family (its first step), f = the finding's Bonferroni factor in the paper's "
-             f"direction (finding 8: its methods; else 1); against the paper's Table 5 effects on {set_name} "
-             "(adaptsim/report/power.py):_",
+             f"findings in the step-down (its first step), f = the finding's Bonferroni factor in the paper's "
+             f"direction (finding 8: its methods; else 1; finding 5: one-sided, the TOST); against the paper's Table "
+             f"5 effects on {set_name} (adaptsim/report/power.py):_",
              "", *head("#", ["verdict here", "level α'", "power here", "detectable with 80% power (points)",
                              "the paper's effect here (points)", f"{unit}s needed for 80% power"])]
-    lines += [row(f, set_name, baseline.scores, n, m, cfg, close) for f in findings]
-    lines += ["", f"_power here: the joint power of the paper's effect (finding 5: of every metric shown within "
-              f"±{close:g} when the true differences are 0) on these {n} {unit}s at α'; detectable: the smallest true "
+    lines += [row(f, set_name, baseline.scores, n, m, cfg) for f in findings]
+    lines += ["", "_power here: the joint power of the paper's effect (finding 5: of every metric shown within its "
+              f"margin when the true differences are 0) on these {n} {unit}s at α'; detectable: the smallest true "
               "difference one part shows with 80% power at α', the largest of the parts; both for the randomisation "
               f"test on normal differences (noncentral t; up to {SIMULATED} {unit}s the exact test simulated), σ of "
               f"one {unit} from the test's standard error; needed: the fewest {unit}s for 80% joint power at α', never "
-              f"fewer than those at which m · f · (the test's smallest p) < {ALPHA}; finding 8: through the method "
-              "that needs the fewest._"]
+              f"fewer than those at which max(m, f) · (the test's smallest p) < {ALPHA} (finding 5: half that p, "
+              "one-sided), below which the findings table says too few; finding 8: through the method that needs the "
+              "fewest._"]
     return "\n".join(lines)
 
 

@@ -204,10 +204,10 @@ class Flips:
         p = max((1 + c) / (n + 1), self.floor)
         return p, float(min(max(low, self.floor), p)), float(max(high, p))
 
-    def interval(self) -> tuple[float, float]:
-        """The Δ the test does not reject at ALPHA: from each pattern's interval of Δ (a quadratic's roots), the
-        k-th smallest lower end and k-th largest upper end (module docstring)."""
-        if self.floor >= ALPHA:
+    def interval(self, alpha: float = ALPHA) -> tuple[float, float]:
+        """The Δ the test does not reject at `alpha` (two-sided): from each pattern's interval of Δ (a quadratic's
+        roots), the k-th smallest lower end and k-th largest upper end (module docstring)."""
+        if self.floor >= alpha:
             return (-math.inf, math.inf)
         a, w, d = self.permuted, self.weight, self.observed
         quad, lin, const = w * w - 1, -2 * (a * w - d), a * a - d * d  # quad·Δ² + lin·Δ + const ≥ 0
@@ -224,7 +224,7 @@ class Flips:
         low[line] = np.where(lin[line] > 0, cut, -np.inf)
         high[line] = np.where(lin[line] > 0, np.inf, cut)
         n = len(a)
-        need = ALPHA * n if self.exact else ALPHA * (n + 1) - 1  # patterns that must count for p ≥ ALPHA
+        need = alpha * n if self.exact else alpha * (n + 1) - 1  # patterns that must count for p ≥ alpha
         k = max(math.ceil(need - 1e-9), 1)
         return float(np.partition(low, k - 1)[k - 1]), float(-np.partition(-high, k - 1)[k - 1])
 

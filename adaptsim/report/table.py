@@ -191,10 +191,6 @@ def _effort_note(b: Block, metrics: list[str]) -> str | None:
     return effort.note(b.rows[0][1].summary, metrics)
 
 
-def _caption(b: Block) -> str:
-    return f"{b.dataset} · {b.segments} segments · data {b.fingerprint} · model {b.model} ({b.model_path})"
-
-
 def _legend(rel: bool, metrics: list[str]) -> str:
     what = ("baseline: absolute scores; other rows: difference to the baseline in percent of the baseline score"
             if rel else "scores in percent")
@@ -260,7 +256,7 @@ def markdown(tables, metrics: list[str], rel: bool, decimals: int | None) -> str
     out = []
     for block, rs, result in tables:
         extra = _cost_columns(rs)
-        out += [f"**{_caption(block)}**", "", *head("method", metrics + extra)]
+        out += [f"**{block.caption}**", "", *head("method", metrics + extra)]
         for r in rs:
             cells = [_cell(r, j, v, decimals, "–") for j, v in enumerate(r.shown)]
             cells = [f"**{c}**" if m and c != "–" else c for c, m in zip(cells, r.best)]
@@ -344,7 +340,7 @@ def latex(tables, metrics: list[str], rel: bool, decimals: int | None) -> str:
         if tokenised := sacre.note(block.rows[0][1].summary.get("signatures") or {}, metrics):
             out.append(f"% {_tex(tokenised)}")
         out += [f"% Note: {_tex(n)}" for n in notes(block.rows)]
-        out += [f"% {_tex(_caption(block))}",
+        out += [f"% {_tex(block.caption)}",
                 rf"\textbf{{{_tex(block.dataset)}}} & " + " & ".join(map(_tex, metrics + extra)) + r" \\", r"\midrule"]
         for r in rs:
             cells = [_cell(r, j, v, decimals, "--") for j, v in enumerate(r.shown)]

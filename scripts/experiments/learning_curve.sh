@@ -15,8 +15,10 @@
 # learning_curve.py's cost table times every run from its own records, resumed or not.
 # Settings (environment), defaults in brackets:
 #   MODEL      the configs/model entry (architecture, vocabulary, fixed's list) [base-ende]
-#   STREAMS    gnome_help_20 (20 GNOME help topics, 795 segments) and/or business_central (the first 100 test
-#              articles, 3,648 segments) [gnome_help_20 business_central]
+#   STREAMS    gnome_help_20 (20 GNOME help topics, 795 segments), business_central (the first 100 test
+#              articles, 3,648 segments) and/or business_central_all (all 338, 13,336 segments; ~8 CPU-hours for
+#              the six methods, so one or two METHODS an invocation, each into the same record: export_runs.py keeps
+#              the runs an earlier invocation exported) [gnome_help_20 business_central]
 #   METHODS    [none,full,bias,fixed,top,lasso]; none,full,lasso suffice for the curve itself
 #   SWEEPS     the runs (they hold the test text: not committed) [outputs/curve]
 #   RESULTS    the text-free records and tables [docs/results/curve]
@@ -31,7 +33,8 @@ SWEEPS=${SWEEPS:-outputs/curve}/$NAME
 RESULTS=${RESULTS:-docs/results/curve}/$NAME
 GNOME_20=accounts,status,contacts,look,display,screen,wacom,session,privacy,clock,tips,gnome,multitasking,parental,remote,about,touchscreen,hardware,quick,video
 declare -A STREAM=([gnome_help_20]="dataset=gnome_help dataset.documents=[$GNOME_20]"
-                   [business_central]="dataset=business-central dataset.max_documents=100")
+                   [business_central]="dataset=business-central dataset.max_documents=100"
+                   [business_central_all]="dataset=business-central")
 export OMP_NUM_THREADS=1
 mkdir -p "$SWEEPS" "$RESULTS"
 [ -f "$RESULTS/timing.tsv" ] || printf 'stream\tmethods\tseconds\n' >"$RESULTS/timing.tsv"
