@@ -59,6 +59,12 @@ def test_the_step_down_against_a_hand_computation():
     assert got == pytest.approx([0.003, 0.03, 0.006, 0.6, 0.04, 0.6])
 
 
+def test_an_interval_end_of_exactly_zero_is_printed_without_a_sign():
+    from adaptsim.report.significance import bound
+
+    assert bound(-0.0) == bound(0.0) == "0.0" and bound(-0.04) == "-0.0" and bound(0.04) == "+0.0"
+
+
 def test_the_paper_s_relative_effect_becomes_points_of_this_stream_s_baseline():
     """Which of the paper's rows a stream meets (Business Central: Autodesk; TED: TED; the others: the mean of the
     five sets), and its relative difference times this stream's baseline score; for "lasso has the best" parts the

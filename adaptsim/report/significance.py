@@ -251,9 +251,12 @@ def warn_few(n_units: int, cfg: Settings, command: str) -> None:
 
 
 def bound(v: float, digits: int = 1, signed: bool = True) -> str:
-    """An interval's end as the reports print it: ±∞ where the test cannot bound it (too few units to reject)."""
+    """An interval's end as the reports print it: ±∞ where the test cannot bound it (too few units to reject); an
+    end of exactly 0 unsigned (a "−0.0" reads as an interval that excludes 0)."""
     if math.isinf(v):
         return "+∞" if v > 0 else "−∞"
+    if v == 0:
+        return f"{0.0:.{digits}f}"
     return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 

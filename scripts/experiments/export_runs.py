@@ -3,8 +3,10 @@ the sweep, but it holds no source, reference or hypothesis text (the test data s
 
     python scripts/experiments/export_runs.py SWEEP_DIR OUT_DIR [--without-logprobs]
 
-Copied per finished run (its records plain or compressed), written xz-compressed where large: summary.json,
-.hydra/{config,overrides}.yaml and steps.jsonl.xz without the text fields (source, hypothesis,
+A run already in OUT_DIR that the sweep does not hold finished stays: a stream too long for one sitting is run a
+method or two at a time, each into its own sweep, and exported into one record (learning_curve.sh's
+business_central_all). Copied per finished run (its records plain or compressed), written xz-compressed where
+large: summary.json, .hydra/{config,overrides}.yaml and steps.jsonl.xz without the text fields (source, hypothesis,
 their pieces and the reference's; the reference becomes a hash of it; the per-segment statistics, which the
 bootstrap resamples, and the log-probabilities stay), with `R0_pieces` added where the model has a target.spm: each
 R0 occurrence's class (its pieces shown by the stream before, or not) and whether the hypothesis held it, no text, so
@@ -70,9 +72,13 @@ def main() -> None:
     runs = sorted(d for d in sweep.iterdir() if finished(d))
     for run in runs:
         export_run(run, new / run.name, drop)
+    kept = sorted(d for d in out.iterdir() if finished(d) and not (new / d.name).exists()) if out.is_dir() else []
+    for run in kept:
+        shutil.copytree(run, new / run.name)
     shutil.rmtree(out, ignore_errors=True)
     new.rename(out)
-    print(f"export_runs.py: {len(runs)} finished runs of {sweep} → {out} (no text)")
+    print(f"export_runs.py: {len(runs)} finished runs of {sweep} → {out} (no text)"
+          + (f"; kept {', '.join(d.name for d in kept)} exported before" if kept else ""))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ export OMP_NUM_THREADS=1
 mkdir -p "$SWEEPS" "$RESULTS"
 [ -f "$RESULTS/timing.tsv" ] || printf 'stream\tmethods\tseconds\n' >"$RESULTS/timing.tsv"
 log() { echo "[$(date +%H:%M:%S)] $*"; }
+all_six() { for m in none full bias fixed top lasso; do [ -f "$1/$m/summary.json" ] || return 1; done; }
 
 for stream in "${STREAMS[@]}"; do
   [ -n "${STREAM[$stream]:-}" ] || { echo "learning_curve.sh: STREAMS: no stream $stream (${!STREAM[*]})" >&2; exit 1; }
@@ -54,9 +55,9 @@ for stream in "${STREAMS[@]}"; do
   set +f
   printf '%s\t%s\t%d\n' "$stream" "$METHODS" $((SECONDS - start)) >>"$RESULTS/timing.tsv"
   python scripts/experiments/export_runs.py "$SWEEPS/$stream" "$RESULTS/runs/$stream" --without-logprobs
-  python scripts/experiments/r0_by_pieces.py "$SWEEPS/$stream" --out "$RESULTS/r0_by_pieces_$stream.md" \
-    --json "$RESULTS/r0_by_pieces_$stream.json"
-  if [ "$METHODS" = none,full,bias,fixed,top,lasso ]; then
+  python scripts/experiments/r0_by_pieces.py "$RESULTS/runs/$stream" --out "$RESULTS/r0_by_pieces_$stream.md" \
+    --json "$RESULTS/r0_by_pieces_$stream.json"  # from the record: every run exported so far
+  if all_six "$RESULTS/runs/$stream"; then
     python -m adaptsim findings "$RESULTS/runs/$stream" --effects --power >"$RESULTS/findings_$stream.md"
     python -m adaptsim table "$RESULTS/runs/$stream" --relative --significance --cost >"$RESULTS/tables_$stream.md"
   fi
