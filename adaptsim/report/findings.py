@@ -290,14 +290,13 @@ def _d(part: Part, labelled: bool) -> str:
     d = part.diff.diff
     if part.sign == 0:
         inside = abs(d) < part.effect
-        return (f"{part.name} {d:+.1f} 90% {_ci(part.interval())} {'within' if inside else 'beyond'} "
+        return (f"{part.name} {d:+.1f} 90% {_ci(part.interval())}, {'within' if inside else 'beyond'} "
                 f"±{part.effect:.2f}: p {_p(part.p_within() if inside else part.p_beyond())} "
                 f"(H0: |Δ| {'≥' if inside else '≤'} {part.effect:.2f})")
-    text = f"{part.name} {d:+.1f} {_ci(part.interval())} p {_p(part.p())}"
+    sign = (", " + {1: "the paper's way", -1: "the other way", 0: "tie"}[part.way()]) if labelled else ""
+    text = f"{part.name} {d:+.1f} {_ci(part.interval())}{sign}: p {_p(part.p())}"
     if part.effect is not None and part.sign * part.effect > 0:
-        text += f"; the paper's {part.effect:+.1f}: p {_p(part.p_paper())}"
-    if labelled:
-        text += ", " + {1: "the paper's way", -1: "the other way", 0: "tie"}[part.way()]
+        text += f", at the paper's {part.effect:+.1f} p {_p(part.p_paper())}"
     return text
 
 
@@ -452,10 +451,10 @@ def label(tested: list[Finding], set_name: str, least: float, n: int, unit: str)
     for f in family:
         names = {_name(f, end) for end in ENDS}
         if len(names) > 1:
-            low, high = (min(t.adjusted[e] for e in ENDS for t in f.tests if t.claim),
-                         max(t.adjusted[e] for e in ENDS for t in f.tests if t.claim))
+            torn = next(t for t in f.tests if t.claim and len({sig.significant(t.adjusted[e]) for e in ENDS}) > 1)
             f.verdict = "cannot tell"
-            f.why = f"Monte Carlo error: adjusted p between {low:.4f} and {high:.4f} after the most trials"
+            f.why = (f"Monte Carlo error: the adjusted p of H0: {torn.null} between "
+                     f"{min(torn.adjusted.values()):.4f} and {max(torn.adjusted.values()):.4f} after the most trials")
             continue
         f.verdict = names.pop()
         f.why = _why(f, m, least, n, unit)
@@ -514,9 +513,9 @@ def _why(f: Finding, m: int, least: float, n: int, unit: str) -> str:
 
 def markdown(block: Block, findings: list[Finding]) -> str:
     lines = [f"**{block.caption}**", "",
-             "| # | the paper's finding | here: Δ in points [95% interval] (5: 90%), p at 0 and at the paper's effect "
-             "| no effect (5: not close): p → adjusted, decided by | the paper's effect (5: close): p → adjusted, "
-             "decided by | verdict | why |",
+             "| # | the paper's finding | here: Δ in points [its own 95% interval] (5: 90%): p at 0, at the paper's "
+             "effect | H0 no effect (5: not close): p → adjusted, decided by | H0 the paper's effect (5: close): p → "
+             "adjusted, decided by | verdict | why |",
              "|--:|:--|:--|:--|:--|:--|:--|"]
     for f in findings:
         cells = [f"{_p(t.ps['p'])} → {_p(t.adjusted.get('p'))}" + (f", {t.rule}" if t.rule else "")
