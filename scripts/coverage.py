@@ -52,6 +52,11 @@ from adaptsim.report.stats import ALPHA, EXACT_UNITS, FIRST_TRIALS, Series, Sett
 SWEEP = PROJECT_ROOT / "docs" / "results" / "base-ende" / "runs" / "business_central"
 SCENARIOS = ("swap", "shifted", "planted")
 COMPARISONS = [["R0", "none", "bias"], ["R1", "none", "full"]]
+# --by-direction: the two-sided levels a verdict's p meets (adaptsim/report/findings.py): α, α over the step-down's
+# first factor (m = 8 findings), and over that times the largest Bonferroni factor (f = 5); each tail's nominal
+# rate is half of it
+STEP, FACTOR = 8, 5
+LEVELS = {"α": ALPHA, "α/m": ALPHA / STEP, "α/(m·f)": ALPHA / (STEP * FACTOR)}
 
 
 def legend(resamples: int) -> str:
@@ -62,6 +67,16 @@ is 0 while the per-document differences keep their lopsided shape (true Δ = 0).
 are (true Δ = δ). p < 0.05: how often the test rejects Δ = 0; covers Δ: how often its 95% interval holds the true Δ
 (the randomisation test's interval is the test inverted, the bootstrap's its percentile interval over {resamples:,}
 resamples). Randomisation: exact over every swap pattern, or Monte Carlo with a fixed number of random patterns."""
+
+
+DIRECTION_LEGEND = f"""Each tail apart, at the levels a verdict is decided at: a finding's part is significant
+when its two-sided p is below α = {ALPHA}, α/m (m = {STEP}: the step-down's first factor over eight findings) or
+α/(m·f) (f = {FACTOR}: the largest Bonferroni factor, finding 8's methods), and its direction is read from the sign,
+so each tail's nominal rate is half the level. Streams of n documents drawn with replacement from the sweep's,
+under the two nulls (true Δ = 0) of the table in coverage.md: *swap* (the randomisation test's own null) and
+*shifted* (every document's numerator moved so that the pooled difference is 0, its lopsided shape kept). The
+randomisation test exact over every swap pattern, or Monte Carlo with a fixed number of random patterns per
+stream. A tail beyond its nominal rate by more than two standard errors rejects too often in that direction."""
 
 
 def per_document(sweep: Path, metric: str, methods: list[str]) -> list[np.ndarray]:
@@ -143,9 +158,95 @@ def simulate(base: np.ndarray, other: np.ndarray, metric: str, methods: list[str
     return rows
 
 
-def rate(r: float, streams: int) -> str:
+def sign_flip_p(contributions: np.ndarray, patterns: np.ndarray) -> np.ndarray:
+    """The two-sided p of the paired randomisation test from random patterns, for each stream (a row of
+    `contributions`: each document's c_u = num_method − num_baseline, whose sum the difference of a recall with shared
+    denominators is, up to a positive factor): (1 + #{ε : |Σ ε_u c_u| ≥ |Σ c_u|}) / (M + 1) over the M ±1 rows of
+    `patterns`, with stats.Flips.count's tolerance: stats.compare's "ar" without its intervals."""
+    observed = np.abs(contributions.sum(axis=1))
+    permuted = np.abs(contributions @ patterns.T)
+    count = np.sum(permuted >= observed[:, None] * (1 - 1e-9) - 1e-12, axis=1)
+    return (1 + count) / (len(patterns) + 1)
+
+
+def _sums(c: np.ndarray) -> np.ndarray:
+    """Σ ε_u c_u for every sign pattern ε of the columns of c (rows: streams; 2^columns sums each)."""
+    sums = np.zeros((len(c), 1))
+    for u in range(c.shape[1]):
+        sums = np.concatenate([sums + c[:, u:u + 1], sums - c[:, u:u + 1]], axis=1)
+    return sums
+
+
+def exact_p(contributions: np.ndarray) -> np.ndarray:
+    """The exact two-sided p, #{ε : |Σ ε_u c_u| ≥ |Σ c_u|} / 2ⁿ over every pattern, for each stream, by meeting in
+    the middle: the sums of one half's patterns against the sorted sums of the other's, so that 30 documents cost
+    2 · 2¹⁵ sums and a binary search each, not 2³⁰. stats.compare's "exact" (tests/test_coverage.py)."""
+    n = contributions.shape[1]
+    left, right = _sums(contributions[:, : n // 2]), np.sort(_sums(contributions[:, n // 2:]), axis=1)
+    gap = np.abs(contributions.sum(axis=1)) * (1 - 1e-9) - 1e-12  # Flips.count's tolerance
+    out = np.empty(len(contributions))
+    for i in range(len(contributions)):  # |a + b| ≥ gap: b ≥ gap − a or b ≤ −gap − a (disjoint for gap > 0)
+        if gap[i] <= 0:
+            out[i] = 1.0
+            continue
+        above = right.shape[1] - np.searchsorted(right[i], gap[i] - left[i], side="left")
+        below = np.searchsorted(right[i], -gap[i] - left[i], side="right")
+        out[i] = (above.sum() + below.sum()) / 2 ** n
+    return out
+
+
+def by_direction(base: np.ndarray, other: np.ndarray, metric: str, methods: list[str], sizes: list[int],
+                 scenarios: dict[str, int], seed: int, exact_up_to: int = EXACT_UNITS,
+                 trials: int = FIRST_TRIALS) -> list[dict]:
+    """A row per size and scenario: how often each tail (the method above / below the baseline) rejects at each of
+    LEVELS, the randomisation test's direction read from the sign as the verdicts read it. Streams as `simulate`'s,
+    drawn in chunks; the exact test up to `exact_up_to` documents (here beyond the reports' 20 if asked: the exact p
+    is what their sequential Monte Carlo approximates), `trials` random patterns per chunk of streams beyond."""
+    shifted(metric, base, other)  # refuses what is not a recall with a shared denominator
+    rows = []
+    for n in sizes:
+        exact = n <= exact_up_to
+        for scenario, streams in scenarios.items():
+            method, true = population(metric, base, other, scenario)
+            rng = np.random.default_rng(row_seed(seed, metric, methods, scenario, n) + [1])
+            up, down = dict.fromkeys(LEVELS, 0), dict.fromkeys(LEVELS, 0)
+            chunk = max(1, (1 << 22) // (2 ** ((n + 1) // 2) if exact else trials))
+            for start in range(0, streams, chunk):
+                drawn = [draw(rng, base, method, scenario, n) for _ in range(min(chunk, streams - start))]
+                c = np.stack([b[:, 0] - a[:, 0] for a, b in drawn])
+                p = exact_p(c) if exact else sign_flip_p(c, 1.0 - 2 * rng.integers(0, 2, (trials, n)))
+                total = c.sum(axis=1)
+                for name, level in LEVELS.items():
+                    up[name] += int(np.sum((p < level) & (total > 0)))
+                    down[name] += int(np.sum((p < level) & (total < 0)))
+            rows.append({"documents": n, "scenario": scenario, "true": true, "streams": streams,
+                         "test": "exact" if exact else f"ar {trials:,}",
+                         **{f"up {k}": v / streams for k, v in up.items()},
+                         **{f"down {k}": v / streams for k, v in down.items()}})
+    return rows
+
+
+def skewness(base: np.ndarray, other: np.ndarray, metric: str) -> float:
+    """The skew of the documents' contributions under the shifted null (what the randomisation test assumes is 0)."""
+    c = shifted(metric, base, other)[:, 0] - base[:, 0]
+    return float(np.mean((c - c.mean()) ** 3) / np.std(c) ** 3)
+
+
+def direction_markdown(rows: list[dict], metric: str, methods: list[str], skew: float) -> str:
+    heads = [f"{tail} at {k} ({100 * v / 2:.4g} %)" for k, v in LEVELS.items() for tail in ("up", "down")]
+    lines = [f"_{methods[1]} − {methods[0]}, {metric} (the shifted null's documents skewed {skew:+.2f}); how often "
+             "each tail rejects, in % ± its Monte Carlo standard error, beside its nominal rate (half the level):_",
+             "", "| documents | scenario | streams | randomisation test | " + " | ".join(heads) + " |",
+             "|--:|:--|--:|:--|" + "--:|" * len(heads)]
+    lines += [f"| {r['documents']} | {r['scenario']} | {r['streams']:,} | {r['test']} | "
+              + " | ".join(rate(r[f"{tail} {k}"], r["streams"], 3) for k in LEVELS for tail in ("up", "down")) + " |"
+              for r in rows]
+    return "\n".join(lines)
+
+
+def rate(r: float, streams: int, digits: int = 1) -> str:
     """A rate in percent with its Monte Carlo standard error."""
-    return f"{100 * r:.1f} ± {100 * math.sqrt(r * (1 - r) / streams):.1f}"
+    return f"{100 * r:.{digits}f} ± {100 * math.sqrt(r * (1 - r) / streams):.{digits}f}"
 
 
 def markdown(rows: list[dict], metric: str, methods: list[str]) -> str:
@@ -178,19 +279,28 @@ def main(argv: list[str]) -> int:
                    f"--exact-up-to (default {FIRST_TRIALS:,}, the reports' first round)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--by-direction", action="store_true",
+                   help="each tail's rejection rate at the levels verdicts are decided at, under the two nulls "
+                   "(the randomisation test alone; --replications streams per row)")
     p.add_argument("--out", type=Path, help="also write the tables there, under the command that made them")
     args = p.parse_args(argv)
     scenarios = {"swap": args.replications, "shifted": args.replications, "planted": args.planted_replications}
-    scenarios = {k: v for k, v in scenarios.items() if v > 0}
+    scenarios = {k: v for k, v in scenarios.items() if v > 0 and not (args.by_direction and k == "planted")}
     start = time.process_time()
     tables = []
     for metric, *methods in args.compare or COMPARISONS:
         base, other = per_document(args.sweep, metric, methods)
+        if args.by_direction:
+            rows = by_direction(base, other, metric, methods, args.sizes, scenarios, args.seed, args.exact_up_to,
+                                args.trials)
+            tables.append(direction_markdown(rows, metric, methods, skewness(base, other, metric)))
+            continue
         rows = simulate(base, other, metric, methods, args.sizes, scenarios, args.resamples, args.seed,
                         args.exact_up_to, args.trials)
         tables.append(markdown(rows, metric, methods))
     command = " ".join(["python scripts/coverage.py", *argv])
-    text = f"`{command}`\n\n{legend(args.resamples)}\n\n" + "\n\n".join(tables) + "\n"
+    text = f"`{command}`\n\n{DIRECTION_LEGEND if args.by_direction else legend(args.resamples)}\n\n" \
+        + "\n\n".join(tables) + "\n"
     print(text, end="")
     if args.out:
         args.out.write_text(text)

@@ -100,3 +100,33 @@ def test_every_rate_carries_its_monte_carlo_standard_error():
     table = coverage.markdown(rows, "R1", ["none", "full"])
     assert "√(r(1 − r)/streams)" in table
     assert "| 20 | shifted | +0.00 | 1,000 | exact | 5.0 ± 0.7 | 10.0 ± 0.9 | 95.0 ± 0.7 | 90.0 ± 0.9 |" in table
+
+
+@pytest.mark.parametrize("n", [7, 12])
+def test_the_fast_randomisation_p_is_the_reports_test(records, n):
+    """--by-direction computes the exact test's p by meeting in the middle: it equals stats.compare's exact p on
+    streams of the shifted null (fractional contributions, so ties are the tolerance's business)."""
+    from adaptsim.report.stats import Series, Settings, compare, ratio
+
+    base, other = records["R0"]
+    method, _ = coverage.population("R0", base, other, "shifted")
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        a, b = coverage.draw(rng, base, method, "shifted", n)
+        d = compare([Series("R0", ratio(100), [a, b])], np.arange(n), n,
+                    Settings(10, "document", 1, "exact")).differences[1]["R0"]
+        assert coverage.exact_p((b[:, 0] - a[:, 0])[None])[0] == pytest.approx(d.p, abs=1e-12)
+
+
+def test_each_tail_is_counted_at_each_level(records):
+    """By direction: the rates of a row are the tails' shares of streams rejected at each level, and the table is a
+    reproducible command (no tail rejects on 5 documents, whose smallest p is 0.0625)."""
+    base, other = records["R0"]
+    rows = coverage.by_direction(base, other, "R0", ["none", "bias"], [5, 12], {"shifted": 40}, 7)
+    assert [r["documents"] for r in rows] == [5, 12] and rows[0]["test"] == "exact"
+    assert all(rows[0][f"{tail} {k}"] == 0 for tail in ("up", "down") for k in coverage.LEVELS)
+    levels = list(coverage.LEVELS)
+    for tail in ("up", "down"):  # a smaller level rejects no more often
+        assert rows[1][f"{tail} {levels[0]}"] >= rows[1][f"{tail} {levels[1]}"] >= rows[1][f"{tail} {levels[2]}"]
+    again = coverage.by_direction(base, other, "R0", ["none", "bias"], [12], {"shifted": 40}, 7)
+    assert again == rows[1:]

@@ -416,8 +416,8 @@ def check(block: Block, cfg: sig.Settings) -> tuple[list[Finding], list[str], si
 
 
 def shown_ways(f: Finding) -> list[list[Part]]:
-    """The ways of a finding the paper's Table 5 shows on the stream's counterpart set: every part's effect in the
-    claimed direction (closeness: within its margin, taken as Table 5's own bias numbers: `Part.p_paper` unused)."""
+    """The ways of a finding the paper's Table 5 shows on the stream's counterpart set, those its test against the
+    paper's effect tests: every part's effect in the claimed direction (closeness: its one way, `paper_shows`)."""
     if f.closeness:
         return f.ways
     return [way for way in f.ways if all(p.effect is not None and p.sign * p.effect > 0 for p in way)]
