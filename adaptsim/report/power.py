@@ -5,11 +5,12 @@ interval (the test inverted, as `findings` prints it), beside the paper's Table 
 counterpart set (adaptsim/report/paper.py).
 
 `--power` separates "the data contradict the paper" from "this stream cannot tell", at the level each finding is
-actually tested at. A finding's p is multiplied by its Bonferroni factor f and then by Holm's: before any other
-finding is rejected, Holm's factor is m, the findings in the stream's family (those with parts, less "not the
-paper's"). So the level used is the conservative one of Holm's first step, α' = α / (m · f), f the factor of the
-finding's rule in the paper's direction: the number of ways for "any method" (8: its methods), 1 otherwise
-("every part must hold" and closeness are intersection-union tests: each part at α', no factor). Per finding:
+actually tested at. A finding's p is multiplied by its Bonferroni factor f and then by the step-down's
+(findings.step_down): before any other test is rejected its factor is m, the findings in the stream's family (those
+with parts, less "not the paper's"). So the level used is the conservative one of its first step, α' = α / (m · f),
+f the factor of the finding's rule in the paper's direction: the number of ways for "any method" (8: its methods),
+1 otherwise ("every part must hold" and closeness are intersection-union tests: each part at α', no factor). Per
+finding:
 
 - *σ*: one document's standard deviation of a part's difference, from the standard error of the randomisation test
   that decides (`diff.se`, √ of the mean squared permuted difference; not a bootstrap interval, which covers ~85%
@@ -35,9 +36,9 @@ finding's rule in the paper's direction: the number of ways for "any method" (8:
   lasso's relative numbers).
 - *documents needed*: the fewest documents at which the joint power at α' reaches 80%, and never fewer than the
   floor: the fewest n from which max(m, f) · (the smallest p the test can give on n, `stats.smallest_p`) < α,
-  the smallest p Holm's adjustment can reach (every other finding at the smallest p, this one last), since below it
+  the smallest p the adjustment can reach (every other finding at the smallest p, this one last), since below it
   no difference can be significant (m = 7: 9 documents, finding 8's f = 5 too). α' = α/(m·f) is conservative: the
-  level of Holm's first step, below what a finding later in Holm's order is tested at.
+  level of the step-down's first step, below what a finding later in its order is tested at.
 - finding 8 (any method): the method whose way needs the fewest documents is shown.
 - finding 5 (closeness, no f): each metric's one-sided tests of H0: Δ = ±margin (the margin: findings.CLOSE % of
   the baseline's score, the part's `effect`) must both reject at α' = α / m (the TOST), and every metric must hold;
@@ -235,7 +236,7 @@ def needed(way, effects: list[float | None], n: int, alpha: float, least: int | 
 
 
 def family(findings) -> int:
-    """m: the findings in the stream's Holm family (with parts, and not "not the paper's")."""
+    """m: the findings in the stream's family, the step-down's first factor (with parts, not "not the paper's")."""
     return sum(1 for f in findings if f.ways and f.verdict != "not the paper's")
 
 
