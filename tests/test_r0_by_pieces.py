@@ -4,6 +4,7 @@ from the text-free record export_runs.py writes."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -39,6 +40,15 @@ def test_the_text_free_record_gives_the_split_the_sweep_gives(tmp_path):
     subprocess.run([sys.executable, script / "export_runs.py", sweep, record], check=True, capture_output=True)
     kept = [json.loads(line) for line in read_record(record_file(record / "full", "steps.jsonl")).splitlines()]
     assert all("hypothesis" not in s and "source" not in s and "R0_pieces" in s for s in kept)
+    assert all(s["update_s"] == round(s["update_s"], 4) and s["ppl_after"] == float(f"{s['ppl_after']:.7g}")
+               for s in kept)  # export_runs.ROUNDED
+    # a record grows a method at a time: exporting a sweep of `none` alone keeps the `full` exported before
+    only_none = tmp_path / "only_none"
+    only_none.mkdir()
+    shutil.copytree(sweep / "none", only_none / "none")
+    shutil.copyfile(sweep / "multirun.yaml", only_none / "multirun.yaml")
+    subprocess.run([sys.executable, script / "export_runs.py", only_none, record], check=True, capture_output=True)
+    assert sorted(d.name for d in record.iterdir() if d.is_dir()) == ["full", "none"]
     tables = [subprocess.run([sys.executable, script / "r0_by_pieces.py", where, "--resamples", "200"], check=True,
                              capture_output=True, text=True).stdout for where in (sweep, record)]
     assert "| full |" in tables[0]

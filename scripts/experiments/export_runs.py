@@ -8,9 +8,10 @@ method or two at a time, each into its own sweep, and exported into one record (
 business_central_all). Copied per finished run (its records plain or compressed), written xz-compressed where
 large: summary.json, .hydra/{config,overrides}.yaml and steps.jsonl.xz without the text fields (source, hypothesis,
 their pieces and the reference's; the reference becomes a hash of it; the per-segment statistics, which the
-bootstrap resamples, and the log-probabilities stay), with `R0_pieces` added where the model has a target.spm: each
-R0 occurrence's class (its pieces shown by the stream before, or not) and whether the hypothesis held it, no text, so
-that r0_by_pieces.py reads the record as it reads the sweep; the sweep's multirun.yaml. Paths of the machine it ran on
+bootstrap resamples, and the log-probabilities stay; timings and perplexities rounded, `ROUNDED`), with `R0_pieces`
+added where the model has a target.spm: each R0 occurrence's class (its pieces shown by the stream before, or not)
+and whether the hypothesis held it, no text, so that r0_by_pieces.py reads the record as it reads the sweep; the
+sweep's multirun.yaml. Paths of the machine it ran on
 stay as they are (they name ../shared, not its contents). No curves.csv: its every cell is the steps' statistics
 summed, which `plot` does where a run has none (docs/design.md §6). --without-logprobs also leaves out the per-token
 log-probabilities (CXMI's input; about half of the compressed size) where no report made from the export needs them.
@@ -31,6 +32,8 @@ from adaptsim.records import compress_records, read_record, record_file
 
 TEXT = ("source", "hypothesis", "pieces", "ref_pieces")  # dropped (ref_pieces: the reference's pieces, its text);
 # the reference is replaced by a hash of it
+ROUNDED = {"translate_s": "{:.4f}", "update_s": "{:.4f}", "ppl_before": "{:.7g}", "ppl_after": "{:.7g}"}  # what no
+# report reads finer (0.1 ms a step; perplexities, read by no report, to 7 digits): a quarter off the compressed record
 
 
 def export_run(run: Path, out: Path, drop: tuple[str, ...] = ()) -> None:
@@ -47,7 +50,8 @@ def export_run(run: Path, out: Path, drop: tuple[str, ...] = ()) -> None:
         pieces = occurrences(steps, classes, words)
     with open(out / "steps.jsonl", "w", encoding="utf-8") as dst:
         for step, found in zip(steps, pieces, strict=True):
-            kept = {k: v for k, v in step.items() if k not in TEXT and k not in drop}
+            kept = {k: float(ROUNDED[k].format(v)) if k in ROUNDED and isinstance(v, float) else v
+                    for k, v in step.items() if k not in TEXT and k not in drop}
             if found is not None:
                 kept["R0_pieces"] = found
             # the reports pair runs segment by segment on (doc_id, seg_id, reference): a hash keeps that check
