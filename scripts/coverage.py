@@ -43,6 +43,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from adaptsim import PROJECT_ROOT
 from adaptsim.report.runs import finished_runs
@@ -195,9 +196,29 @@ def exact_p(contributions: np.ndarray) -> np.ndarray:
     return out
 
 
+def skew_tails(contributions: np.ndarray, dens: np.ndarray, skew: float) -> tuple[np.ndarray, np.ndarray]:
+    """stats.Flips.skew_tails at Δ = 0 for each stream (rows): the one-sided p below and above of the units'
+    studentised sum through Hall's transformation, γ held at ±skew (recall: c_u = 100·(num_m − num_b)/Σden)."""
+    n = contributions.shape[1]
+    y = 100 * contributions / dens.sum(axis=1, keepdims=True)
+    mean, sd = y.mean(axis=1), y.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(sd > 0, np.sqrt(n) * mean / np.where(sd > 0, sd, 1), np.sign(mean) * np.inf)
+    root = np.sqrt(n)
+
+    def g(gamma: float) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            out = t + gamma / (6 * root) + gamma * t * t / (3 * root) + gamma * gamma * t ** 3 / (27 * n)
+        return np.where(np.isfinite(t), out, t)
+
+    below, above = student_t.cdf(g(skew), n - 1), student_t.sf(g(-skew), n - 1)
+    none = (sd == 0) & (mean == 0)
+    return np.where(none, 0.5, below), np.where(none, 0.5, above)
+
+
 def by_direction(base: np.ndarray, other: np.ndarray, metric: str, methods: list[str], sizes: list[int],
                  scenarios: dict[str, int], seed: int, exact_up_to: int = EXACT_UNITS,
-                 trials: int = FIRST_TRIALS) -> list[dict]:
+                 trials: int = FIRST_TRIALS, skew: float = 0.0) -> list[dict]:
     """A row per size and scenario: how often each tail (the method above / below the baseline) rejects at each of
     LEVELS, the randomisation test's direction read from the sign as the verdicts read it. Streams as `simulate`'s,
     drawn in chunks; the exact test up to `exact_up_to` documents (here beyond the reports' 20 if asked: the exact p
@@ -216,6 +237,9 @@ def by_direction(base: np.ndarray, other: np.ndarray, metric: str, methods: list
                 c = np.stack([b[:, 0] - a[:, 0] for a, b in drawn])
                 p = exact_p(c) if exact else sign_flip_p(c, 1.0 - 2 * rng.integers(0, 2, (trials, n)))
                 total = c.sum(axis=1)
+                if skew:  # the skew-held test as the verdicts use it: a tail rejects where both tests do
+                    below, above = skew_tails(c, np.stack([a[:, 1] for a, _ in drawn]), skew)
+                    p = np.maximum(p, np.minimum(1.0, 2 * np.where(total < 0, below, above)))
                 for name, level in LEVELS.items():
                     up[name] += int(np.sum((p < level) & (total > 0)))
                     down[name] += int(np.sum((p < level) & (total < 0)))
@@ -282,6 +306,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--by-direction", action="store_true",
                    help="each tail's rejection rate at the levels verdicts are decided at, under the two nulls "
                    "(the randomisation test alone; --replications streams per row)")
+    p.add_argument("--skew", type=float, default=0.0,
+                   help="with --by-direction: the test held against units skewed up to this much (stats.Settings.skew; "
+                   "default 0: the randomisation test alone)")
     p.add_argument("--out", type=Path, help="also write the tables there, under the command that made them")
     args = p.parse_args(argv)
     scenarios = {"swap": args.replications, "shifted": args.replications, "planted": args.planted_replications}
@@ -292,7 +319,7 @@ def main(argv: list[str]) -> int:
         base, other = per_document(args.sweep, metric, methods)
         if args.by_direction:
             rows = by_direction(base, other, metric, methods, args.sizes, scenarios, args.seed, args.exact_up_to,
-                                args.trials)
+                                args.trials, args.skew)
             tables.append(direction_markdown(rows, metric, methods, skewness(base, other, metric)))
             continue
         rows = simulate(base, other, metric, methods, args.sizes, scenarios, args.resamples, args.seed,

@@ -130,3 +130,18 @@ def test_each_tail_is_counted_at_each_level(records):
         assert rows[1][f"{tail} {levels[0]}"] >= rows[1][f"{tail} {levels[1]}"] >= rows[1][f"{tail} {levels[2]}"]
     again = coverage.by_direction(base, other, "R0", ["none", "bias"], [12], {"shifted": 40}, 7)
     assert again == rows[1:]
+
+
+def test_the_skew_held_tails_are_the_reports(records):
+    """--by-direction --skew computes stats.Flips.skew_tails for many streams at once: the same p below and above."""
+    from adaptsim.report.stats import Series, Settings, compare, ratio
+
+    base, other = records["R0"]
+    method, _ = coverage.population("R0", base, other, "shifted")
+    rng = np.random.default_rng(5)
+    for n in (8, 40):
+        a, b = coverage.draw(rng, base, method, "shifted", n)
+        d = compare([Series("R0", ratio(100), [a, b])], np.arange(n), n,
+                    Settings(10, "document", 1, "auto", trials=200, skew=(("R0", 1.5),))).differences[1]["R0"]
+        below, above = coverage.skew_tails((b[:, 0] - a[:, 0])[None], a[:, 1][None], 1.5)
+        assert (below[0], above[0]) == pytest.approx(d.flips.skew_tails(0.0), abs=1e-9)

@@ -368,3 +368,51 @@ def test_findings_json_gives_each_finding_its_number_verdict_and_parts(capsys):
     (full,) = first["parts"]
     assert full["name"] == "full R1" and full["interval"][0] < full["diff"] < full["interval"][1]
     assert 0 < full["p"] < 0.05 and full["paper_effect"] > 0
+
+
+def _skewed(n: int, skew: float, seed: int = 4):
+    """R0 on n documents of 100 words whose differences are lopsided (most a little down, a few far up)."""
+    rng = np.random.default_rng(seed)
+    shifts = np.where(rng.random(n) < 0.15, rng.integers(3, 8, n), -rng.integers(0, 2, n)).astype(float)
+    base = np.c_[np.full(n, 50.0), np.full(n, 100.0)]
+    return shifts, compare([Series("R0", ratio(100), [base, base + np.c_[shifts, np.zeros(n)]])], np.arange(n), n,
+                           Settings(50, "document", 1, "exact", skew=(("R0", skew),))).differences[1]["R0"]
+
+
+def test_the_skew_held_tails_against_a_hand_computation():
+    """Settings.skew: each unit's contribution (swapping it alone moves δ by twice it; here a word is 1/n points), the
+    studentised sum t, Hall's transformation with γ = +skew for the lower tail and −skew for the upper, Student's t on
+    n − 1 degrees of freedom; the p is the larger of the randomisation test's and twice the tail the estimate lies
+    in."""
+    from scipy.stats import t as student_t
+
+    n, gamma = 12, 1.5
+    shifts, d = _skewed(n, gamma)
+    np.testing.assert_allclose(d.flips.units, shifts / n, atol=1e-12)
+    t = np.sqrt(n) * shifts.mean() / shifts.std(ddof=1)
+
+    def g(g_):
+        return t + g_ / (6 * np.sqrt(n)) + g_ * t * t / (3 * np.sqrt(n)) + g_ * g_ * t ** 3 / (27 * n)
+
+    below, above = d.flips.skew_tails(0.0)
+    assert below == pytest.approx(student_t.cdf(g(gamma), n - 1))
+    assert above == pytest.approx(student_t.sf(g(-gamma), n - 1))
+    plain = _skewed(n, 0.0)[1]
+    side = below if d.diff < 0 else above
+    assert d.p == pytest.approx(max(plain.p, min(1.0, 2 * side))) and d.p >= plain.p
+    signature = Settings(50, "document", 1, "exact", skew=(("R0", gamma),)).signature(n)
+    assert signature.startswith("test:exact+skew:R0=1.5|")
+
+
+def test_the_skew_held_interval_is_its_test_inverted():
+    """The interval holds every Δ that either test does not reject: at its ends p ≥ 0.05, just beyond them < 0.05;
+    it holds the randomisation test's; with skew 0 the test is the randomisation test, p and interval alike."""
+    shifts, d = _skewed(16, 1.5)
+    plain = _skewed(16, 0.0)[1]
+    assert d.ci[0] <= plain.ci[0] and d.ci[1] >= plain.ci[1]
+    for end, out in ((d.ci[0], -1e-6), (d.ci[1], 1e-6)):
+        assert d.p_at(end)[0] >= 0.05 - 1e-9 > d.p_at(end + out * max(1.0, abs(end)))[0]
+    zero = compare([Series("R0", ratio(100), [np.c_[np.full(16, 50.0), np.full(16, 100.0)],
+                                              np.c_[50 + shifts, np.full(16, 100.0)]])], np.arange(16), 16,
+                   Settings(50, "document", 1, "exact")).differences[1]["R0"]
+    assert (zero.p, zero.ci) == (plain.p, plain.ci)

@@ -50,6 +50,12 @@ Tests, all paired (all runs resampled with the same units):
   δ* ≥ 2δ, the mirror image about δ of δ* ≤ 0, so p ≈ #{δ* on the other side of 0} / B, half the "ci" p: "bs" at
   p < 0.05 is the 90% interval excluding 0 (tests/test_stats.py).
 
+Skew-held tails (`Settings.skew`, per metric; off by default): the randomisation test assumes each unit's
+contribution to δ is symmetric about 0 under H0, and where the contributions are skewed the tail opposite the skew
+rejects up to about twice its rate (docs/reports.md, "By direction"). With a bound γ for a metric, each tail also
+needs the studentised sum of the units' contributions, through Hall's (1992) transformation with the skew held at γ
+against that tail, to reject (`Flips.skew_tails`): the p is the larger of the two, the interval the hull of both.
+
 **Under the randomisation tests the interval of a difference is the test inverted**: the Δ that the same test, on
 the same swap patterns, does not reject, so the interval excludes 0 exactly when p < α, at every size. H0(Δ): the
 units' contributions to δ − Δ are symmetric about 0, Δ spread over the units by their weights w_u (their share of
@@ -96,6 +102,7 @@ from importlib.metadata import version
 
 import numpy as np
 from scipy.stats import beta
+from scipy.stats import t as student_t
 
 from adaptsim.errors import UserError
 
@@ -131,6 +138,8 @@ class Settings:
     seed: int
     test: str
     trials: int = MAX_TRIALS  # the most swap patterns "ar" draws (module docstring)
+    skew: tuple[tuple[str, float], ...] = ()  # (metric, bound): that metric's tails also held against per-unit
+    # contributions skewed up to the bound (`Flips.skew_tails`); () or a metric not named: the randomisation test alone
 
     def __post_init__(self):
         if self.unit not in UNITS:
@@ -141,6 +150,12 @@ class Settings:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, not {value!r}")
+        if not all(isinstance(b, (int, float)) and 0 <= b < math.inf for _, b in self.skew):
+            raise UserError(f"skew bounds must be non-negative numbers, not {self.skew!r}")
+
+    def skew_for(self, metric: str) -> float:
+        """The skew bound a metric's tails are held against (0: none)."""
+        return dict(self.skew).get(metric, 0.0)
 
     def effective(self, units: int) -> str:
         """The test that decides on `units` units: "auto" and "exact" are "exact" up to EXACT_UNITS, "ar" beyond."""
@@ -150,17 +165,22 @@ class Settings:
 
     def describe(self) -> str:
         """The test in words, as a report's note names it."""
+        held = (", each tail also held against per-" + self.unit + " contributions skewed up to "
+                + ", ".join(f"{m} {b:g}" for m, b in self.skew if b) + " (Hall's transformation)"
+                if any(b for _, b in self.skew) and self.test in ("auto", "ar", "exact") else "")
         if self.test != "auto":
-            return TESTS[self.test]
+            return TESTS[self.test] + held
         return (f"{TESTS['exact']} up to {EXACT_UNITS} {self.unit}s, {TESTS['ar']} beyond ({FIRST_TRIALS:,} to "
-                f"{self.trials:,} trials, until Monte Carlo error cannot change a verdict)")
+                f"{self.trials:,} trials, until Monte Carlo error cannot change a verdict){held}")
 
     def signature(self, units: int) -> str:
         """What someone needs to reproduce the numbers, in sacrebleu's signature style (the test that ran)."""
         test = self.effective(units)
         draws = (f"|trials:{min(FIRST_TRIALS, self.trials)}..{self.trials}" if test == "ar"
                  else f"|patterns:{2 ** units}" if test == "exact" else "")
-        return (f"test:{test}|unit:{self.unit}|units:{units}{draws}|resamples:{self.resamples}"
+        skew = ("+skew:" + ",".join(f"{m}={b:g}" for m, b in self.skew if b)
+                if any(b for _, b in self.skew) and test in ("ar", "exact") else "")
+        return (f"test:{test}{skew}|unit:{self.unit}|units:{units}{draws}|resamples:{self.resamples}"
                 f"|seed:{self.seed}|ci:{LEVEL:.0%}|adaptsim:{version('adaptsim')}")
 
 
@@ -187,6 +207,9 @@ class Flips:
     weight: np.ndarray
     exact: bool       # every pattern (p = count / M) or random draws (p = (1 + count) / (N + 1))
     floor: float      # the smallest p the units can resolve
+    units: np.ndarray | None = None  # each unit's contribution c_u to δ: swapping it alone moves δ by 2·c_u
+    unit_weight: np.ndarray | None = None  # its weight w_u (the share of a Δ it carries)
+    skew: float = 0.0  # Settings.skew: > 0 also holds each tail against units skewed this much (`skew_tails`)
 
     def count(self, delta: float) -> int:
         """Patterns at least as extreme as the observed difference under H0: δ = delta (float sums of the same
@@ -195,7 +218,36 @@ class Flips:
         return int(np.sum(np.abs(self.permuted - delta * self.weight) >= gap * (1 - 1e-9) - 1e-12))
 
     def p(self, delta: float = 0.0) -> tuple[float, float, float]:
-        """(p, and its Monte Carlo interval) of H0: δ = delta; exact: the interval is p itself."""
+        """(p, and its Monte Carlo interval) of H0: δ = delta; exact: the interval is p itself. With `skew`, the
+        larger of the randomisation test's p and twice the skew-held tail's on the estimate's side (`skew_tails`): a
+        tail rejects only where both tests do, so it holds its level wherever either does."""
+        p = self._randomised_p(delta)
+        if not self.skew or self.units is None:
+            return p
+        below, above = self.skew_tails(delta)
+        q = min(1.0, 2 * (below if self.observed < delta else above))
+        return tuple(max(v, q) for v in p)
+
+    def skew_tails(self, delta: float) -> tuple[float, float]:
+        """One-sided p (Δ below delta, Δ above delta) from the units' contributions y_u = c_u − delta·w_u: their
+        studentised sum t = √n·ȳ/s through Hall's (1992) transformation g(t) = t + γ/(6√n) + γt²/(3√n) + γ²t³/(27n),
+        which removes the n^(−1/2) skewness term of t's distribution, with γ held at +skew for the lower tail and
+        −skew for the upper (as if the units were skewed away from the tail tested, by as much as `skew` allows):
+        the units' own skew cannot be read from a sample that lacks the rare units that make it (docs/reports.md,
+        "By direction"). Student's t with n − 1 degrees of freedom; g is monotone ((1 + γt/(3√n))² ≥ 0)."""
+        y = self.units - delta * self.unit_weight
+        n = len(y)
+        mean, sd = y.mean(), y.std(ddof=1) if n > 1 else 0.0
+        if n < 2 or not sd > 0:  # no spread: the sign decides
+            return (0.5, 0.5) if not mean else (0.0, 1.0) if mean < 0 else (1.0, 0.0)
+        t, root = math.sqrt(n) * mean / sd, math.sqrt(n)
+
+        def g(gamma: float) -> float:
+            return t + gamma / (6 * root) + gamma * t * t / (3 * root) + gamma * gamma * t ** 3 / (27 * n)
+
+        return float(student_t.cdf(g(self.skew), n - 1)), float(student_t.sf(g(-self.skew), n - 1))
+
+    def _randomised_p(self, delta: float) -> tuple[float, float, float]:
         n, c = len(self.permuted), self.count(delta)
         if self.exact:
             return (c / n,) * 3
@@ -205,8 +257,35 @@ class Flips:
         return p, float(min(max(low, self.floor), p)), float(max(high, p))
 
     def interval(self, alpha: float = ALPHA) -> tuple[float, float]:
-        """The Δ the test does not reject at `alpha` (two-sided): from each pattern's interval of Δ (a quadratic's
-        roots), the k-th smallest lower end and k-th largest upper end (module docstring)."""
+        """The Δ the test does not reject at `alpha` (two-sided); with `skew`, every Δ either of its two tests does not
+        reject (`p`): the hull of the randomisation test's interval and the skew-held one's."""
+        low, high = self._randomised_interval(alpha)
+        if not self.skew or self.units is None:
+            return low, high
+        return min(low, self._skew_end(alpha, -1)), max(high, self._skew_end(alpha, +1))
+
+    def _skew_end(self, alpha: float, side: int) -> float:
+        """The end of the skew-held test's interval on `side` (−1 below the estimate, +1 above): where twice the
+        tail the estimate lies in reaches `alpha`, bisected; ±∞ where no Δ is rejected (a studentised sum of unequally
+        weighted units tends to a finite t as Δ grows)."""
+        def rejects(delta: float) -> bool:
+            below, above = self.skew_tails(delta)
+            return 2 * (below if self.observed < delta else above) < alpha
+
+        scale = max(float(np.sqrt(np.sum((self.units - self.units.mean()) ** 2))), abs(self.observed), 1e-9)
+        near, far = self.observed, self.observed + side * scale
+        while not rejects(far):
+            if abs(far - self.observed) > 2 ** 40 * scale:
+                return side * math.inf
+            near, far = far, self.observed + 2 * (far - self.observed)
+        for _ in range(100):
+            mid = (near + far) / 2
+            near, far = (near, mid) if rejects(mid) else (mid, far)
+        return near
+
+    def _randomised_interval(self, alpha: float) -> tuple[float, float]:
+        """The randomisation test inverted: from each pattern's interval of Δ (a quadratic's roots), the k-th smallest
+        lower end and k-th largest upper end (module docstring)."""
         if self.floor >= alpha:
             return (-math.inf, math.inf)
         a, w, d = self.permuted, self.weight, self.observed
@@ -460,15 +539,21 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
             with np.errstate(invalid="ignore", divide="ignore"):
                 permuted[i].append(s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift))
             weight[i].append(1 - 2 * shifts[:, moved.shape[1] - len(series) + i])
+    start = 0
     for i, s in enumerate(series):
         a, w = np.concatenate(permuted[i]), np.concatenate(weight[i])
+        width = where[s.name, 0].stop - where[s.name, 0].start
+        shift, start = moved[:, start:start + width], start + width
         kept = ~np.isnan(a)
         d = out[s.name]
         if np.isnan(d.diff) or not kept.any():
             d.p, d.flips = np.nan, None
             continue
+        with np.errstate(invalid="ignore", divide="ignore"):  # each unit swapped alone: δ'_u = δ − 2·c_u
+            alone = s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift)
         flips = Flips(d.diff, a[kept], w[kept], exact,
-                      1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())))
+                      1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())),
+                      np.nan_to_num((d.diff - alone) / 2), weights[i], settings.skew_for(s.name))
         p, low, high = flips.p(0.0)
         d.p, d.flips, d.trials = p, flips, int(kept.sum())
         d.p_range = None if exact else (low, high)
