@@ -72,7 +72,7 @@ from adaptsim.report import paper
 from adaptsim.report import significance as sig
 from adaptsim.report.blocks import Block, blocks
 from adaptsim.report.notes import notes
-from adaptsim.report.power import effects_markdown, floor_tests, paper_points, power_markdown
+from adaptsim.report.power import effects_markdown, floor_tests, paper_points, power_markdown, shown
 from adaptsim.report.runs import Run, finished_runs
 from adaptsim.report.stats import smallest_p
 
@@ -100,6 +100,7 @@ class Part:
     sign: int
     diff: object
     effect: float | None = None
+    _at: dict = field(default_factory=dict, repr=False, compare=False)  # p_at by null: each counts every pattern
 
     @property
     def name(self) -> str:
@@ -122,19 +123,25 @@ class Part:
         """Whether Δ falls short of the paper's effect: on 0's side of it, or beyond 0."""
         return self.sign * (self.diff.diff - self.effect) < 0
 
+    def p_at(self, delta: float) -> tuple[float, float, float]:
+        """The difference's (p, low, high) of H0: Δ = delta, counted once per null however often a rule asks."""
+        if delta not in self._at:
+            self._at[delta] = self.diff.p_at(delta)
+        return self._at[delta]
+
     def p_paper(self, end: str = "p") -> float:
         """The two-sided p of H0: Δ = the paper's effect here."""
-        return self.diff.p_at(self.effect)[ENDS.index(end)]
+        return self.p_at(self.effect)[ENDS.index(end)]
 
     def p_within(self, end: str = "p") -> float:
         """Closeness: the TOST p, the larger of the one-sided p of H0: Δ ≤ −margin and of H0: Δ ≥ +margin."""
         d, m = self.diff.diff, self.effect
-        return max(_one_sided(self.diff.p_at(-m), d > -m, end), _one_sided(self.diff.p_at(m), d < m, end))
+        return max(_one_sided(self.p_at(-m), d > -m, end), _one_sided(self.p_at(m), d < m, end))
 
     def p_beyond(self, end: str = "p") -> float:
         """Closeness: the one-sided p of H0: |Δ| ≤ margin, at the bound nearer to Δ."""
         d, m = self.diff.diff, self.effect
-        return _one_sided(self.diff.p_at(math.copysign(m, d)), abs(d) > m, end)
+        return _one_sided(self.p_at(math.copysign(m, d)), abs(d) > m, end)
 
     def interval(self) -> tuple[float, float]:
         """The part's own interval: 95 %; closeness 90 % (the TOST's), both the test inverted, unadjusted."""
@@ -221,8 +228,8 @@ def _closeness(way: list[Part], end: str) -> tuple[tuple[float, Part], tuple[flo
     return within, (min(1.0, len(way) * beyond[0]), beyond[1])
 
 
-def tests(f: Finding, shown: list[list[Part]]) -> list[Test]:
-    """A finding's two tests (module docstring); `shown`: the ways the paper shows."""
+def tests(f: Finding, paper_ways: list[list[Part]]) -> list[Test]:
+    """A finding's two tests (module docstring); `paper_ways`: the ways the paper shows."""
     if f.closeness:
         way = f.ways[0]
         (_, close), (_, far) = _closeness(way, "p")
@@ -238,14 +245,14 @@ def tests(f: Finding, shown: list[list[Part]]) -> list[Test]:
     zero = Test("no effect", {1: "reproduced", -1: "contradicted", 0: None}[direction],
                 {e: no_effect(f.ways, e)[1] for e in ENDS}, part, rule, factor)
     out = [zero]
-    if shown:
-        _, part, factor = against_paper(shown)
-        ps = {e: against_paper(shown, e)[0] for e in ENDS}
+    if paper_ways:
+        _, part, factor = against_paper(paper_ways)
+        ps = {e: against_paper(paper_ways, e)[0] for e in ENDS}
         if direction < 0:  # contradicted at 0 is short of the paper's effect too
             ps = {e: min(ps[e], zero.ps[e]) for e in ENDS}
         rule = ("no part short of it" if part is None else
                 f"{part.name}: short of the paper's {part.effect:+.1f}" + (f", × {factor} parts" if factor > 1 else "")
-                + (f"; the largest of {len(shown)} methods" if len(shown) > 1 else ""))
+                + (f"; the largest of {len(paper_ways)} methods" if len(paper_ways) > 1 else ""))
         out.append(Test("the paper's effect", "smaller than the paper's", ps, part, rule, factor))
     return out
 
@@ -420,15 +427,15 @@ def shown_ways(f: Finding) -> list[list[Part]]:
     paper's effect tests: every part's effect in the claimed direction (closeness: its one way, `paper_shows`)."""
     if f.closeness:
         return f.ways
-    return [way for way in f.ways if all(p.effect is not None and p.sign * p.effect > 0 for p in way)]
+    return [way for way in f.ways if shown(way, [p.effect for p in way])]
 
 
 def paper_shows(f: Finding, set_name: str) -> bool:
     """Whether the paper's Table 5 shows the finding on the stream's counterpart set (closeness: every bias number
     within the margin)."""
     if f.closeness:
-        return all(paper.relative(set_name, p.plus, p.metric) is not None
-                   and abs(paper.relative(set_name, p.plus, p.metric)) <= CLOSE for p in f.ways[0])
+        relative = [paper.relative(set_name, p.plus, p.metric) for p in f.ways[0]]
+        return all(r is not None and abs(r) <= CLOSE for r in relative)
     return bool(shown_ways(f))
 
 

@@ -163,11 +163,14 @@ class Settings:
             return self.test
         return "exact" if units <= EXACT_UNITS else "ar"
 
+    def held(self) -> list[tuple[str, float]]:
+        """The metrics whose tails are skew-held, with their bounds (none under the bootstrap tests)."""
+        return [(m, b) for m, b in self.skew if b] if self.test in ("auto", "ar", "exact") else []
+
     def describe(self) -> str:
         """The test in words, as a report's note names it."""
         held = (", each tail also held against per-" + self.unit + " contributions skewed up to "
-                + ", ".join(f"{m} {b:g}" for m, b in self.skew if b) + " (Hall's transformation)"
-                if any(b for _, b in self.skew) and self.test in ("auto", "ar", "exact") else "")
+                + ", ".join(f"{m} {b:g}" for m, b in self.held()) + " (Hall's transformation)" if self.held() else "")
         if self.test != "auto":
             return TESTS[self.test] + held
         return (f"{TESTS['exact']} up to {EXACT_UNITS} {self.unit}s, {TESTS['ar']} beyond ({FIRST_TRIALS:,} to "
@@ -178,8 +181,7 @@ class Settings:
         test = self.effective(units)
         draws = (f"|trials:{min(FIRST_TRIALS, self.trials)}..{self.trials}" if test == "ar"
                  else f"|patterns:{2 ** units}" if test == "exact" else "")
-        skew = ("+skew:" + ",".join(f"{m}={b:g}" for m, b in self.skew if b)
-                if any(b for _, b in self.skew) and test in ("ar", "exact") else "")
+        skew = "+skew:" + ",".join(f"{m}={b:g}" for m, b in self.held()) if self.held() else ""
         return (f"test:{test}{skew}|unit:{self.unit}|units:{units}{draws}|resamples:{self.resamples}"
                 f"|seed:{self.seed}|ci:{LEVEL:.0%}|adaptsim:{version('adaptsim')}")
 
@@ -549,11 +551,13 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
         if np.isnan(d.diff) or not kept.any():
             d.p, d.flips = np.nan, None
             continue
-        with np.errstate(invalid="ignore", divide="ignore"):  # each unit swapped alone: δ'_u = δ − 2·c_u
-            alone = s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift)
+        skew, units = settings.skew_for(s.name), None
+        if skew:  # each unit swapped alone: δ'_u = δ − 2·c_u (only where a skew bound asks for the units)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                alone = s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift)
+            units = np.nan_to_num((d.diff - alone) / 2)
         flips = Flips(d.diff, a[kept], w[kept], exact,
-                      1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())),
-                      np.nan_to_num((d.diff - alone) / 2), weights[i], settings.skew_for(s.name))
+                      1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())), units, weights[i], skew)
         p, low, high = flips.p(0.0)
         d.p, d.flips, d.trials = p, flips, int(kept.sum())
         d.p_range = None if exact else (low, high)
