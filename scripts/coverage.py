@@ -43,12 +43,13 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from adaptsim import PROJECT_ROOT
+from adaptsim.report.findings import SKEW
 from adaptsim.report.runs import finished_runs
 from adaptsim.report.significance import Steps, scorer
-from adaptsim.report.stats import ALPHA, EXACT_UNITS, FIRST_TRIALS, Series, Settings, compare, unit_sums, units_of
+from adaptsim.report.stats import (ALPHA, EXACT_UNITS, FIRST_TRIALS, Series, Settings, compare, held, unit_sums,
+                                   units_of)
 
 SWEEP = PROJECT_ROOT / "docs" / "results" / "base-ende" / "runs" / "business_central"
 SCENARIOS = ("swap", "shifted", "planted")
@@ -99,10 +100,11 @@ def pooled(metric: str, base: np.ndarray, other: np.ndarray) -> float:
 
 def shifted(metric: str, base: np.ndarray, other: np.ndarray) -> np.ndarray:
     """The method's statistics with each document's numerator lowered by δ·den/100 (δ the pooled difference): the
-    population of the *shifted* null, whose pooled difference to `base` is 0. Only for recall (100·Σnum/Σden), whose
-    denominator the two runs share."""
-    if base.shape[1] != 2 or not np.array_equal(base[:, 1], other[:, 1]) or not metric.startswith("R"):
-        raise SystemExit(f"coverage.py: the shifted null needs a recall metric whose denominator the two runs share, "
+    population of the *shifted* null, whose pooled difference to `base` is 0. Only for recall and TER
+    (100·Σnum/Σden), whose denominator (the reference's words) the two runs share."""
+    if base.shape[1] != 2 or not np.array_equal(base[:, 1], other[:, 1]) or not (metric.startswith("R") or
+                                                                                  metric == "TER"):
+        raise SystemExit(f"coverage.py: the shifted null needs recall or TER, whose denominator the two runs share, "
                          f"not {metric}")
     out = other.copy()
     out[:, 0] -= pooled(metric, base, other) * base[:, 1] / 100
@@ -196,26 +198,6 @@ def exact_p(contributions: np.ndarray) -> np.ndarray:
     return out
 
 
-def skew_tails(contributions: np.ndarray, dens: np.ndarray, skew: float) -> tuple[np.ndarray, np.ndarray]:
-    """stats.Flips.skew_tails at Δ = 0 for each stream (rows): the one-sided p below and above of the units'
-    studentised sum through Hall's transformation, γ held at ±skew (recall: c_u = 100·(num_m − num_b)/Σden)."""
-    n = contributions.shape[1]
-    y = 100 * contributions / dens.sum(axis=1, keepdims=True)
-    mean, sd = y.mean(axis=1), y.std(axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(sd > 0, np.sqrt(n) * mean / np.where(sd > 0, sd, 1), np.sign(mean) * np.inf)
-    root = np.sqrt(n)
-
-    def g(gamma: float) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            out = t + gamma / (6 * root) + gamma * t * t / (3 * root) + gamma * gamma * t ** 3 / (27 * n)
-        return np.where(np.isfinite(t), out, t)
-
-    below, above = student_t.cdf(g(skew), n - 1), student_t.sf(g(-skew), n - 1)
-    none = (sd == 0) & (mean == 0)
-    return np.where(none, 0.5, below), np.where(none, 0.5, above)
-
-
 def by_direction(base: np.ndarray, other: np.ndarray, metric: str, methods: list[str], sizes: list[int],
                  scenarios: dict[str, int], seed: int, exact_up_to: int = EXACT_UNITS,
                  trials: int = FIRST_TRIALS, skew: float = 0.0) -> list[dict]:
@@ -223,7 +205,7 @@ def by_direction(base: np.ndarray, other: np.ndarray, metric: str, methods: list
     LEVELS, the randomisation test's direction read from the sign as the verdicts read it. Streams as `simulate`'s,
     drawn in chunks; the exact test up to `exact_up_to` documents (here beyond the reports' 20 if asked: the exact p
     is what their sequential Monte Carlo approximates), `trials` random patterns per chunk of streams beyond."""
-    shifted(metric, base, other)  # refuses what is not a recall with a shared denominator
+    shifted(metric, base, other)  # refuses what has no shifted null
     rows = []
     for n in sizes:
         exact = n <= exact_up_to
@@ -237,9 +219,8 @@ def by_direction(base: np.ndarray, other: np.ndarray, metric: str, methods: list
                 c = np.stack([b[:, 0] - a[:, 0] for a, b in drawn])
                 p = exact_p(c) if exact else sign_flip_p(c, 1.0 - 2 * rng.integers(0, 2, (trials, n)))
                 total = c.sum(axis=1)
-                if skew:  # the skew-held test as the verdicts use it: a tail rejects where both tests do
-                    below, above = skew_tails(c, np.stack([a[:, 1] for a, _ in drawn]), skew)
-                    p = np.maximum(p, np.minimum(1.0, 2 * np.where(total < 0, below, above)))
+                if skew:  # the skew-held test as the verdicts use it
+                    p = np.vectorize(held)(p, n, skew)
                 for name, level in LEVELS.items():
                     up[name] += int(np.sum((p < level) & (total > 0)))
                     down[name] += int(np.sum((p < level) & (total < 0)))
@@ -256,10 +237,12 @@ def skewness(base: np.ndarray, other: np.ndarray, metric: str) -> float:
     return float(np.mean((c - c.mean()) ** 3) / np.std(c) ** 3)
 
 
-def direction_markdown(rows: list[dict], metric: str, methods: list[str], skew: float) -> str:
+def direction_markdown(rows: list[dict], metric: str, methods: list[str], skew: float, bound: float | None) -> str:
     heads = [f"{tail} at {k} ({100 * v / 2:.4g} %)" for k, v in LEVELS.items() for tail in ("up", "down")]
-    lines = [f"_{methods[1]} − {methods[0]}, {metric} (the shifted null's documents skewed {skew:+.2f}); how often "
-             "each tail rejects, in % ± its Monte Carlo standard error, beside its nominal rate (half the level):_",
+    test = "the randomisation test alone" if bound is None else f"each tail held against skew up to {bound:g}"
+    lines = [f"_{methods[1]} − {methods[0]}, {metric} (the shifted null's documents skewed {skew:+.2f}; {test}); how "
+             "often each tail rejects, in % ± its Monte Carlo standard error, beside its nominal rate (half the "
+             "level):_",
              "", "| documents | scenario | streams | randomisation test | " + " | ".join(heads) + " |",
              "|--:|:--|--:|:--|" + "--:|" * len(heads)]
     lines += [f"| {r['documents']} | {r['scenario']} | {r['streams']:,} | {r['test']} | "
@@ -306,9 +289,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--by-direction", action="store_true",
                    help="each tail's rejection rate at the levels verdicts are decided at, under the two nulls "
                    "(the randomisation test alone; --replications streams per row)")
-    p.add_argument("--skew", type=float, default=0.0,
-                   help="with --by-direction: the test held against units skewed up to this much (stats.Settings.skew; "
-                   "default 0: the randomisation test alone)")
+    p.add_argument("--held", action="store_true",
+                   help="with --by-direction: each tail held against documents skewed up to the metric's bound, as "
+                   "`findings` decides (findings.SKEW, stats.held); default: the randomisation test alone")
     p.add_argument("--out", type=Path, help="also write the tables there, under the command that made them")
     args = p.parse_args(argv)
     scenarios = {"swap": args.replications, "shifted": args.replications, "planted": args.planted_replications}
@@ -319,8 +302,9 @@ def main(argv: list[str]) -> int:
         base, other = per_document(args.sweep, metric, methods)
         if args.by_direction:
             rows = by_direction(base, other, metric, methods, args.sizes, scenarios, args.seed, args.exact_up_to,
-                                args.trials, args.skew)
-            tables.append(direction_markdown(rows, metric, methods, skewness(base, other, metric)))
+                                args.trials, dict(SKEW)[metric] if args.held else 0.0)
+            tables.append(direction_markdown(rows, metric, methods, skewness(base, other, metric),
+                                             dict(SKEW)[metric] if args.held else None))
             continue
         rows = simulate(base, other, metric, methods, args.sizes, scenarios, args.resamples, args.seed,
                         args.exact_up_to, args.trials)

@@ -132,16 +132,29 @@ def test_each_tail_is_counted_at_each_level(records):
     assert again == rows[1:]
 
 
-def test_the_skew_held_tails_are_the_reports(records):
-    """--by-direction --skew computes stats.Flips.skew_tails for many streams at once: the same p below and above."""
-    from adaptsim.report.stats import Series, Settings, compare, ratio
+def test_the_held_p_is_the_reports(records):
+    """--by-direction --held maps each stream's randomisation p through stats.held, as a report with that metric's
+    skew bound computes it: the same p."""
+    from adaptsim.report.stats import Series, Settings, compare, held, ratio
 
     base, other = records["R0"]
     method, _ = coverage.population("R0", base, other, "shifted")
     rng = np.random.default_rng(5)
-    for n in (8, 40):
+    for n in (8, 14):
         a, b = coverage.draw(rng, base, method, "shifted", n)
         d = compare([Series("R0", ratio(100), [a, b])], np.arange(n), n,
-                    Settings(10, "document", 1, "auto", trials=200, skew=(("R0", 1.5),))).differences[1]["R0"]
-        below, above = coverage.skew_tails((b[:, 0] - a[:, 0])[None], a[:, 1][None], 1.5)
-        assert (below[0], above[0]) == pytest.approx(d.flips.skew_tails(0.0), abs=1e-9)
+                    Settings(10, "document", 1, "exact", skew=(("R0", 1.9),))).differences[1]["R0"]
+        assert d.p == pytest.approx(held(coverage.exact_p((b[:, 0] - a[:, 0])[None])[0], n, 1.9), abs=1e-12)
+
+
+def test_the_skew_held_tail_holds_where_the_randomisation_test_does_not(records):
+    """The property the hold is for: documents whose differences are skewed +0.9 about a true difference of 0 (the
+    shifted null of Business Central's bias − none R0) make the randomisation test's downward tail reject far above
+    its 2.5 % at α; held against that skew, it rejects at no more than its rate (coverage.py, --held)."""
+    base, other = records["R0"]
+    assert coverage.skewness(base, other, "R0") == pytest.approx(0.91, abs=0.01)
+    streams, nominal = 4000, coverage.ALPHA / 2
+    rates = [coverage.by_direction(base, other, "R0", ["none", "bias"], [12], {"shifted": streams}, 3,
+                                   skew=skew)[0]["down α"] for skew in (0.0, 0.91)]
+    se = np.sqrt(nominal * (1 - nominal) / streams)
+    assert rates[0] > nominal + 2 * se and rates[1] <= nominal + se

@@ -178,7 +178,7 @@ def test_too_few_documents_for_the_corrected_test_are_inconclusive_and_say_why(n
     column gives the arithmetic."""
     monkeypatch.setattr(findings, "paper_shows", lambda *a: True)
     family = [Finding(k, "c", "e", ways=[_stream(n, n)]) for k in range(1, 8)]
-    findings.label(family, "TED", 1 / 2 ** (n - 1), n, "document")
+    findings.label(family, "TED", lambda metric: 1 / 2 ** (n - 1), n, "document")
     assert family[0].verdict == label
     if label == "inconclusive":
         assert family[0].why.startswith(f"too few documents: {n} give p ≥")
@@ -191,7 +191,7 @@ def test_an_any_method_finding_reaches_what_the_step_down_allows_it(monkeypatch)
     for n, label in ((8, "inconclusive"), (9, "reproduced"), (10, "reproduced")):
         ways = [_stream(n, n) for _ in range(5)]
         family = [Finding(8, "c", "e", ways=ways)] + [Finding(k, "c", "e", ways=[_stream(n, n)]) for k in range(1, 7)]
-        findings.label(family, "TED", 1 / 2 ** (n - 1), n, "document")
+        findings.label(family, "TED", lambda metric: 1 / 2 ** (n - 1), n, "document")
         assert family[0].verdict == label
 
 
@@ -202,12 +202,12 @@ def test_the_paper_s_effect_excluded_and_no_effect_not_is_smaller_than_the_paper
     d = _difference(20, np.r_[np.full(11, 1.0), np.full(9, -1.0)])  # +1 point: a word in 10, 2 of 20 documents
     assert d.ci[0] < 0 < d.ci[1] < 9.0
     f = Finding(1, "full raises R1", "e", ways=[[Part("R1", "full", None, +1, d, 9.0)]])
-    findings.label([f], "Autodesk", 1 / 2 ** 19, 20, "document")
+    findings.label([f], "Autodesk", lambda metric: 1 / 2 ** 19, 20, "document")
     zero, paper_ = f.tests
     assert zero.adjusted["p"] >= 0.05 and paper_.adjusted["p"] < 0.05
     assert f.verdict == "smaller than the paper's"
     f = Finding(1, "full raises R1", "e", ways=[[Part("R1", "full", None, +1, d, d.ci[1] / 2)]])
-    findings.label([f], "Autodesk", 1 / 2 ** 19, 20, "document")
+    findings.label([f], "Autodesk", lambda metric: 1 / 2 ** 19, 20, "document")
     assert f.verdict == "inconclusive" and f.why.startswith("neither 0 nor the paper's effect excluded")
 
 
@@ -215,7 +215,7 @@ def test_a_contradiction_is_also_short_of_the_paper_s_effect():
     """Significantly the other way: contradicted, and the test against the paper's effect is never less decided."""
     d = _difference(20, np.r_[np.full(18, -1.0), np.full(2, 1.0)])
     f = Finding(2, "full lowers R0", "e", ways=[[Part("R1", "full", None, +1, d, 0.5)]])
-    findings.label([f], "Autodesk", 1 / 2 ** 19, 20, "document")
+    findings.label([f], "Autodesk", lambda metric: 1 / 2 ** 19, 20, "document")
     zero, paper_ = f.tests
     assert f.verdict == "contradicted" and paper_.ps["p"] <= zero.ps["p"] < 0.05
 
@@ -229,7 +229,7 @@ def test_a_part_significant_on_its_own_but_not_after_the_adjustment_is_explained
     weak.plus = "top"
     assert strong.diff.ci[0] > 0
     f = Finding(6, "c", "e", ways=[[strong, weak]])
-    findings.label([f], "TED", 1 / 2 ** 19, 20, "document")
+    findings.label([f], "TED", lambda metric: 1 / 2 ** 19, 20, "document")
     assert f.verdict == "inconclusive"
     assert "m0 R1 (the paper's way, p <0.001): its own 95% interval excludes 0, but part intervals are unadjusted" \
         in f.why
@@ -241,7 +241,7 @@ def test_the_step_down_can_leave_a_significant_part_undecided(monkeypatch):
     one = _stream(20, 15)[0]
     assert 0.005 < one.p() < 0.05 and one.diff.ci[0] > 0
     family = [Finding(1, "c", "e", ways=[[one]])] + [Finding(k, "c", "e", ways=[_stream(20, 10)]) for k in range(2, 9)]
-    findings.label(family, "TED", 1 / 2 ** 19, 20, "document")
+    findings.label(family, "TED", lambda metric: 1 / 2 ** 19, 20, "document")
     assert family[0].verdict == "inconclusive" and family[0].tests[0].adjusted["p"] >= 0.05
     assert "its own 95% interval excludes 0, but part intervals are unadjusted" in family[0].why
 
@@ -250,13 +250,13 @@ def test_a_tie_is_not_a_direction(monkeypatch):
     monkeypatch.setattr(findings, "paper_shows", lambda *a: True)
     tie = Part("R0", "full", None, -1, Difference(0.0, (-0.5, 0.5), 0.0, (0.0, 0.0), 1.0))
     f = Finding(2, "c", "e", ways=[[tie]])
-    findings.label([f], "TED", 1 / 2 ** 19, 20, "document")
+    findings.label([f], "TED", lambda metric: 1 / 2 ** 19, 20, "document")
     assert f.verdict == "inconclusive" and f.tests[0].claim is None and "nowhere (Δ = 0)" in f.why
 
 
 def test_the_paper_not_showing_a_finding_is_its_own_label():
     f = Finding(7, "c", "e", ways=[_stream(20, 20, effect=-1.0)])  # the paper's own number the other way
-    findings.label([f], "TED", 1 / 2 ** 19, 20, "document")
+    findings.label([f], "TED", lambda metric: 1 / 2 ** 19, 20, "document")
     assert f.verdict == "not the paper's" and f.tests[0].adjusted == {} and "Table 5 (TED)" in f.why
 
 
@@ -276,12 +276,12 @@ def test_a_p_still_straddling_a_level_at_the_most_trials_cannot_tell(monkeypatch
     monkeypatch.setattr(findings, "paper_shows", lambda *a: True)
     near = Difference(1.0, (0.1, 1.9), 0.0, (0.0, 0.0), 0.049, p_range=(0.046, 0.052), trials=2000)
     f = Finding(1, "c", "e", ways=[[Part("R1", "full", None, +1, near)]])
-    findings.label([f], "TED", 1 / 2001, 40, "document")
+    findings.label([f], "TED", lambda metric: 1 / 2001, 40, "document")
     assert f.verdict == "cannot tell"
     assert f.why.startswith("Monte Carlo error: the adjusted p of H0: no effect between 0.0460 and 0.0520")
     clear = Difference(1.0, (0.1, 1.9), 0.0, (0.0, 0.0), 0.02, p_range=(0.017, 0.023), trials=2000)
     f = Finding(1, "c", "e", ways=[[Part("R1", "full", None, +1, clear)]])
-    findings.label([f], "TED", 1 / 2001, 40, "document")
+    findings.label([f], "TED", lambda metric: 1 / 2001, 40, "document")
     assert f.verdict == "reproduced"
 
 
@@ -329,10 +329,10 @@ def test_closeness_is_an_equivalence_test_with_a_margin_per_metric(monkeypatch):
     assert part_in.p_within() == pytest.approx(max(inside.p_at(-1.0)[0], inside.p_at(1.0)[0]) / 2)
     assert part_out.p_beyond() == pytest.approx(beyond.p_at(1.0)[0] / 2) and part_out.p_beyond() < 0.001
     f = Finding(5, "c", "e", ways=[[part_in] * 4 + [part_out]])
-    findings.label([f], "TED", 1 / 2 ** 15, n, "document")
+    findings.label([f], "TED", lambda metric: 1 / 2 ** 15, n, "document")
     assert f.verdict == "contradicted" and f.tests[1].factor == 5
     f = Finding(5, "c", "e", ways=[[part_in] * 5])
-    findings.label([f], "TED", 1 / 2 ** 15, n, "document")
+    findings.label([f], "TED", lambda metric: 1 / 2 ** 15, n, "document")
     assert f.verdict == "reproduced"
 
 
@@ -379,27 +379,26 @@ def _skewed(n: int, skew: float, seed: int = 4):
                            Settings(50, "document", 1, "exact", skew=(("R0", skew),))).differences[1]["R0"]
 
 
-def test_the_skew_held_tails_against_a_hand_computation():
-    """Settings.skew: each unit's contribution (swapping it alone moves δ by twice it; here a word is 1/n points), the
-    studentised sum t, Hall's transformation with γ = +skew for the lower tail and −skew for the upper, Student's t on
-    n − 1 degrees of freedom; the p is the larger of the randomisation test's and twice the tail the estimate lies
-    in."""
-    from scipy.stats import t as student_t
+def test_the_skew_held_p_against_a_hand_computation():
+    """Settings.skew: each tail q = p/2 of the randomisation test plus the first-order Edgeworth term of a sum of n
+    units skewed γ, γ/(6√n)·(2z² + 1)·φ(z) with z = Φ⁻¹(1 − q); the p is twice that, larger than the test's own,
+    and its interval the test's inverted at the lower level whose held p is 0.05."""
+    from scipy.stats import norm
+
+    from adaptsim.report.stats import held, randomisation_level
 
     n, gamma = 12, 1.5
-    shifts, d = _skewed(n, gamma)
-    np.testing.assert_allclose(d.flips.units, shifts / n, atol=1e-12)
-    t = np.sqrt(n) * shifts.mean() / shifts.std(ddof=1)
-
-    def g(g_):
-        return t + g_ / (6 * np.sqrt(n)) + g_ * t * t / (3 * np.sqrt(n)) + g_ * g_ * t ** 3 / (27 * n)
-
-    below, above = d.flips.skew_tails(0.0)
-    assert below == pytest.approx(student_t.cdf(g(gamma), n - 1))
-    assert above == pytest.approx(student_t.sf(g(-gamma), n - 1))
-    plain = _skewed(n, 0.0)[1]
-    side = below if d.diff < 0 else above
-    assert d.p == pytest.approx(max(plain.p, min(1.0, 2 * side))) and d.p >= plain.p
+    _, d = _skewed(n, gamma, seed=3)
+    plain = _skewed(n, 0.0, seed=3)[1]
+    q = plain.p / 2
+    z = norm.isf(q)
+    assert 0 < plain.p < d.p == pytest.approx(2 * (q + gamma / (6 * np.sqrt(n)) * (2 * z * z + 1) * norm.pdf(z)))
+    level = randomisation_level(0.05, n, gamma)
+    assert level < 0.05 and held(level, n, gamma) == pytest.approx(0.05)
+    assert d.ci == plain.flips._randomised_interval(level)
+    mapped = np.array([held(p, n, gamma) for p in np.linspace(1e-6, 0.999, 500)])
+    below = mapped < 1  # increasing up to where it reaches 1: a test, and an interval
+    assert np.all(np.diff(mapped[below]) > 0) and np.all(mapped[~below] == 1) and below[:100].all()
     signature = Settings(50, "document", 1, "exact", skew=(("R0", gamma),)).signature(n)
     assert signature.startswith("test:exact+skew:R0=1.5|")
 

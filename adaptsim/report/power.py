@@ -28,6 +28,9 @@ finding:
   nearly a sign test and a t test promises too much (at 9 documents 87% where the test has 62%), the exact test
   itself on 2,000 simulated streams (`_exact_power`). Against stats.compare on simulated streams
   (tests/test_power.py) it is within the simulation's error, about 2 points.
+- *held tails*: each part's test holds its tails against its metric's skew bound (findings.SKEW, stats.held), which
+  is the randomisation test at a lower level (`level`: stats.randomisation_level of α' on n documents); power,
+  detectable and needed are that test's, the floor its smallest held p.
 - *detectable*: the smallest true difference that one part shows with 80% power at α' on these n documents (beyond
   12 documents a little above (t₁₋α'/₂ + t₀.₈)·σ/√n), the largest of the finding's parts; not the 95% half-width,
   which is found half of the time at α = 0.05.
@@ -65,7 +68,7 @@ from scipy.stats import t as student_t
 from adaptsim.report import paper
 from adaptsim.report.markdown import head
 from adaptsim.report.significance import Steps, bound
-from adaptsim.report.stats import ALPHA, smallest_p, units_of
+from adaptsim.report.stats import ALPHA, randomisation_level, smallest_p, units_of
 
 POWER = 0.8
 MOST = 1_000_000  # documents beyond which "needed" is printed as more than this
@@ -151,14 +154,21 @@ def closeness_power(room: float, n: int, alpha: float) -> float:
     return max(0.0, 2 * float(norm.cdf(room * math.sqrt(n) - _threshold(n, 2 * alpha))) - 1)
 
 
+def level(part, alpha: float, n: int) -> float:
+    """The level of the randomisation test that decides where the part's test, held against its metric's skew bound
+    (stats.held), is at `alpha` on n units: `alpha` itself where nothing is held."""
+    flips = getattr(part.diff, "flips", None)
+    return randomisation_level(alpha, n, flips.skew) if flips is not None else alpha
+
+
 def _optimistic(way, effects, sigmas, n: int, alpha: float) -> float:
     """A bound above the simulated power up to SIMULATED documents (the t test's, measured above it: module
     docstring), so that the simulation runs only where 80% is within reach."""
     if way[0].sign == 0:
-        t = student_t.ppf(1 - alpha, n - 1)
-        return math.prod(max(0.0, 2 * float(norm.cdf(p.effect * math.sqrt(n) / s - t)) - 1)
+        return math.prod(max(0.0, 2 * float(norm.cdf(p.effect * math.sqrt(n) / s
+                                                     - student_t.ppf(1 - level(p, 2 * alpha, n) / 2, n - 1))) - 1)
                          for p, s in zip(way, sigmas))
-    return math.prod(t_power(e, s, n, alpha) for e, s in zip(effects, sigmas))
+    return math.prod(t_power(e, s, n, level(p, alpha, n)) for p, e, s in zip(way, effects, sigmas))
 
 
 def detectable(sigma: float, n: int, alpha: float) -> float:
@@ -175,24 +185,27 @@ def detectable(sigma: float, n: int, alpha: float) -> float:
     return high * sigma
 
 
-def close_power(margins: list[float], sigmas: list[float], n: int, alpha: float) -> float:
+def close_power(way, sigmas: list[float], n: int, alpha: float) -> float:
     """The chance that every metric is shown within its margin (both one-sided tests of H0: Δ = ±margin reject at
-    `alpha`) on n documents when the true differences are 0: the product of the metrics' `closeness_power`."""
-    return math.prod(closeness_power(m / s, n, alpha) for m, s in zip(margins, sigmas))
+    `alpha`, held: `level`) on n documents when the true differences are 0: the product of the metrics'
+    `closeness_power`."""
+    return math.prod(closeness_power(p.effect / s, n, level(p, 2 * alpha, n) / 2) for p, s in zip(way, sigmas))
 
 
 def joint_power(way, effects: list[float], sigmas: list[float], n: int, alpha: float) -> float:
     """The power of one way (every part must hold) on n documents at `alpha`: closeness (sign 0) at a true
     difference of 0, else the product of the parts' powers against the paper's effects."""
     if way[0].sign == 0:
-        return close_power([p.effect for p in way], sigmas, n, alpha)
-    return math.prod(direction_power(abs(e) / s, n, alpha) for e, s in zip(effects, sigmas))
+        return close_power(way, sigmas, n, alpha)
+    return math.prod(direction_power(abs(e) / s, n, level(p, alpha, n)) for p, e, s in zip(way, effects, sigmas))
 
 
-def fewest_units(cfg, tests: int) -> int | None:
-    """The fewest units from which on `tests` · smallest_p(cfg, n) < ALPHA, so that a p multiplied by `tests` can be
-    significant at all (None: at no size with these settings, e.g. too few --trials)."""
-    fails = [n for n in range(1, _BEYOND + 1) if tests * smallest_p(cfg, n) >= ALPHA]
+def fewest_units(cfg, tests: int, metrics=()) -> int | None:
+    """The fewest units from which on `tests` · smallest_p(cfg, n) < ALPHA for every one of `metrics` (held
+    against its skew bound), so that a p multiplied by `tests` can be significant at all (None: at no size with
+    these settings, e.g. too few --trials)."""
+    fails = [n for n in range(1, _BEYOND + 1)
+             if any(tests * smallest_p(cfg, n, m) >= ALPHA for m in (metrics or [None]))]
     if _BEYOND in fails:
         return None
     return max(fails, default=0) + 1
@@ -256,8 +269,8 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg) -> str:
         return f"| {finding.number} | {finding.verdict} | – | – | – | – | – |"
     m, f = max(m, 1), len(finding.ways)
     closeness = finding.ways[0][0].sign == 0
-    alpha, least = ALPHA / (m * f), fewest_units(cfg, floor_tests(m, f, closeness))  # level: conservative; floor:
-    # what the step-down reaches
+    alpha = ALPHA / (m * f)  # the level: conservative; the floor: what the step-down reaches, every part held
+    least = fewest_units(cfg, floor_tests(m, f, closeness), sorted({p.metric for way in finding.ways for p in way}))
     best = None  # (sort key, way, effects, σs, power here, needed): the way that needs the fewest documents
     for i, way in enumerate(finding.ways):
         effects = [paper_points(p, set_name, scores.get(p.metric, math.nan)) for p in way]
@@ -282,7 +295,7 @@ def row(finding, set_name: str, scores: dict, n: int, m: int, cfg) -> str:
         elif n < least:  # the test cannot be significant here, whatever the difference
             seen = f"– (fewer than {least} {cfg.unit}s)"
         else:
-            seen = max(detectable(s, n, alpha) for s in sigmas)
+            seen = max(detectable(s, n, level(p, alpha, n)) for p, s in zip(way, sigmas))
             seen = f"{seen:.2f}" if math.isfinite(seen) else "– (no difference reaches 80% here)"
     if need is not None:
         needs = f"{need:,}"

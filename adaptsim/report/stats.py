@@ -52,9 +52,9 @@ Tests, all paired (all runs resampled with the same units):
 
 Skew-held tails (`Settings.skew`, per metric; off by default): the randomisation test assumes each unit's
 contribution to δ is symmetric about 0 under H0, and where the contributions are skewed the tail opposite the skew
-rejects up to about twice its rate (docs/reports.md, "By direction"). With a bound γ for a metric, each tail also
-needs the studentised sum of the units' contributions, through Hall's (1992) transformation with the skew held at γ
-against that tail, to reject (`Flips.skew_tails`): the p is the larger of the two, the interval the hull of both.
+rejects up to about twice its rate (docs/reports.md, "By direction"). With a bound γ for a metric, each tail's p
+gains the Edgeworth term of a sum of units skewed γ away from it (`held`), a monotone map of the p: the held test is
+the randomisation test at a lower level (`randomisation_level`), and its interval that test's inverted there.
 
 **Under the randomisation tests the interval of a difference is the test inverted**: the Δ that the same test, on
 the same swap patterns, does not reject, so the interval excludes 0 exactly when p < α, at every size. H0(Δ): the
@@ -101,8 +101,8 @@ from fractions import Fraction
 from importlib.metadata import version
 
 import numpy as np
-from scipy.stats import beta
-from scipy.stats import t as student_t
+from scipy.optimize import brentq
+from scipy.stats import beta, norm
 
 from adaptsim.errors import UserError
 
@@ -139,7 +139,7 @@ class Settings:
     test: str
     trials: int = MAX_TRIALS  # the most swap patterns "ar" draws (module docstring)
     skew: tuple[tuple[str, float], ...] = ()  # (metric, bound): that metric's tails also held against per-unit
-    # contributions skewed up to the bound (`Flips.skew_tails`); () or a metric not named: the randomisation test alone
+    # contributions skewed up to the bound (`held`); () or a metric not named: the randomisation test alone
 
     def __post_init__(self):
         if self.unit not in UNITS:
@@ -170,7 +170,7 @@ class Settings:
     def describe(self) -> str:
         """The test in words, as a report's note names it."""
         held = (", each tail also held against per-" + self.unit + " contributions skewed up to "
-                + ", ".join(f"{m} {b:g}" for m, b in self.held()) + " (Hall's transformation)" if self.held() else "")
+                + ", ".join(f"{m} {b:g}" for m, b in self.held()) + " (an Edgeworth term)" if self.held() else "")
         if self.test != "auto":
             return TESTS[self.test] + held
         return (f"{TESTS['exact']} up to {EXACT_UNITS} {self.unit}s, {TESTS['ar']} beyond ({FIRST_TRIALS:,} to "
@@ -209,9 +209,8 @@ class Flips:
     weight: np.ndarray
     exact: bool       # every pattern (p = count / M) or random draws (p = (1 + count) / (N + 1))
     floor: float      # the smallest p the units can resolve
-    units: np.ndarray | None = None  # each unit's contribution c_u to δ: swapping it alone moves δ by 2·c_u
-    unit_weight: np.ndarray | None = None  # its weight w_u (the share of a Δ it carries)
-    skew: float = 0.0  # Settings.skew: > 0 also holds each tail against units skewed this much (`skew_tails`)
+    n_units: int = 0  # the units the patterns swap (the skew-held tails' n)
+    skew: float = 0.0  # Settings.skew: > 0 holds each tail against units skewed this much (`held`)
 
     def count(self, delta: float) -> int:
         """Patterns at least as extreme as the observed difference under H0: δ = delta (float sums of the same
@@ -220,34 +219,9 @@ class Flips:
         return int(np.sum(np.abs(self.permuted - delta * self.weight) >= gap * (1 - 1e-9) - 1e-12))
 
     def p(self, delta: float = 0.0) -> tuple[float, float, float]:
-        """(p, and its Monte Carlo interval) of H0: δ = delta; exact: the interval is p itself. With `skew`, the
-        larger of the randomisation test's p and twice the skew-held tail's on the estimate's side (`skew_tails`): a
-        tail rejects only where both tests do, so it holds its level wherever either does."""
-        p = self._randomised_p(delta)
-        if not self.skew or self.units is None:
-            return p
-        below, above = self.skew_tails(delta)
-        q = min(1.0, 2 * (below if self.observed < delta else above))
-        return tuple(max(v, q) for v in p)
-
-    def skew_tails(self, delta: float) -> tuple[float, float]:
-        """One-sided p (Δ below delta, Δ above delta) from the units' contributions y_u = c_u − delta·w_u: their
-        studentised sum t = √n·ȳ/s through Hall's (1992) transformation g(t) = t + γ/(6√n) + γt²/(3√n) + γ²t³/(27n),
-        which removes the n^(−1/2) skewness term of t's distribution, with γ held at +skew for the lower tail and
-        −skew for the upper (as if the units were skewed away from the tail tested, by as much as `skew` allows):
-        the units' own skew cannot be read from a sample that lacks the rare units that make it (docs/reports.md,
-        "By direction"). Student's t with n − 1 degrees of freedom; g is monotone ((1 + γt/(3√n))² ≥ 0)."""
-        y = self.units - delta * self.unit_weight
-        n = len(y)
-        mean, sd = y.mean(), y.std(ddof=1) if n > 1 else 0.0
-        if n < 2 or not sd > 0:  # no spread: the sign decides
-            return (0.5, 0.5) if not mean else (0.0, 1.0) if mean < 0 else (1.0, 0.0)
-        t, root = math.sqrt(n) * mean / sd, math.sqrt(n)
-
-        def g(gamma: float) -> float:
-            return t + gamma / (6 * root) + gamma * t * t / (3 * root) + gamma * gamma * t ** 3 / (27 * n)
-
-        return float(student_t.cdf(g(self.skew), n - 1)), float(student_t.sf(g(-self.skew), n - 1))
+        """(p, and its Monte Carlo interval) of H0: δ = delta; exact: the interval is p itself. With `skew`, each
+        of the three held against skewed units (`held`): a monotone map, so the interval stays an interval."""
+        return tuple(held(v, self.n_units, self.skew) for v in self._randomised_p(delta))
 
     def _randomised_p(self, delta: float) -> tuple[float, float, float]:
         n, c = len(self.permuted), self.count(delta)
@@ -259,31 +233,9 @@ class Flips:
         return p, float(min(max(low, self.floor), p)), float(max(high, p))
 
     def interval(self, alpha: float = ALPHA) -> tuple[float, float]:
-        """The Δ the test does not reject at `alpha` (two-sided); with `skew`, every Δ either of its two tests does not
-        reject (`p`): the hull of the randomisation test's interval and the skew-held one's."""
-        low, high = self._randomised_interval(alpha)
-        if not self.skew or self.units is None:
-            return low, high
-        return min(low, self._skew_end(alpha, -1)), max(high, self._skew_end(alpha, +1))
-
-    def _skew_end(self, alpha: float, side: int) -> float:
-        """The end of the skew-held test's interval on `side` (−1 below the estimate, +1 above): where twice the
-        tail the estimate lies in reaches `alpha`, bisected; ±∞ where no Δ is rejected (a studentised sum of unequally
-        weighted units tends to a finite t as Δ grows)."""
-        def rejects(delta: float) -> bool:
-            below, above = self.skew_tails(delta)
-            return 2 * (below if self.observed < delta else above) < alpha
-
-        scale = max(float(np.sqrt(np.sum((self.units - self.units.mean()) ** 2))), abs(self.observed), 1e-9)
-        near, far = self.observed, self.observed + side * scale
-        while not rejects(far):
-            if abs(far - self.observed) > 2 ** 40 * scale:
-                return side * math.inf
-            near, far = far, self.observed + 2 * (far - self.observed)
-        for _ in range(100):
-            mid = (near + far) / 2
-            near, far = (near, mid) if rejects(mid) else (mid, far)
-        return near
+        """The Δ the test does not reject at `alpha` (two-sided): with `skew`, the randomisation test's interval at
+        the level whose held p is `alpha` (`held` is monotone, so the held test is the randomisation test at it)."""
+        return self._randomised_interval(randomisation_level(alpha, self.n_units, self.skew))
 
     def _randomised_interval(self, alpha: float) -> tuple[float, float]:
         """The randomisation test inverted: from each pattern's interval of Δ (a quadratic's roots), the k-th smallest
@@ -412,6 +364,26 @@ def _interval(values: np.ndarray) -> tuple[float, float]:
     return (float(low[0]), float(high[0]))
 
 
+def held(p: float, n_units: int, skew: float) -> float:
+    """A two-sided randomisation p held against units skewed up to `skew`: each tail q = p/2 plus the first-order
+    Edgeworth term of a studentised sum of n units of skew γ, γ/(6√n)·(2z² + 1)·φ(z), z = Φ⁻¹(1 − q) (Hall 1992,
+    §2.6): how much more often than q that tail rejects when the units are skewed γ away from it, the sign-flip
+    distribution being symmetric. Both tails at the bound, as a sample cannot show the rare units that make its own
+    skew (docs/reports.md, "By direction"). Increasing in p for every γ/(6√n) < 0.7 (n ≥ 1 at the bounds used)."""
+    if not skew or not 0 < p < 1 or n_units < 1:
+        return p
+    q = p / 2
+    z = float(norm.isf(q))
+    return min(1.0, 2 * (q + skew / (6 * math.sqrt(n_units)) * (2 * z * z + 1) * float(norm.pdf(z))))
+
+
+def randomisation_level(alpha: float, n_units: int, skew: float) -> float:
+    """The level at which the randomisation test rejects exactly where its held p (`held`) is below `alpha`."""
+    if not skew or held(alpha, n_units, skew) == alpha:
+        return alpha
+    return float(brentq(lambda a: held(a, n_units, skew) - alpha, 1e-300, alpha, xtol=1e-300, rtol=1e-12))
+
+
 def distinct_outcomes(test: str, n_units: int) -> float:
     """D of the module docstring: distinct resamples of n units (C(2n − 1, n)), or distinct |δ'| of approximate
     randomisation (2ⁿ⁻¹); infinite beyond 64 units, where 1/D is far below any 1/(B + 1)."""
@@ -425,12 +397,15 @@ def floor(test: str, n_units: int, draws: int) -> float:
     return 1 / min(draws + 1, distinct_outcomes(test, n_units))
 
 
-def smallest_p(settings: Settings, n_units: int) -> float:
-    """The smallest p the test of `settings` can give on n units, at its most draws."""
+def smallest_p(settings: Settings, n_units: int, metric: str | None = None) -> float:
+    """The smallest p the test of `settings` can give on n units, at its most draws (`metric`: held against its
+    skew bound)."""
     test = settings.effective(n_units)
     if test == "exact":
-        return 1 / distinct_outcomes(test, n_units)
-    return floor(test, n_units, settings.trials if test == "ar" else settings.resamples)
+        least = 1 / distinct_outcomes(test, n_units)
+    else:
+        least = floor(test, n_units, settings.trials if test == "ar" else settings.resamples)
+    return held(least, n_units, settings.skew_for(metric)) if metric and settings.held() else least
 
 
 def min_units(test: str) -> int:
@@ -541,23 +516,16 @@ def _randomise(series: list[Series], x: np.ndarray, total: np.ndarray, where: di
             with np.errstate(invalid="ignore", divide="ignore"):
                 permuted[i].append(s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift))
             weight[i].append(1 - 2 * shifts[:, moved.shape[1] - len(series) + i])
-    start = 0
     for i, s in enumerate(series):
         a, w = np.concatenate(permuted[i]), np.concatenate(weight[i])
-        width = where[s.name, 0].stop - where[s.name, 0].start
-        shift, start = moved[:, start:start + width], start + width
         kept = ~np.isnan(a)
         d = out[s.name]
         if np.isnan(d.diff) or not kept.any():
             d.p, d.flips = np.nan, None
             continue
-        skew, units = settings.skew_for(s.name), None
-        if skew:  # each unit swapped alone: δ'_u = δ − 2·c_u (only where a skew bound asks for the units)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                alone = s.score(total[where[s.name, r]] + shift) - s.score(total[where[s.name, 0]] - shift)
-            units = np.nan_to_num((d.diff - alone) / 2)
         flips = Flips(d.diff, a[kept], w[kept], exact,
-                      1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())), units, weights[i], skew)
+                      1 / int(kept.sum()) if exact else floor("ar", n_units, int(kept.sum())), n_units,
+                      settings.skew_for(s.name))
         p, low, high = flips.p(0.0)
         d.p, d.flips, d.trials = p, flips, int(kept.sum())
         d.p_range = None if exact else (low, high)
