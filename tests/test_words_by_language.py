@@ -75,6 +75,39 @@ def test_language_codes_are_read_by_their_language_subtag():
     assert segmenters.segmenter_for("de") is None and segmenters.segmenter_for("en") is None
 
 
+
+@pytest.mark.parametrize("code", ["zho_Hans", "zh-CN", "zh_Hans", "cmn", "chi", "ZH"])
+def test_every_spelling_of_a_language_gets_its_stopwords_and_one_signature(code):
+    """Issue #76: the stopword lookup read the raw code (zho_Hans had no list), and ZH signed lang:ZH|stop:iso-ZH."""
+    ev = Evaluator(["我喜欢新的驱动程序。"], lang=code, sacrebleu=["BLEU"])
+    assert ev.corpus(["我喜欢用新的驱动程序。"])["counts"]["R0"] == {"num": 3, "den": 3}
+    signature = ev.corpus(["我"])["signatures"]["R"]
+    assert f"lang:{code.lower().replace('_', '-')}|" in signature and "|stop:iso-zh|" in signature
+
+
+def test_traditional_chinese_and_unknown_codes_need_a_stopword_file_and_are_refused_before_any_work(tmp_path):
+    import subprocess
+
+    assert [segmenters.stopword_language(c) for c in ("zh-TW", "zho_Hant", "zh-HK")] == ["zh-tw", "zho-hant", "zh-hk"]
+    with pytest.raises(UserError, match=r"^metrics.lang=zh-TW: no stopwords-iso list for language 'zh-tw'"):
+        content_words(["我喜歡新的驅動程式。"], "zh-TW", "truecase", None, None)
+    r = subprocess.run([sys.executable, "-m", "adaptsim", "run", "metrics.lang=xx", f"hydra.run.dir={tmp_path}"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "metrics.lang=xx: no stopwords-iso list for language 'xx'" in r.stderr
+    assert not list(tmp_path.rglob("steps.jsonl"))
+
+
+def test_references_not_in_a_spaceless_language_s_script_are_refused():
+    """Chinese scored as ko, th or ja (Chinese has no kana) was accepted: each segmenter cut it into nonsense."""
+    chinese = ["我喜欢新的驱动程序。", "这是一个测试。"]
+    for lang, name in (("ko", "Korean"), ("th", "Thai"), ("ja", "Japanese")):
+        with pytest.raises(UserError, match=rf"^metrics.lang={lang}, but the references are not mostly {name} text"):
+            segmenters.check_script(lang, chinese)
+    segmenters.check_script("zh", chinese)
+    segmenters.check_script("ja", ["私は新しいドライバーを使います。", "東京 Tower"])
+    with pytest.raises(UserError, match=r"not mostly Chinese text \(は…\)"):
+        segmenters.check_script("zh", ["私はドライバーを使います。"])
+
 # -- each segmenter -----------------------------------------------------------------------------------------
 
 def test_chinese_the_issues_example():

@@ -26,6 +26,7 @@ from adaptsim.methods import check_method
 from adaptsim.metrics import SCOPES
 from adaptsim.metrics.sacre import AUTO, METRICS, TOKENIZERS, check_tokenize
 from adaptsim.metrics.segmenters import check as check_words
+from adaptsim.metrics.words import check_stopwords
 from adaptsim.metrics.words import CASES
 from adaptsim.models.decode import SEARCHES
 from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, Strings, Text, show
@@ -144,6 +145,8 @@ def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True)
     lang = OmegaConf.select(cfg, "metrics.lang", default=None)
     if lang is not None:  # words by language (adaptsim/metrics/segmenters.py): refused before any work
         check_words(lang)
+        if OmegaConf.select(cfg, "metrics.stopwords", default=None) is None:
+            check_stopwords(lang)
         check_interactive_language(cfg.metrics.get("interactive"), lang)
     if decode.get("dtype") == "bfloat16" and cfg.metrics.get("interactive") not in ("off", False, None):
         raise UserError("decode.dtype=bfloat16: the simulated translator's prefix search runs in float32; use it "

@@ -39,6 +39,7 @@ from adaptsim.metrics.effort import RATES, Effort, numerators
 from adaptsim.metrics.novel import load_known, novelty
 from adaptsim.metrics.recall import Levels, counts, metric_names, occurrence_levels, percent, restrict
 from adaptsim.metrics.sacre import METRICS, Running, SacreMetrics, Stats
+from adaptsim.metrics.segmenters import signed, stopword_language
 from adaptsim.metrics.words import content_words
 
 SCOPES = ("document", "corpus")
@@ -90,10 +91,11 @@ class Evaluator:
         # every setting that changes a score, files by content (their name alone let two lists pass as one); the
         # truecaser's text only where one is given (the default, the run's references, is the stream's own)
         self._signature = "|".join([
-            f"R|lang:{lang}", f"tok:{self.words.tok}", f"case:{self.words.case}",  # a segmenter's language: no case
+            f"R|lang:{signed(lang)}", f"tok:{self.words.tok}",
+            f"case:{self.words.case}",  # a segmenter's language: no case
             *([f"truecase:text#{_digest(truecase_text)}"] if self.words.case == "truecase" and truecase_text is not None
               else []),
-            "stop:" + ("iso-" + lang if stopwords is None
+            "stop:" + ("iso-" + stopword_language(lang) if stopwords is None
                        else f"file:{Path(stopwords).name}#{file_fingerprint(Path(stopwords))}"),
             f"scope:{scope}", f"k:{k_max}",
             *([f"novel:{Path(novel_vocab).name}#{file_fingerprint(Path(novel_vocab))}"]

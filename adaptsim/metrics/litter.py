@@ -73,7 +73,7 @@ from sacremoses import MosesTokenizer
 
 from adaptsim.data.textio import is_blank, read_lines
 from adaptsim.errors import DataError, UserError
-from adaptsim.metrics.segmenters import segmenter_for, spaceless, tokenisation
+from adaptsim.metrics.segmenters import segmenter_for, spaceless, stopword_language, tokenisation
 from adaptsim.metrics.words import is_word
 
 ENGLISH_FUNCTION_WORDS = frozenset("""
@@ -272,15 +272,15 @@ class Litter:
         if stopwords and source_lang != "en":
             raise UserError(f"LitTER knows source stopwords for English only, not {source_lang!r}; "
                             "set stopwords off")
-        if stopwords and not stopwordsiso.has_lang(target_lang):
+        if stopwords and not stopwordsiso.has_lang(stopword_language(target_lang)):
             raise UserError(f"no stopwords-iso list for {target_lang!r}; set stopwords off")
         self.dictionary, self.source_lang, self.target_lang = dictionary, source_lang, target_lang
         strip_accents = strip_accents and not spaceless(target_lang)  # no accents in those scripts (docstring)
         self.stopwords, self.strip_accents, self.compounds, self.partial = stopwords, strip_accents, compounds, partial
         self.lemmas = lemmas
         self.source_stopwords = ENGLISH_FUNCTION_WORDS if stopwords else frozenset()
-        self.target_stopwords = (frozenset(map(self.normal, stopwordsiso.stopwords(target_lang)))
-                                 if stopwords else frozenset())
+        target_list = stopwordsiso.stopwords(stopword_language(target_lang)) if stopwords else ()
+        self.target_stopwords = frozenset(map(self.normal, target_list))
         self.vocabulary = frozenset(map(self.normal, dictionary.vocabulary)) - self.target_stopwords
         self._candidates_of: dict[str, frozenset[str]] = {}
         self._bags: dict[str, frozenset[str]] = {}  # text -> bag: a stream's references are scored once per run

@@ -53,12 +53,35 @@ _SPACELESS_SCRIPT = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\
                                "\u1100-\u11ff\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff]")
 
 
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_KANA = "[\u3040-\u30ff\u31f0-\u31ff]"
+# the letters a spaceless language is written in (`check_script`): Han; Han and kana; Hangul; Thai; …
+_OWN_SCRIPT = {"zh": f"[{_HAN}]", "yue": f"[{_HAN}]", "wuu": f"[{_HAN}]", "ja": f"[{_HAN}\u3040-\u30ff\u31f0-\u31ff]",
+               "ko": "[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]", "th": "[\u0e00-\u0e7f]",
+               "lo": "[\u0e80-\u0eff]", "km": "[\u1780-\u17ff]", "my": "[\u1000-\u109f]",
+               "bo": "[\u0f00-\u0fff]", "dz": "[\u0f00-\u0fff]"}
+
+
 def base_language(lang: str | None) -> str:
     """The language subtag of a code, as ISO 639-1 where `_ISO_639_1` knows it: "zh" of zh, ZH, zh-CN, zh_Hans,
     zho_Hans (NLLB), chi; "ja" of ja_XX (mBART). The one reading of a language code, for the words (here) and for
     the scores' tokeniser (adaptsim/metrics/sacre.py)."""
     base = re.split("[-_]", str(lang or "").strip(), maxsplit=1)[0].lower()
     return _ISO_639_1.get(base, base)
+
+
+def signed(lang: str | None) -> str:
+    """A language code as the signatures write it: case-folded, "_" read as "-" (ZH, zh_CN → zh, zh-cn)."""
+    return str(lang or "").strip().lower().replace("_", "-")
+
+
+def stopword_language(lang: str | None) -> str:
+    """The code stopwords-iso's list is looked up by: `base_language` (zh of zh-CN, zho_Hans, cmn; ja of ja_XX, jpn),
+    except traditional Chinese (a Hant, TW, HK or MO subtag), which the simplified zh list does not fit (module
+    docstring): its own code, which has no list."""
+    if base_language(lang) == "zh" and re.search(r"[-_](hant|tw|hk|mo)(?![a-z])", str(lang or ""), re.I):
+        return signed(lang)
+    return base_language(lang)
 
 
 def spaceless(lang: str) -> str | None:
@@ -211,13 +234,24 @@ def tokenisation(target_lang: str, moses: str = "moses") -> str:
 
 
 def check_script(lang: str, texts) -> None:
-    """Refuse texts written mostly in a script without spaces (over half of their letters and digits) when `lang` is
-    a language written with spaces: a mislabelled target language would score each sentence as one word."""
-    if spaceless(lang) is not None:
-        return
+    """Refuse references whose script does not fit `lang`: mostly (over half of their letters and digits) in a
+    script without spaces when `lang` is written with spaces, where each sentence would be one word; and, when
+    `lang` is written without spaces, less than half of their letters in its own script (`_OWN_SCRIPT`; Japanese:
+    and no kana at all), which a segmenter of another language would cut into nonsense (Chinese as ja, ko or th)."""
     joined = "".join(texts)
-    letters = sum(c.isalnum() for c in joined)
-    found = _SPACELESS_SCRIPT.findall(joined)
-    if letters and 2 * len(found) > letters:
-        raise UserError(f"metrics.lang={lang}, but the references are written in a script without spaces between "
-                        f"words ({found[0]}…): set model.target_lang (or metrics.lang) to their language")
+    base = base_language(lang)
+    if spaceless(lang) is None:
+        letters = sum(c.isalnum() for c in joined)
+        found = _SPACELESS_SCRIPT.findall(joined)
+        if letters and 2 * len(found) > letters:
+            raise UserError(f"metrics.lang={lang}, but the references are written in a script without spaces "
+                            f"between words ({found[0]}…): set model.target_lang (or metrics.lang) to their language")
+        return
+    letters = sum(c.isalpha() for c in joined)
+    own = re.findall(_OWN_SCRIPT[base], joined) if base in _OWN_SCRIPT else None
+    kana_missing = base == "ja" and not re.search(_KANA, joined)
+    if own is not None and letters and (2 * len(own) <= letters or kana_missing):
+        foreign = [c for c in _SPACELESS_SCRIPT.findall(joined) if not re.match(_OWN_SCRIPT[base], c)]
+        other = f" ({foreign[0]}…)" if foreign and not kana_missing else " (no kana)" if kana_missing else ""
+        raise UserError(f"metrics.lang={lang}, but the references are not mostly {spaceless(lang)} text{other}: "
+                        "set model.target_lang (or metrics.lang) to their language")

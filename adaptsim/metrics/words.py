@@ -36,20 +36,27 @@ from sacremoses import MosesTokenizer, MosesTruecaser
 
 from adaptsim.data.textio import read_lines
 from adaptsim.errors import UserError
-from adaptsim.metrics.segmenters import check_script, segmenter_for
+from adaptsim.metrics.segmenters import base_language, check_script, segmenter_for, stopword_language
 
 CASES = ("truecase", "lower", "none")
 _UNSEEN = object()
 
 
 def load_stopwords(lang: str, path: str | Path | None = None) -> frozenset[str]:
-    """The stopwords-iso list for `lang`, or the words of `path` (one per line, compared as written)."""
+    """The stopwords-iso list for `lang` (read by segmenters.stopword_language), or the words of `path` (one per
+    line, compared as written)."""
     if path is not None:
         return frozenset(w.strip() for w in read_lines(path) if w.strip())
-    if not stopwordsiso.has_lang(lang):
-        raise UserError(f"no stopwords-iso list for language {lang!r}; "
-                        "give a stopword file (--stopwords FILE, metrics.stopwords=FILE)")
-    return frozenset(stopwordsiso.stopwords(lang))
+    check_stopwords(lang)
+    return frozenset(stopwordsiso.stopwords(stopword_language(lang)))
+
+
+def check_stopwords(lang: str) -> None:
+    """Refuse, in one line naming the setting, a language stopwords-iso has no list for (a run's settings check)."""
+    code = stopword_language(lang)
+    if not stopwordsiso.has_lang(code):
+        raise UserError(f"metrics.lang={lang}: no stopwords-iso list for language {code!r}; give a stopword file "
+                        "(--stopwords FILE, metrics.stopwords=FILE)")
 
 
 def is_word(token: str) -> bool:
@@ -81,7 +88,7 @@ class WordPipeline:
             case = "none"  # a script without case (module docstring)
         self.lang, self.case, self.stopwords = lang, case, stopwords
         self.tok = "moses" if self.segmenter is None else self.segmenter.name  # the signature's tokenisation
-        self._tokenizer = MosesTokenizer(lang=lang) if self.segmenter is None else None
+        self._tokenizer = MosesTokenizer(lang=base_language(lang)) if self.segmenter is None else None
         self._plain = _unescape if self.segmenter is None else _as_written  # Moses escapes, segmenters do not
         self._truecaser: MosesTruecaser | None = None
         self._content: dict[str, frozenset[str]] = {}  # text -> content words
