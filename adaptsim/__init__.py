@@ -15,12 +15,13 @@ PROJECT_ROOT = PACKAGE_DIR.parent  # the checkout, where there is one (scripts/,
 
 # Config paths that do not depend on the working directory: ${adaptsim_data:} is the project's data/,
 # ${adaptsim_shared:} the shared data/models folder beside the checkout (or $ADAPTSIM_SHARED).
+def shared_dir() -> Path:
+    """The shared data and models folder (docs/data.md): $ADAPTSIM_SHARED, else ../shared beside the checkout."""
+    return Path(__import__("os").environ.get("ADAPTSIM_SHARED", str(PROJECT_ROOT.parent / "shared")))
+
+
 OmegaConf.register_new_resolver("adaptsim_data", lambda: str(DATA_DIR), replace=True)
-OmegaConf.register_new_resolver(
-    "adaptsim_shared",
-    lambda: __import__("os").environ.get("ADAPTSIM_SHARED", str(PROJECT_ROOT.parent / "shared")),
-    replace=True,
-)
+OmegaConf.register_new_resolver("adaptsim_shared", lambda: str(shared_dir()), replace=True)
 
 
 def config_defaults(path: str) -> dict:

@@ -158,3 +158,20 @@ def test_bad_options(tmp_path):
         tsv(tmp_path, TSV, on_empty="drop")
     with pytest.raises(UserError, match=r"dataset.max_segments=0"):
         tsv(tmp_path, TSV, max_segments=0)
+
+
+def test_a_missing_file_of_the_shared_folder_says_where_that_folder_comes_from(tmp_path, monkeypatch):
+    """Issue #76: `run dataset=ted` without ../shared said only `…: file not found`."""
+    from adaptsim.data.textio import require_file
+
+    monkeypatch.setenv("ADAPTSIM_SHARED", str(tmp_path / "shared"))
+    with pytest.raises(DataError) as e:
+        require_file(tmp_path / "shared" / "data" / "ted" / "talks.tsv")
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(f"{tmp_path}/shared/data/ted/talks.tsv: file not found (")
+    assert "../shared" in message and "ADAPTSIM_SHARED" in message and "docs/data.md" in message
+    (tmp_path / "shared").mkdir()
+    with pytest.raises(DataError, match=r"folder .*shared, which lacks it; docs/data.md"):
+        require_file(tmp_path / "shared" / "data" / "ted" / "talks.tsv")
+    with pytest.raises(DataError, match=r"nope\.tsv: file not found$"):  # elsewhere: the plain message
+        require_file(tmp_path / "nope.tsv")

@@ -21,10 +21,24 @@ def expand(path) -> Path:
 def require_file(path) -> Path:
     path = expand(path)
     if not path.exists():
-        raise DataError(path, "file not found")
+        raise DataError(path, "file not found" + _shared_hint(path))
     if not path.is_file():
         raise DataError(path, "not a regular file")
     return path
+
+
+def _shared_hint(path: Path) -> str:
+    """What to do about a missing file of the shared data and models folder (docs/data.md), where it is one."""
+    from adaptsim import shared_dir
+
+    root = shared_dir()
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return ""
+    where = ("which is not here: put it beside the checkout as ../shared or point ADAPTSIM_SHARED at it"
+             if not root.is_dir() else "which lacks it")
+    return f" (the shared data and models folder {root}, {where}; docs/data.md says what it holds and its sources)"
 
 
 def read_text(path) -> str:
