@@ -359,3 +359,19 @@ def test_a_run_into_chinese_counts_words_and_the_translators_effort_by_the_segme
     assert [r["effort"]["words"] for r in rows] == [sum(map(is_word, words.segmenter.words(r)))
                                                     for _, _, r in ZH_STREAM]
     assert all(r["effort"]["chars"] == len(r["reference"]) for r in rows)
+
+
+def test_the_japanese_dictionary_and_the_korean_model_are_named_in_the_signature():
+    """Issue #76: a bare fugashi.Tagger() takes the `unidic` package over unidic-lite where both are installed, and
+    the signature named neither dictionary nor kiwipiepy's model."""
+    pytest.importorskip("fugashi")
+    pytest.importorskip("unidic_lite")
+    from importlib.metadata import version
+
+    import unidic_lite
+
+    ja = segmenters.segmenter_for("ja")
+    assert ja.name == f"fugashi-{version('fugashi')}+unidic-lite-{version('unidic-lite')}"
+    assert unidic_lite.DICDIR in ja._tagger.dictionary_info[0]["filename"]
+    pytest.importorskip("kiwipiepy")
+    assert segmenters.segmenter_for("ko").name.endswith(f"+model-{version('kiwipiepy_model')}")

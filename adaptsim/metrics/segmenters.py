@@ -19,7 +19,8 @@ copula — and those are no content words whatever stopwords-iso's list says: th
   dictionary, like stopwords-iso's zh list, is simplified Chinese: traditional text is cut worse (我喜歡 → 我喜 歡用)
   and its 們-forms are no stopwords. A traditional code (zh-TW, zho_Hant) has no stopwords-iso list, so it needs a
   stopword file (metrics.stopwords) before it is scored at all.
-- ja: fugashi (MeCab) with unidic-lite: UniDic short units, the units the Japanese corpora (BCCWJ) count words in
+- ja: fugashi (MeCab) with unidic-lite, named explicitly (a bare Tagger prefers the `unidic` package): UniDic
+  short units, the units the Japanese corpora (BCCWJ) count words in
   and the ones stopwords-iso's Japanese list is written in (だっ, なかっ, られ); grammatical: particles (助詞) and
   auxiliary verbs (助動詞).
 - ko: kiwipiepy (Kiwi) morphemes regrouped into the words of Korean school grammar: a particle (tags J*) and the
@@ -33,6 +34,7 @@ None of these scripts has case: the pipeline does not truecase them (words.WordP
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -135,8 +137,12 @@ class Fugashi(Segmenter):
 
     def _load(self) -> None:
         import fugashi
-        import unidic_lite  # noqa: F401  the dictionary fugashi's Tagger finds; absent, say so here
-        self._tagger = fugashi.Tagger()
+        import unidic_lite
+        # unidic-lite named, not found: a bare Tagger() takes the `unidic` package first where both are installed
+        # (whose dictionary is a separate download, and segments differently under the same name)
+        dicdir = unidic_lite.DICDIR
+        self._tagger = fugashi.Tagger(f'-d "{dicdir}" -r "{os.path.join(dicdir, "mecabrc")}"')
+        self.name += f"+unidic-lite-{version('unidic-lite')}"
 
     def words(self, text: str) -> list[str]:
         return [w for w, _ in self.analyse(text)]
@@ -154,6 +160,7 @@ class Kiwi(Segmenter):
     def _load(self) -> None:
         from kiwipiepy import Kiwi as KiwiAnalyser
         self._kiwi = KiwiAnalyser(num_workers=0)  # one thread, as each adaptsim process keeps (0: since 0.21)
+        self.name += f"+model-{version('kiwipiepy_model')}"  # the analyser's model, a package of its own
 
     def words(self, text: str) -> list[str]:
         return [w for w, _ in self.analyse(text)]
