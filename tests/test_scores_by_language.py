@@ -67,11 +67,11 @@ def test_the_issues_chinese_example_scores_as_sacrebleus_zh_tokeniser():
 
 
 @pytest.mark.parametrize("lang, expected", [
-    ("de", "13a"), ("en", "13a"), ("th", "13a"), (None, "13a"), ("zh", "zh"), ("zh-TW", "zh"), ("zh_Hans", "zh"),
+    ("de", "13a"), ("en", "13a"), ("th", "none"), (None, "13a"), ("zh", "zh"), ("zh-TW", "zh"), ("zh_Hans", "zh"),
     ("zho", "zh"), ("ZH", "zh"), ("ja", "ja-mecab"), ("jpn", "ja-mecab"), ("ko", "ko-mecab"), ("ko_KR", "ko-mecab")])
 def test_the_tokeniser_follows_the_target_language_as_sacrebleu_chooses(lang, expected):
     assert sacre.choose_tokenize(lang) == expected
-    if lang not in (None, "zh_Hans", "zh-TW", "zho", "ZH", "jpn", "ko_KR"):  # sacrebleu's own rule, its codes only
+    if lang not in (None, "zh_Hans", "zh-TW", "zho", "ZH", "jpn", "ko_KR", "th"):  # sacrebleu's rule, its codes only
         assert BLEU._TOKENIZER_MAP.get(lang, BLEU.TOKENIZER_DEFAULT) == expected  # what BLEU(trg_lang=lang) takes
     assert sacre.choose_tokenize(lang, "flores200") == "flores200"  # named: whatever the language
 
@@ -313,3 +313,28 @@ def test_the_forgetting_probe_is_tokenised_as_the_stream():
 
     assert probe("zh").info() == {"path": "probe", "segments": 1, "every": 1, "tokenize": "zh"}
     assert probe("de").info() == probe("zh", "13a").info() == {"path": "probe", "segments": 1, "every": 1}
+
+
+def test_thai_bleu_and_ter_count_the_segmenters_words():
+    """Issue #76: `score --lang th` on near-identical sentences gave BLEU 0.00 (13a: a Thai sentence has no spaces,
+    so it is one token) and TER 66.67 beside chrF 86.6. With `auto`, BLEU (tokenize none) and TER read the words of
+    the Thai segmenter, joined by spaces, and say so in their signatures; chrF, which ignores spaces, is unchanged."""
+    pytest.importorskip("pythainlp")
+    from adaptsim.metrics.segmenters import segmenter_for
+
+    refs = ["ฉันชอบใช้ไดรเวอร์ใหม่", "วันนี้อากาศดีมาก", "แมวนอนอยู่บนโต๊ะ"]
+    hyps = ["ฉันชอบใช้ไดรเวอร์ใหม่", "วันนี้อากาศดี", "แมวนอนบนโต๊ะ"]
+    thai = SacreMetrics(lang="th")
+    scores = thai.corpus(thai.stats(hyps, refs))
+    words = segmenter_for("th")
+    spaced = [[" ".join(words.words(t)) for t in texts] for texts in (hyps, refs)]
+    assert scores["BLEU"] == pytest.approx(BLEU(tokenize="none").corpus_score(spaced[0], [spaced[1]]).score)
+    assert scores["TER"] == pytest.approx(TER().corpus_score(spaced[0], [spaced[1]]).score)
+    assert scores["chrF"] == pytest.approx(CHRF().corpus_score(hyps, [refs]).score)
+    assert 40 < scores["BLEU"] and scores["TER"] < 30  # near-identical sentences score as such
+    signatures = thai.signatures()
+    assert all(signatures[m].endswith(f"|words:{words.name}") for m in ("BLEU", "SBLEU", "TER"))
+    assert "tok:none" in signatures["BLEU"] and "words" not in signatures["chrF"]
+    assert "BLEU and TER on the words of pythainlp-" in sacre.note(signatures, ["BLEU", "TER"])
+    plain = SacreMetrics(lang="th", tokenize="13a")  # a tokeniser named: sacrebleu's alone, as asked
+    assert plain.words is None and plain.corpus(plain.stats(hyps, refs))["BLEU"] < 40

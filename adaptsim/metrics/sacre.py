@@ -33,7 +33,10 @@ nothing: TercomTokenizer applies it only inside `normalized` or `no_punct`): Wes
 Han character (hanzi, kanji) a token, CJK punctuation split off; kana runs stay whole (`_normalize_asian`'s kana
 patterns anchor at `^` where Tercom's Normalizer has `[^…]`, and the line starts with a space by then: they never
 match, so 私はテストです is 私 はテストです) and Hangul is not split (Korean words are spaced). Other targets keep
-TER's defaults. chrF is unchanged for every language: sacrebleu removes all whitespace before taking character
+TER's defaults, except Thai (`PRESEGMENTED`), which sacrebleu has no tokeniser for and 13a reads as one token per
+unspaced sentence: with `auto` its BLEU (tokenize `none`) and TER count the words of adaptsim's Thai segmenter
+(segmenters.py), joined by spaces, and their signatures end `words:` and the segmenter. chrF is unchanged for every
+language: sacrebleu removes all whitespace before taking character
 n-grams (`extract_all_char_ngrams`, `include_whitespace=False`), so the spaces of a CJK text (the TED subtitles'
 line breaks) or a Korean spacing error change nothing.
 
@@ -60,12 +63,15 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.bleu import _get_tokenizer
 
 from adaptsim.errors import UserError
-from adaptsim.metrics.segmenters import EXTRA, base_language
+from adaptsim.metrics.segmenters import EXTRA, base_language, segmenter_for
 
 METRICS = ("BLEU", "SBLEU", "TER", "chrF")
 AUTO = "auto"                # metrics.tokenize: by the target language
 DEFAULT_TOKENIZE = "13a"     # sacrebleu's BLEU.TOKENIZER_DEFAULT
 BY_LANGUAGE = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}  # sacrebleu's BLEU._TOKENIZER_MAP
+# targets that sacrebleu has no tokeniser for and that are written without spaces: with `auto`, BLEU and TER count
+# the words of adaptsim's segmenter (segmenters.py), BLEU with `none` (module docstring)
+PRESEGMENTED = ("th",)
 # sacrebleu's BLEU tokenisers that may be named (not `spm`, its deprecated alias of flores101, nor any it lacks)
 TOKENIZERS = tuple(t for t in ("13a", "zh", "ja-mecab", "ko-mecab", "intl", "char", "none", "flores101", "flores200")
                    if t in BLEU.TOKENIZERS)
@@ -92,7 +98,7 @@ def asian(lang: str | None) -> bool:
 def choose_tokenize(lang: str | None, tokenize: str | None = AUTO, key: str = "metrics.tokenize") -> str:
     """BLEU's (and SBLEU's) sacrebleu tokeniser: sacrebleu's choice for `lang` with `auto`, else the one named."""
     if tokenize is None or tokenize == AUTO:
-        return BY_LANGUAGE.get(base_language(lang), DEFAULT_TOKENIZE)
+        return "none" if base_language(lang) in PRESEGMENTED else BY_LANGUAGE.get(base_language(lang), DEFAULT_TOKENIZE)
     if tokenize not in TOKENIZERS:
         raise UserError(f"{key}={tokenize}: choose {AUTO} | {' | '.join(TOKENIZERS)}")
     return tokenize
@@ -144,10 +150,12 @@ def note(signatures: dict, metrics: Sequence[str]) -> str | None:
     parts = {name: dict(p.partition(":")[::2] for p in str(signatures.get(name, "")).split("|")) for name in METRICS}
     bleu = [m for m in ("BLEU", "SBLEU") if m in metrics and parts[m].get("tok", DEFAULT_TOKENIZE) != DEFAULT_TOKENIZE]
     ter = "TER" in metrics and parts["TER"].get("asian") == "yes"
-    if not bleu and not ter:
+    words = next((parts[m]["words"] for m in ("BLEU", "SBLEU", "TER") if m in metrics and "words" in parts[m]), None)
+    if not bleu and not ter and not words:
         return None
     said = ([f"{' and '.join(bleu)} tokenised with {parts[bleu[0]]['tok']}"] if bleu else []) + (
-        ["TER with sacrebleu's Asian options (norm:yes|asian:yes)"] if ter else [])
+        ["TER with sacrebleu's Asian options (norm:yes|asian:yes)"] if ter else []) + (
+        [f"BLEU and TER on the words of {words}"] if words else [])
     return f"{'; '.join(said)}: by the target language (metrics.tokenize; docs/usage.md, \"Scores by language\")"
 
 
@@ -163,6 +171,9 @@ class SacreMetrics:
                             f"choose from {', '.join(METRICS)}")
         self.names = [name for name in METRICS if name in names]
         self.tokenize, self.asian = check_tokenize(lang, tokenize, metrics=self.names), asian(lang)
+        # Thai with `auto`: BLEU's and TER's words are the segmenter's, joined by spaces (chrF ignores spaces)
+        presegment = base_language(lang) in PRESEGMENTED and tokenize in (None, AUTO)
+        self.words = segmenter_for(lang) if presegment else None
         make = {"BLEU": lambda: BLEU(tokenize=self.tokenize),  # loads as check_tokenize's did
                 "SBLEU": lambda: BLEU(tokenize=self.tokenize, smooth_method="add-k", smooth_value=1,
                                       effective_order=True),
@@ -175,10 +186,17 @@ class SacreMetrics:
         self._extractors = {_KIND[name]: self.scorers[name] for name in self.names}
 
     def signatures(self) -> dict[str, str]:
-        return {name: str(metric.get_signature()) for name, metric in self.scorers.items()}
+        words = f"|words:{self.words.name}" if self.words is not None else ""
+        return {name: str(metric.get_signature()) + (words if name != "chrF" else "")
+                for name, metric in self.scorers.items()}
 
     def stats(self, hypotheses: Sequence[str], references: Sequence[str]) -> list[Stats]:
-        per_kind = {kind: metric._extract_corpus_statistics(hypotheses, [list(references)])
+        def text(kind: str, lines: Sequence[str]) -> list[str]:
+            if self.words is None or kind == "chrf":
+                return list(lines)
+            return [" ".join(self.words.words(line)) for line in lines]
+
+        per_kind = {kind: metric._extract_corpus_statistics(text(kind, hypotheses), [text(kind, references)])
                     for kind, metric in self._extractors.items()}
         return [{kind: rows[i] for kind, rows in per_kind.items()} for i in range(len(hypotheses))]
 
