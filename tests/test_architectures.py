@@ -163,3 +163,27 @@ def test_the_token_nll_from_cached_output_inputs_is_the_models(tiny_dirs, kind):
         nll = model.token_nll(batch)
         assert torch.equal(model.nll_from_output_inputs(model.output_inputs(batch), batch["labels"]), nll)
         assert len(nll) == len(model.label_pieces("Der Mann sieht den Hund.")) == batch["labels"].numel()
+
+
+def test_a_checkpoint_for_another_language_pair_is_refused_before_it_loads(tmp_path):
+    """Issue #76: the README's own-model example kept model=demo, so an OPUS-MT en→fr directory ran as en→de and was
+    scored with German stopwords. A Marian tokenizer names its pair (tokenizer_config.json); a run whose
+    model.source_lang / target_lang differ is refused in one line, before the weights load."""
+    import shutil
+
+    from omegaconf import OmegaConf
+
+    from adaptsim import DATA_DIR
+    from adaptsim.models import load_model
+    from adaptsim.models.base import check_languages
+
+    model = tmp_path / "opus-mt-en-fr"
+    shutil.copytree(DATA_DIR / "demo" / "model", model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    (model / "tokenizer_config.json").write_text(json.dumps({**config, "target_lang": "fr"}))
+    (model / "model.safetensors").write_bytes(b"")  # never read: the refusal comes first
+    cfg = OmegaConf.create({"path": str(model), "source_lang": "en", "target_lang": "de", "dtype": "float32"})
+    with pytest.raises(UserError, match=r"^model.target_lang=de, but the model at model.path=.*opus-mt-en-fr is "
+                                        r"en→fr \(its tokenizer_config.json\)"):
+        load_model(cfg)
+    check_languages(OmegaConf.merge(cfg, {"path": str(DATA_DIR / "demo" / "model"), "target_lang": "de_DE"}))

@@ -139,6 +139,26 @@ def load_parts(path: str, auto_class: str, dtype: torch.dtype | str = torch.floa
     return net, tokenizer
 
 
+def check_languages(model_cfg) -> None:
+    """Refuse, before the weights load, a checkpoint whose tokenizer names a language pair (a Marian/OPUS-MT
+    model's tokenizer_config.json: source_lang, target_lang) other than the run's model.source_lang and
+    model.target_lang: the run would be labelled and scored (stopwords, tokenisation) as the other language."""
+    local = _local(model_cfg.path)
+    file = local / "tokenizer_config.json" if local is not None else None
+    if file is None or not file.is_file():
+        return
+    from adaptsim.metrics.segmenters import base_language
+
+    named = json.loads(file.read_text())
+    for side in ("source_lang", "target_lang"):
+        theirs, ours = named.get(side), model_cfg.get(side)
+        if isinstance(theirs, str) and theirs and ours and base_language(theirs) != base_language(ours):
+            raise UserError(f"model.{side}={ours}, but the model at model.path={model_cfg.path} is "
+                            f"{named.get('source_lang')}→{named.get('target_lang')} (its tokenizer_config.json): "
+                            f"set model.source_lang and model.target_lang to its languages, or choose its model= "
+                            f"entry (docs/usage.md, \"Your own data and model\")")
+
+
 def decoder_only(path) -> bool:
     """Whether `path` holds a decoder-only language model, by its configuration's `is_encoder_decoder` (which
     transformers sets for every model type). False where there is no configuration to read or transformers does
