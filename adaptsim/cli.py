@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
+import difflib
 import sys
 import threading
 
@@ -67,7 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(usage(), file=sys.stderr)
-        print(f"adaptsim: error: unknown command {name!r}", file=sys.stderr)
+        near = difflib.get_close_matches(name, list(COMMANDS), n=1)
+        print(f"adaptsim: error: unknown command {name!r}" + (f" (did you mean {near[0]}?)" if near else ""),
+              file=sys.stderr)
         sys.exit(2)
     module, func = COMMANDS[name][0].split(":")
     try:

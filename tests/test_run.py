@@ -114,7 +114,7 @@ def test_unknown_command_and_bad_override_exit_2():
     r = cli("frobnicate")
     assert r.returncode == 2 and "unknown command" in r.stderr and "usage" in r.stderr
     r = cli("run", "method=no_such_method")
-    assert r.returncode == 2 and "method/no_such_method" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "method=no_such_method: no such option" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_missing_data_file_is_one_error_line(tmp_path, tiny_model_dir):
@@ -188,3 +188,26 @@ def test_run_help_keeps_a_comment_that_goes_on_below_its_key(capsys):
         main(["run", "--help"])
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("compress:"))
     assert line.endswith("every report reads either; adaptsim/records/ compress_records)"), line
+
+
+@pytest.mark.parametrize("override, said", [
+    ("decode.beam=4", "decode.beam=4: unknown setting (did you mean decode.beam_size?); decode.* are: beam_size, "),
+    ("method=lassso", "method=lassso: no such option (did you mean method=lasso?); method= is one of bias, "),
+    ("thread=1", "thread=1: unknown setting (did you mean threads?); the settings are: "),
+])
+def test_a_misspelt_setting_or_option_names_the_nearest_and_never_advises_a_plus(override, said):
+    """Issue #76: Hydra advised `+decode.beam=4`, which the settings check then refuses, and offered `_common` among
+    the datasets."""
+    from adaptsim.launch.hydra_app import check_overrides
+
+    message = check_overrides("run", [override])
+    assert message.startswith(said) and "+" not in message and "_common" not in message
+    assert "_common" not in check_overrides("run", ["dataset=nope"])
+
+
+def test_a_misspelt_command_names_the_nearest(capsys):
+    from adaptsim.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["runn"])
+    assert "unknown command 'runn' (did you mean run?)" in capsys.readouterr().err

@@ -346,7 +346,7 @@ def test_finishing_early_records_what_was_validated_and_ends_the_session(tmp_pat
 
 
 def test_a_study_s_unknown_method_is_one_line(tmp_path):
-    with pytest.raises(UserError, match=r"^In 'run': Could not find 'method/nosuch' Available options in 'method': "):
+    with pytest.raises(UserError, match=r"^method=nosuch: no such option; method= is one of bias, fixed, full, "):
         configs([f"serve.dir={tmp_path / 's'}", "serve.methods=[full,nosuch]"])
 
 

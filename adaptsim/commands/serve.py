@@ -40,7 +40,7 @@ def compose(argv: list[str]):
     except UserError:
         raise
     except Exception as e:
-        raise UserError(" ".join(str(e).split()).split(" Config search path")[0][:400]) from None
+        raise UserError(hydra_app.composition_error(e, "serve")) from None
 
 
 def configs(argv: list[str]) -> dict:

@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import functools
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
 
 from adaptsim import CONFIG_DIR
 from adaptsim.errors import UserError
@@ -126,7 +128,45 @@ def checked_config(config_name: str, overrides: list[str], multirun: bool = True
         with _configs():
             return None, [hydra_compose(config_name, overrides=v, return_hydra_config=True) for v in variants][0]
     except Exception as e:  # ConfigCompositionException, MissingConfigException, …
-        return " ".join(str(e).split()).split(" Config search path")[0][:400], None
+        return composition_error(e, config_name), None
+
+
+def composition_error(e: Exception, config_name: str) -> str:
+    """Hydra's composition error (a bad override, an unknown option) as one line in adaptsim's words (`explain`)."""
+    return explain(" ".join(str(e).split()).split(" Config search path")[0][:400], config_name)
+
+
+def explain(message: str, config_name: str) -> str:
+    """Hydra's composition error in adaptsim's words: no `_common` among a group's options (every option's shared
+    keys, not an option), the nearest option named, and for a key the config lacks not Hydra's advice to add it with
+    `+` (which the settings check then refuses) but the keys its block has."""
+    import difflib
+
+    missing = re.search(r"Could not find '([\w-]+)/([^']+)' Available options in '[^']+': (.*)", message)
+    if missing:
+        group, wrong = missing.group(1), missing.group(2)
+        options = [o for o in missing.group(3).split() if not o.startswith("_")]
+        near = difflib.get_close_matches(wrong, options, n=1)
+        return (f"{group}={wrong}: no such option" + (f" (did you mean {group}={near[0]}?)" if near else "")
+                + f"; {group}= is one of {', '.join(options)}")
+    new = re.match(r"Could not override '([\w.]+)'\. To append to your config use \+(\S+)", message)
+    if new:
+        key = new.group(1)
+        block, _, leaf = key.rpartition(".")
+        try:
+            with _configs():
+                node = hydra_compose(config_name, overrides=[])
+            found = OmegaConf.select(node, block) if block else node
+            if block and not isinstance(found, dict | type(node)):  # no such block: the top level's keys
+                block, leaf, found = "", key.split(".")[0], node
+            keys = sorted(k for k in found if k != "hydra")
+        except Exception:  # the plain message then
+            return message
+        near = difflib.get_close_matches(leaf, keys, n=1)
+        return (f"{new.group(2)}: unknown setting" + (f" (did you mean {block + '.' if block else ''}{near[0]}?)"
+                                                      if near else "")
+                + f"; {block + '.*' if block else 'the settings'} are: {', '.join(keys)}")
+    return message
 
 
 def _output_dir(cfg, multirun: bool) -> Path | None:
