@@ -38,6 +38,9 @@ def test_the_installed_wheel_runs_the_demo_outside_the_checkout(tmp_path):
     where = subprocess.run([str(python), "-c", "import adaptsim; print(adaptsim.CONFIG_DIR)"], cwd=elsewhere,
                            capture_output=True, text=True, check=True).stdout.strip()
     assert where.startswith(str(env_dir)) and not where.startswith(str(PROJECT_ROOT))
+    extra = subprocess.run([str(python), "-c", "from adaptsim.metrics.segmenters import EXTRA; print(EXTRA)"],
+                           cwd=elsewhere, capture_output=True, text=True, check=True).stdout.strip()
+    assert extra == 'pip install "adaptsim[cjk]"'  # not the checkout's `pip install -e` (issue #76)
     out = elsewhere / "run"
     done = subprocess.run([str(python), "-m", "adaptsim", "run", "method=none", "progress=false", "threads=1",
                            "dataset.max_documents=1", f"hydra.run.dir={out}"],
