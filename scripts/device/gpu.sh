@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check, in one device call of at most ~10 minutes (docs/performance.md, "GPU"). Made here with
+# The GPU check, in one device call of at most ~10 minutes (docs/development.md, "The GPU check"). Made here with
 # scripts/device/pack.sh, run there as `bash scripts/device/gpu.sh` with carry [".carry"]. Its parts, each logged
 # and each going on after another's failure:
 #   tests    the tests that take a device, with --device $DEVICE (tests/conftest.py), beside the training

@@ -7,7 +7,7 @@
 #   base-ende-tok/ base-ende's tokenizer, reused by the new model (train.tokenizer)
 #   bc.tsv         the first ARTICLES Business Central test articles, for the comparison
 # and checks that the tree and the carry fit in what one call may send (64 MiB). Then, with the device tool:
-#   run(command="bash scripts/device/gpu.sh", carry=[".carry"], timeout_s=600)   (docs/performance.md, "GPU")
+#   run(command="bash scripts/device/gpu.sh", carry=[".carry"], timeout_s=600)   (docs/development.md, "The GPU check")
 # Settings (environment): SHARED [../shared], ARTICLES [3], CARRY [.carry]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
