@@ -84,7 +84,51 @@ def test_gnome_help_an_unreadable_po_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "out.tsv").exists()
 
 
-@pytest.mark.parametrize("builder", ["gnome_help"])
+@pytest.mark.parametrize("builder", ["gnome_help", "ted"])
 def test_every_builder_names_its_upstream_and_commit(builder):
     doc = script_module(f"scripts/data/{builder}.py").__doc__
     assert "commit" in doc and "docs/data.md" in doc
+
+
+ted = script_module("scripts/data/ted.py")
+
+
+def _wit3(tmp_path, source: str, target: str, talks: dict) -> str:
+    """A WIT3 test archive (`source-target.tgz`) whose tst2016 source-side XML holds `talks`: {talk: [(id, text)]}."""
+    import io
+    import tarfile
+
+    docs = "".join(f'<doc docid="{t}" genre="lectures"><talkid>{t}</talkid>'
+                   + "".join(f'<seg id="{i}"> {text} </seg>\n' for i, text in segs) + "</doc>\n"
+                   for t, segs in talks.items())
+    xml = f'<?xml version="1.0" encoding="UTF-8"?>\n<mteval>\n<srcset setid="iwslt2017-tst2016" ' \
+          f'srclang="x">\n{docs}</srcset>\n</mteval>\n'
+    path = tmp_path / f"{source}-{target}.tgz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in ((f"{source}-{target}/IWSLT17.TED.tst2016.{source}-{target}.{source}.xml", xml),
+                           (f"{source}-{target}/README", "WIT3\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def test_ted_pairs_the_english_with_the_reverse_archives_source_by_talk_and_segment(tmp_path, capsys):
+    english = _wit3(tmp_path, "en", "de", {"2227": [("1", "Hello."), ("2", "Good  bye.")], "1": [("1", "One.")]})
+    german = _wit3(tmp_path, "de", "en", {"1": [("1", "Eins.")], "2227": [("2", "Auf  Wiedersehen."),
+                                                                           ("1", "Hallo.")]})
+    out = tmp_path / "ted.tsv"
+    assert ted.main([english, german, str(out)]) == 0
+    assert out.read_text(encoding="utf-8").splitlines() == [
+        "doc_id\tseg_id\tsource\treference", "2227\t1\tHello.\tHallo.", "2227\t2\tGood  bye.\tAuf  Wiedersehen.",
+        "1\t1\tOne.\tEins."]  # the English file's order; spaces inside a segment kept, around it dropped
+    assert capsys.readouterr().out.endswith(f"3 segments, 2 talks, md5 {hashlib.md5(out.read_bytes()).hexdigest()}\n")
+
+
+def test_ted_a_segment_without_its_reference_is_one_line(tmp_path, capsys):
+    english = _wit3(tmp_path, "en", "de", {"7": [("1", "Hello."), ("2", "Bye.")]})
+    german = _wit3(tmp_path, "de", "en", {"7": [("1", "Hallo.")]})
+    assert ted.main([english, german, str(tmp_path / "out.tsv")]) == 1
+    assert capsys.readouterr().err == "ted.py: talk 7 segment 2: no reference in the other archive\n"
+    assert not (tmp_path / "out.tsv").exists()
