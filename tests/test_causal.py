@@ -711,3 +711,26 @@ def test_serve_translates_completes_and_adapts_on_a_decoder_only_model(causal_di
     done = client.post("/api/complete", json={"position": 0, "prefix": "Der M"}).json()
     assert done["completion"].startswith("Der M")
     byte_level.close()
+
+
+def test_a_checkpoints_repetition_penalty_never_reaches_decoding(causal_dirs, tiny_corpus, tmp_path):
+    """Issue #78: Qwen2.5-Instruct ships repetition_penalty 1.05, which transformers applies to every prompt token:
+    the post-edits icl quotes. A checkpoint's score-changing generation settings are reset to neutral (and recorded),
+    so its hypotheses are those of the same weights without them."""
+    import shutil
+
+    kind = KINDS[0]
+    penalised = tmp_path / "penalised"
+    shutil.copytree(causal_dirs(kind), penalised)
+    config = json.loads((penalised / "generation_config.json").read_text())
+    (penalised / "generation_config.json").write_text(json.dumps(
+        {**config, "repetition_penalty": 5.0, "no_repeat_ngram_size": 1}))
+    plain, odd = load(causal_dirs, kind), CausalModel.load(str(penalised))
+    assert odd.reset_generation == {"repetition_penalty": 5.0, "no_repeat_ngram_size": 1} and not plain.reset_generation
+    from transformers import GenerationConfig
+
+    assert odd.net.generation_config.repetition_penalty == GenerationConfig().repetition_penalty  # neutral
+    for source, _ in tiny_corpus[:4]:
+        for context in ((), CONTEXT):
+            assert odd.translate(source, beam_size=2, max_length=20, context=context).text == \
+                plain.translate(source, beam_size=2, max_length=20, context=context).text

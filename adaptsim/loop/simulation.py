@@ -245,6 +245,7 @@ class Simulation:
                    model_fingerprint=model_fingerprint(cfg.model.path),
                    documents=len(documents), segments=len(self.segments), skipped=skipped,
                    model_parameters=sum(p.numel() for p in model.net.parameters()),
+                   generation_reset=model.reset_generation,
                    trainable_parameters=sum(p.numel() for p in learner.updater.params),
                    method_info=learner.method.info())  # at once: a resume checks what the run was given (tm's TM)
         log.info("%s: %d documents, %d segments, %d trainable parameters", cfg.method.name, len(documents),

@@ -139,6 +139,27 @@ def load_parts(path: str, auto_class: str, dtype: torch.dtype | str = torch.floa
     return net, tokenizer
 
 
+# generation-config settings that change which hypothesis wins (and so the scores), which a checkpoint may ship with
+# (Qwen2.5-Instruct: repetition_penalty 1.05, which transformers applies to every prompt token: the quoted post-edits
+# of icl) and adaptsim's decode settings do not ask for: reset to transformers' neutral values
+PENALTIES = ("repetition_penalty", "encoder_repetition_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size",
+             "exponential_decay_length_penalty", "sequence_bias", "renormalize_logits", "diversity_penalty",
+             "min_length", "min_new_tokens")
+
+
+def neutral_generation(config) -> dict:
+    """Reset `PENALTIES` in a generation config to GenerationConfig()'s values; what was set before, by name."""
+    from transformers import GenerationConfig
+
+    default, reset = GenerationConfig(), {}
+    for key in PENALTIES:
+        value, neutral = getattr(config, key, None), getattr(default, key, None)
+        if value != neutral:
+            reset[key] = value
+            setattr(config, key, neutral)
+    return reset
+
+
 def check_languages(model_cfg) -> None:
     """Refuse, before the weights load, a checkpoint whose tokenizer names a language pair (a Marian/OPUS-MT
     model's tokenizer_config.json: source_lang, target_lang) other than the run's model.source_lang and
@@ -250,6 +271,10 @@ class Model:
         # `decode.max_length` is the one bound on a hypothesis: the checkpoint's own (512 in OPUS-MT's generation
         # config) would make every `generate` call warn that two bounds are set
         self.net.generation_config.max_length = None
+        self.reset_generation = neutral_generation(self.net.generation_config)
+        if self.reset_generation:
+            log.info("the checkpoint's generation config reset to neutral (adaptsim's decode settings decide): %s",
+                     ", ".join(f"{k}={v}" for k, v in self.reset_generation.items()))
         for name, param in self.net.named_parameters():
             if name in self.arch.constants:
                 param.requires_grad_(False)

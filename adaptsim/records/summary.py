@@ -44,6 +44,8 @@ RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "documents": "documents run", "segments": "segments run", "skipped": "segments skipped, by reason",
     "ended_early": "serve: the translator finished the session early (segments validated, segments assigned)",
     "model_parameters": "parameters of the model", "trainable_parameters": "parameters the method trains",
+    "generation_reset": "the checkpoint's generation-config settings that would change the winning hypothesis, reset "
+                        "to neutral (adaptsim/models/base.py PENALTIES): {setting: the checkpoint's value}",
     "scores": "corpus scores: R0, R1, R0+1 (subword., novel. variants), BLEU, SBLEU, TER, chrF",
     "counts": "{metric: {num, den}} of the recall metrics",
     "signatures": "sacrebleu-style signature of each metric family",
