@@ -339,7 +339,8 @@ ZH_STREAM = [("doc1", "I like the new driver.", "我喜欢新的驱动程序。"
 
 
 def test_a_run_into_chinese_counts_words_and_the_translators_effort_by_the_segmenter(tmp_path, tiny_model_dir):
-    """`adaptsim run` into zh (the tiny model cannot write Chinese: what matters is how it is scored): R0/R1 on
+    """`adaptsim run` scored as zh (the tiny en→de model cannot write Chinese: what matters is how it is scored, so
+    metrics.lang, not model.target_lang, which its tokenizer would refuse): R0/R1 on
     jieba's words, the signature says so, and the simulated translator works at the character level with the
     segmenter's words."""
     from test_tm import run, summary
@@ -348,7 +349,7 @@ def test_a_run_into_chinese_counts_words_and_the_translators_effort_by_the_segme
     data = tmp_path / "zh.tsv"
     data.write_text("doc_id\tseg_id\tsource\treference\n" + "".join(
         f"{d}\t{i}\t{s}\t{r}\n" for i, (d, s, r) in enumerate(ZH_STREAM, 1)), encoding="utf-8")
-    out = run(tmp_path / "run", tiny_model_dir, data, "model.target_lang=zh", "method=full",
+    out = run(tmp_path / "run", tiny_model_dir, data, "metrics.lang=zh", "method=full",
               "metrics.interactive=char", "metrics.max_corrections=30")
     done = summary(out)
     rows = [json.loads(line) for line in (out / "steps.jsonl").read_text(encoding="utf-8").splitlines()]
