@@ -15,6 +15,13 @@ PROJECT_ROOT = PACKAGE_DIR.parent  # the checkout, where there is one (scripts/,
 
 # Config paths that do not depend on the working directory: ${adaptsim_data:} is the project's data/,
 # ${adaptsim_shared:} the shared data/models folder beside the checkout (or $ADAPTSIM_SHARED).
+def install_line(extra: str) -> str:
+    """How to install an optional extra: the checkout's editable install, or an installed adaptsim's."""
+    if (PROJECT_ROOT / "pyproject.toml").is_file():
+        return f'pip install -e ".[{extra}]"'
+    return f'pip install "adaptsim[{extra}]"'
+
+
 def shared_dir() -> Path:
     """The shared data and models folder (docs/data.md): $ADAPTSIM_SHARED, else ../shared beside the checkout."""
     return Path(__import__("os").environ.get("ADAPTSIM_SHARED", str(PROJECT_ROOT.parent / "shared")))

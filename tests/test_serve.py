@@ -806,3 +806,13 @@ def test_finish_now_stops_the_server_and_nothing_after_it_interrupts_the_session
     assert md5s(directory) == records
     summary = json.loads((directory / "lasso" / "summary.json").read_text())
     assert summary["status"] == "finished" and summary["ended_early"] == {"validated": 1, "assigned": 4}
+
+
+def test_serve_without_its_extra_names_the_extra_in_one_line(monkeypatch):
+    """Issue #77: without the `serve` extra, `adaptsim serve` died with a raw ModuleNotFoundError for uvicorn."""
+    from adaptsim.commands import serve as command
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # import uvicorn raises ModuleNotFoundError
+    with pytest.raises(UserError) as e:
+        command.main([])
+    assert str(e.value) == 'adaptsim serve needs uvicorn, not installed: pip install -e ".[serve]"'

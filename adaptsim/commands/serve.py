@@ -130,10 +130,16 @@ def main(argv: list[str]) -> int:
         print(USAGE, file=sys.stderr)
         raise UserError(f"{next(a for a in argv if a.startswith('-'))}: serve takes key=value settings only")
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", datefmt="%H:%M:%S")
-    import uvicorn
+    try:
+        import uvicorn
+
+        from adaptsim.serve.app import create_app
+    except ModuleNotFoundError as e:  # the web server is an extra: say which, not a traceback
+        from adaptsim import install_line
+
+        raise UserError(f"adaptsim serve needs {e.name}, not installed: {install_line('serve')}") from None
 
     from adaptsim.loop.settings import validate
-    from adaptsim.serve.app import create_app
     from adaptsim.serve.state import ServeSession
 
     argv = session_argv(argv)

@@ -37,15 +37,13 @@ from __future__ import annotations
 import os
 import re
 from functools import cache
-from pathlib import Path
 from importlib.metadata import PackageNotFoundError, version
 from importlib.util import find_spec
 
+from adaptsim import install_line
 from adaptsim.errors import UserError
 
-# the install line a refusal names: the checkout's editable install, or an installed adaptsim's extra
-EXTRA = ('pip install -e ".[cjk]"' if (Path(__file__).resolve().parents[2] / "pyproject.toml").is_file()
-         else 'pip install "adaptsim[cjk]"')
+EXTRA = install_line("cjk")  # the install line a refusal names
 # ISO 639-2/3 codes of the languages adaptsim segments or sacrebleu tokenises by name → their ISO 639-1 code
 _ISO_639_1 = {"zho": "zh", "chi": "zh", "cmn": "zh", "jpn": "ja", "kor": "ko", "tha": "th"}
 # written without spaces between words (by `base_language`) → its name; Korean is written with spaces between
