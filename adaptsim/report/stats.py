@@ -50,11 +50,12 @@ Tests, all paired (all runs resampled with the same units):
   δ* ≥ 2δ, the mirror image about δ of δ* ≤ 0, so p ≈ #{δ* on the other side of 0} / B, half the "ci" p: "bs" at
   p < 0.05 is the 90% interval excluding 0 (tests/test_stats.py).
 
-Skew-held tails (`Settings.skew`, per metric; off by default): the randomisation test assumes each unit's
-contribution to δ is symmetric about 0 under H0, and where the contributions are skewed the tail opposite the skew
-rejects up to about twice its rate (docs/reports.md, "By direction"). With a bound γ for a metric, each tail's p
-gains the Edgeworth term of a sum of units skewed γ away from it (`held`), a monotone map of the p: the held test is
-the randomisation test at a lower level (`randomisation_level`), and its interval that test's inverted there.
+Skew-held tails (`Settings.skew`, per metric; off unless set, as `findings` sets findings.SKEW): the randomisation
+test assumes each unit's contribution to δ is symmetric about 0 under H0, and where the contributions are skewed the
+tail opposite the skew rejects up to four times its rate (docs/reports.md, "By direction"). With a bound γ for a
+metric, each tail's p gains the Edgeworth term of a sum of units skewed γ away from it (`held`), a monotone map of
+the p: the held test is the randomisation test at a lower level (`randomisation_level`), and its interval that
+test's inverted there.
 
 **Under the randomisation tests the interval of a difference is the test inverted**: the Δ that the same test, on
 the same swap patterns, does not reject, so the interval excludes 0 exactly when p < α, at every size. H0(Δ): the
