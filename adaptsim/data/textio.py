@@ -11,6 +11,7 @@ import re
 import unicodedata
 from pathlib import Path
 
+from adaptsim import shared_dir
 from adaptsim.errors import DataError
 
 
@@ -29,8 +30,6 @@ def require_file(path) -> Path:
 
 def _shared_hint(path: Path) -> str:
     """What to do about a missing file of the shared data and models folder (docs/data.md), where it is one."""
-    from adaptsim import shared_dir
-
     root = shared_dir()
     try:
         path.resolve().relative_to(root.resolve())

@@ -157,7 +157,7 @@ def explain(message: str, config_name: str) -> str:
             with _configs():
                 node = hydra_compose(config_name, overrides=[])
             found = OmegaConf.select(node, block) if block else node
-            if block and not isinstance(found, dict | type(node)):  # no such block: the top level's keys
+            if block and not OmegaConf.is_dict(found):  # no such block: the top level's keys
                 block, leaf, found = "", key.split(".")[0], node
             keys = sorted(k for k in found if k != "hydra")
         except Exception:  # the plain message then

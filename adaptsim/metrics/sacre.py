@@ -191,14 +191,15 @@ class SacreMetrics:
                 for name, metric in self.scorers.items()}
 
     def stats(self, hypotheses: Sequence[str], references: Sequence[str]) -> list[Stats]:
-        def text(kind: str, lines: Sequence[str]) -> list[str]:
-            if self.words is None or kind == "chrf":
-                return list(lines)
-            return [" ".join(self.words.words(line)) for line in lines]
-
-        per_kind = {kind: metric._extract_corpus_statistics(text(kind, hypotheses), [text(kind, references)])
+        raw = (list(hypotheses), [list(references)])
+        spaced = raw if self.words is None else (self._spaced(hypotheses), [self._spaced(references)])  # once each
+        per_kind = {kind: metric._extract_corpus_statistics(*(raw if kind == "chrf" else spaced))
                     for kind, metric in self._extractors.items()}
         return [{kind: rows[i] for kind, rows in per_kind.items()} for i in range(len(hypotheses))]
+
+    def _spaced(self, texts: Sequence[str]) -> list[str]:
+        """The texts as the segmenter's words joined by spaces (Thai: what BLEU and TER count)."""
+        return [" ".join(self.words.words(t)) for t in texts]
 
     def _score(self, name: str, stats: Stats) -> float:
         return self.scorers[name]._compute_score_from_stats(list(stats[_KIND[name]])).score  # list(): add-k edits it

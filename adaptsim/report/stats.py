@@ -99,6 +99,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from importlib.metadata import version
 
 import numpy as np
@@ -378,6 +379,7 @@ def held(p: float, n_units: int, skew: float) -> float:
     return min(1.0, 2 * (q + skew / (6 * math.sqrt(n_units)) * (2 * z * z + 1) * float(norm.pdf(z))))
 
 
+@lru_cache(maxsize=4096)  # power's searches ask for the same levels over and over
 def randomisation_level(alpha: float, n_units: int, skew: float) -> float:
     """The level at which the randomisation test rejects exactly where its held p (`held`) is below `alpha`."""
     if not skew or held(alpha, n_units, skew) == alpha:
