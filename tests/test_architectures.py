@@ -187,3 +187,10 @@ def test_a_checkpoint_for_another_language_pair_is_refused_before_it_loads(tmp_p
                                         r"en→fr \(its tokenizer_config.json\)"):
         load_model(cfg)
     check_languages(OmegaConf.merge(cfg, {"path": str(DATA_DIR / "demo" / "model"), "target_lang": "de_DE"}))
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"  # `run` refuses with the settings, before its directory is claimed: nothing written
+    done = subprocess.run([sys.executable, "-m", "adaptsim", "run", f"model.path={model}", f"hydra.run.dir={out}"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "but the model at model.path=" in done.stderr and not out.exists()

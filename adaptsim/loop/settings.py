@@ -27,6 +27,7 @@ from adaptsim.metrics import SCOPES
 from adaptsim.metrics.sacre import AUTO, METRICS, TOKENIZERS, check_tokenize
 from adaptsim.metrics.segmenters import check as check_words
 from adaptsim.metrics.words import check_stopwords
+from adaptsim.models.base import check_languages
 from adaptsim.metrics.words import CASES
 from adaptsim.models.decode import SEARCHES
 from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, Strings, Text, show
@@ -147,6 +148,8 @@ def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True)
         check_words(lang)
         if OmegaConf.select(cfg, "metrics.stopwords", default=None) is None:
             check_stopwords(lang)
+    if OmegaConf.select(cfg, "model.path", default=None) is not None:  # a checkpoint for another language pair
+        check_languages(cfg.model)  # (load_model checks again for the commands that load without this check)
         check_interactive_language(cfg.metrics.get("interactive"), lang)
     if decode.get("dtype") == "bfloat16" and cfg.metrics.get("interactive") not in ("off", False, None):
         raise UserError("decode.dtype=bfloat16: the simulated translator's prefix search runs in float32; use it "
