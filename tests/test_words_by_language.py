@@ -233,11 +233,11 @@ def test_the_settings_check_refuses_before_any_work():
     from adaptsim.loop.settings import validate
 
     with pytest.raises(UserError, match=r"^metrics.lang=lo: Lao is written without spaces"):
-        validate(compose("run", ["model.target_lang=lo"]), "run")
+        validate(compose("run", ["metrics.lang=lo"]), "run")
     pytest.importorskip("jieba")
     with pytest.raises(UserError, match=r"^metrics.interactive=word: .* use metrics.interactive=char$"):
-        validate(compose("run", ["model.target_lang=zh", "metrics.interactive=word"]), "run")
-    validate(compose("run", ["model.target_lang=zh", "metrics.interactive=char"]), "run")
+        validate(compose("run", ["metrics.lang=zh", "metrics.interactive=word"]), "run")
+    validate(compose("run", ["metrics.lang=zh", "metrics.interactive=char"]), "run")
 
 
 def test_the_simulated_translator_counts_a_spaceless_language_by_characters_and_its_words():

@@ -150,7 +150,7 @@ def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True)
             check_stopwords(lang)
     if OmegaConf.select(cfg, "model.path", default=None) is not None:  # a checkpoint for another language pair
         check_languages(cfg.model)  # (load_model checks again for the commands that load without this check)
-        check_interactive_language(cfg.metrics.get("interactive"), lang)
+    check_interactive_language(cfg.metrics.get("interactive"), lang)
     if decode.get("dtype") == "bfloat16" and cfg.metrics.get("interactive") not in ("off", False, None):
         raise UserError("decode.dtype=bfloat16: the simulated translator's prefix search runs in float32; use it "
                         "with metrics.interactive=off, or decode.dtype=float32")
