@@ -10,6 +10,8 @@ and `findings` compute it), and R0 split by whether the stream had shown every p
 baseline's BLEU, one line per stream and method from the weakest model to the strongest, and marks the paper's Table 5
 (Autodesk for Business Central, the mean of its five sets for GNOME help) at the paper's baseline BLEU: where a
 converged model would sit. A relative interval divides the interval of the difference by the baseline's score.
+A point whose records have left the tree (docs/results.md, "Where small-ende-probe's records went") is kept as the
+previous OUT.json printed it, so the curve does not lose its weakest model when another stream or model is added.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ METHODS = ("full", "lasso")
 METRICS = ("R0", "R1", "R0+1")
 CLASSES = ("pieces seen", "a new piece")  # r0_by_pieces.py's
 PANELS = (*METRICS, *(f"R0, {c}" for c in CLASSES))
-PAPER_SET = {"business_central": "Autodesk", "gnome_help_20": paper.MEAN}
-STREAM_NAMES = {"business_central": "Business Central (100 articles)", "gnome_help_20": "GNOME help (20 topics)"}
+PAPER_SET = {"business_central": "Autodesk", "business_central_all": "Autodesk", "gnome_help_20": paper.MEAN}
+STREAM_NAMES = {"business_central": "Business Central (100 articles)",
+                "business_central_all": "Business Central (all 338 articles)", "gnome_help_20": "GNOME help (20 topics)"}
 RESAMPLES = 1000
 
 
@@ -127,7 +130,7 @@ def figure(curve: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(PANELS), figsize=(3.2 * len(PANELS), 3.9), sharex=True)
-    colours = {"business_central": "tab:blue", "gnome_help_20": "tab:orange"}
+    colours = {"business_central": "tab:blue", "business_central_all": "tab:green", "gnome_help_20": "tab:orange"}
     for ax, panel in zip(axes, PANELS):
         ax.axhline(0, color="0.6", lw=0.8)
         for stream, models in curve.items():
@@ -166,13 +169,17 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("docs/results/learning_curve"))
     args = ap.parse_args()
     curve = collect(args.results)
+    previous = args.out.parent / (args.out.name + ".json")
+    for stream, models in (json.loads(previous.read_text()) if previous.is_file() else {}).items():
+        for model, pt in models.items():
+            curve.setdefault(stream, {}).setdefault(model, pt)
     if not curve:
         raise SystemExit(f"learning_curve.py: no model's runs under {args.results} (learning_curve.sh writes them)")
     text = table(curve)
     print(text)
     args.out.with_suffix(".md").write_text(text + "\n")
     figure(curve, args.out.with_suffix(".png"))
-    (args.out.parent / (args.out.name + ".json")).write_text(json.dumps(curve, indent=1, default=float) + "\n")
+    previous.write_text(json.dumps(curve, indent=1, default=float) + "\n")
 
 
 if __name__ == "__main__":
