@@ -84,7 +84,7 @@ def test_gnome_help_an_unreadable_po_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "out.tsv").exists()
 
 
-@pytest.mark.parametrize("builder", ["gnome_help", "ted"])
+@pytest.mark.parametrize("builder", ["gnome_help", "ted", "business_central", "general"])
 def test_every_builder_names_its_upstream_and_commit(builder):
     doc = script_module(f"scripts/data/{builder}.py").__doc__
     assert "commit" in doc and "docs/data.md" in doc
