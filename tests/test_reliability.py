@@ -493,15 +493,36 @@ def test_nul_bytes_are_a_data_error_naming_file_and_line(tmp_path):
     ("select-fixed", ["dataset.path=/no/such/file.tsv"]),
     ("train", ["train.source=/no/such/file.en", "train.target=/no/such/file.de", "model=demo", "train.out=/tmp/x"]),
 ])
-def test_every_command_records_a_failure_in_its_summary(tmp_path, capsys, base, command, overrides):
+def test_every_command_refused_before_it_begins_leaves_no_directory(tmp_path, capsys, base, command, overrides):
+    """A refusal changes nothing: no failed run directory that would refuse the same command once the cause is
+    fixed (issue #79, 3); the command said why, in one line."""
     out = tmp_path / command
     args = [a for a in base if not a.startswith("dataset.path")] if command != "train" else ["threads=1"]
     overrides = [o.replace("/tmp/x", str(tmp_path / "model")) for o in overrides]
     code, err = cli_inproc(capsys, command, f"hydra.run.dir={out}", *args, *overrides)
     assert code == 1 and len(error_lines(err)) == 1 and "/no/such/file" in error_lines(err)[0]
+    assert not out.exists()
+    if command == "run":  # the cause fixed, the same command into the same directory
+        code, _ = cli_inproc(capsys, command, f"hydra.run.dir={out}", *base, "method=none")
+        assert code == 0 and json.loads((out / "summary.json").read_text())["status"] == "finished"
+
+
+def test_a_job_that_fails_after_it_began_records_the_failure(tmp_path, capsys, base, monkeypatch):
+    from adaptsim.loop import simulation
+
+    def broken(self, i, *args, **kwargs):  # the second step's scores cannot be computed
+        if i == 1:
+            raise UserError("the second step failed")
+        return scored(self, i, *args, **kwargs)
+
+    scored = simulation.Simulation.scored
+    monkeypatch.setattr(simulation.Simulation, "scored", broken)
+    out = tmp_path / "run"
+    code, err = cli_inproc(capsys, "run", f"hydra.run.dir={out}", *base, "method=none")
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["command"] == command and summary["status"] == "failed" and "/no/such/file" in summary["error"]
+    assert code == 1 and summary["status"] == "failed" and summary["error"] == "the second step failed"
     assert "process" not in summary  # a finished job no longer names a process to check
+    assert len((out / "hyps.txt").read_text().splitlines()) == 1
 
 
 def test_a_finished_command_says_so_in_its_summary(tmp_path, capsys, base):

@@ -46,8 +46,8 @@ def test_a_language_without_spaces_and_without_a_segmenter_is_refused(lang):
 
 def test_a_segmenter_whose_library_is_missing_names_the_extra(monkeypatch):
     segmenters.segmenter_for.cache_clear()
-    monkeypatch.setitem(sys.modules, "jieba", None)  # import jieba raises ImportError
-    monkeypatch.setattr(segmenters, "find_spec", lambda name: None)
+    for module in ("jieba", "fugashi"):
+        monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
     try:
         for refuse in (lambda: content_words(["我喜欢新的驱动程序。"], "zh", "truecase", None, None),
                        lambda: segmenters.check("zh")):

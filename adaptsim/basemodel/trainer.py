@@ -28,6 +28,7 @@ import random
 import resource
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -41,8 +42,8 @@ from adaptsim.launch import resume
 from adaptsim.loop.settings import DTYPES, check_device
 from adaptsim.loop.settings import SETTINGS as RUN_SETTINGS
 from adaptsim.progress import progress
+from adaptsim.records import follow_umask, job_fields
 from adaptsim.rules import Choice, Integer, Number, Rule
-from adaptsim.records import job_fields
 
 log = logging.getLogger("adaptsim.train")
 
@@ -173,10 +174,17 @@ def save_checkpoint(model, tokenizer, path: Path, state: dict | None = None) -> 
     (the output directory, which also holds last/ and the logs): replace the model and tokenizer files."""
     tmp = path.with_name(path.name + ".tmp") if state is not None else path / ".best.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
+    try:
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        follow_umask(*tmp.glob("*.safetensors"))
+        if state is not None:
+            torch.save(state, tmp / STATE)
+    except (OSError, RuntimeError) as e:  # a full disk (torch's writer says so as a RuntimeError): no half a tmp left
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else " ".join(str(e).split())[:200]
+        raise UserError(f"{path}: cannot write the checkpoint ({reason})") from None
     if state is not None:
-        torch.save(state, tmp / STATE)
         shutil.rmtree(path, ignore_errors=True)
         tmp.rename(path)
     else:
@@ -223,24 +231,25 @@ OWN_FILES = ("config.json", "generation_config.json", "model.safetensors", "sour
 
 
 # -- the steps --------------------------------------------------------------------------------------
-def train(cfg: DictConfig) -> dict:
-    """Train as the config says and return the summary (also written to OUT/training.json)."""
+def train(cfg: DictConfig, began: Callable[[], None] = lambda: None) -> dict:
+    """Train as the config says and return the summary (also written to OUT/training.json); `began` is called as the
+    training itself begins, after every check."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # no "Writing model shards" bars at every checkpoint
     check_settings(cfg)
     reused = load_tokenizer(cfg.train.tokenizer) if cfg.train.tokenizer else None  # before anything is removed
+    pairs = read_parallel(cfg.train.source, cfg.train.target)  # the data refused before the output is prepared
+    if not pairs:
+        raise UserError(f"{cfg.train.source}: no training pairs")
+    valid = read_parallel(cfg.train.valid_source, cfg.train.valid_target) if cfg.train.valid_source else []
+    valid = valid[:int(cfg.train.valid_max_sentences or len(valid))]
     fresh_dir = not Path(str(cfg.train.out)).expanduser().exists()
     out, resume = prepare_output(cfg.train)
     if resume:
         check_resume(cfg, load_state(out / "last" / STATE), out)
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    pairs = read_parallel(cfg.train.source, cfg.train.target)
-    if not pairs:
-        raise UserError(f"{cfg.train.source}: no training pairs")
-    valid = read_parallel(cfg.train.valid_source, cfg.train.valid_target) if cfg.train.valid_source else []
-    valid = valid[:int(cfg.train.valid_max_sentences or len(valid))]
     try:
         tokenizer, model = resume_model(out) if resume else new_model(cfg, pairs, out, reused)
     except UserError:
@@ -255,6 +264,7 @@ def train(cfg: DictConfig) -> dict:
     trainer = Trainer(cfg, model, tokenizer, data, held, out)
     if resume:
         trainer.restore(out / "last" / STATE)
+    began()
     trainer.fit()
     return trainer.summary()
 
@@ -369,9 +379,15 @@ def new_model(cfg: DictConfig, pairs: list[tuple[str, str]], out: Path, tokenize
 
 
 def resume_model(out: Path):
+    """The tokenizer and model of the last checkpoint; one that cannot be read (a file cut short): one line."""
     from transformers import MarianMTModel, MarianTokenizer
 
-    return MarianTokenizer.from_pretrained(str(out / "last")), MarianMTModel.from_pretrained(str(out / "last"))
+    try:
+        return MarianTokenizer.from_pretrained(str(out / "last")), MarianMTModel.from_pretrained(str(out / "last"))
+    except Exception as e:  # (safetensors' SafetensorError, OSError, ValueError: the libraries' own kinds)
+        reason = " ".join(str(e).split())[:200]
+        raise UserError(f"{out / 'last'}: cannot load the checkpoint ({type(e).__name__}: {reason}); "
+                        "train.overwrite=true starts again") from None
 
 
 class Encoded:

@@ -34,6 +34,7 @@ import hashlib
 import json
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
 
 
 def task(cfg: DictConfig, job: JobSummary) -> None:
-    report = select(cfg, Path(job.dir) / SIMULATIONS)
+    report = select(cfg, Path(job.dir) / SIMULATIONS, began=job.began)
     job.update(**report)
     print(f"select-fixed: {len(report['params'])} tensors, {report['parameters']:,} parameters "
           f"(budget {report['budget']:,}), held-out loss {report['baseline_loss']:.4f} -> {report['loss']:.4f} "
@@ -139,8 +140,9 @@ class HeldOut:
         return nll / tokens
 
 
-def select(cfg: DictConfig, record: Path | None = None) -> dict:
-    """`record`: the file each simulation's loss is written to (and, with resume=true, read back from)."""
+def select(cfg: DictConfig, record: Path | None = None, began: Callable[[], None] = lambda: None) -> dict:
+    """`record`: the file each simulation's loss is written to (and, with resume=true, read back from); `began` is
+    called as the first simulation begins, after every check."""
     if cfg.method.name != "fixed":
         raise UserError(f"method={cfg.method.name}: select-fixed chooses the list of method=fixed "
                         "(leave method= unset)")
@@ -152,6 +154,7 @@ def select(cfg: DictConfig, record: Path | None = None) -> dict:
     budget = resolve_budget(cfg.budget, cfg.budget_fraction, sum(sizes.values()))
     candidates = blocks(model)
     bar = progress(len(candidates) + 1 + cfg.prefixes, "select-fixed", "sim", cfg.progress, cfg.progress_every)
+    began()
     base = held.loss([])
     bar.update()
     gains = {}

@@ -22,5 +22,5 @@ def task(cfg: DictConfig, job) -> None:
     model keeps the same figures with the model)."""
     from adaptsim.basemodel.trainer import train
 
-    summary = train(cfg)
+    summary = train(cfg, began=job.began)
     job.update(output=str(Path(str(cfg.train.out)).expanduser()), **{k: v for k, v in summary.items() if k != "config"})

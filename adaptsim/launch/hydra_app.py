@@ -37,11 +37,10 @@ from adaptsim.launch.jobs import (
     closing,
     failed_jobs,
     job_context,
-    read_json,
     record_failed_job,
 )
 from adaptsim.launch.resume import check as resume_check
-from adaptsim.records import JobSummary, job_fields, write_bytes_atomic, write_json_atomic
+from adaptsim.records import JobSummary, job_fields, read_summary, write_bytes_atomic, write_json_atomic
 
 # Hydra's flags that choose other configs than the command's: adaptsim's commands compose their own
 _OTHER_CONFIGS = ("config_path", "config_name", "config_dir", "experimental_rerun")
@@ -200,8 +199,8 @@ def claim_output_dir(cfg, multirun: bool, command: str,
         from adaptsim.loop.settings import validate
 
         validate(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), cfg.hydra.job.config_name, warn=False)
-    found = resume_check(path, read_json(path / "summary.json"), cfg, command) if resume else {}
-    return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume, found), [], {}
+    found = resume_check(path, read_summary(path), cfg, command) if resume else {}
+    return path, JobSummary(path, job_fields(command, cfg, cfg.hydra.overrides.task), resume, found, alone=True), [], {}
 
 
 def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> tuple[list[Path], dict[str, dict]]:
@@ -228,7 +227,7 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> t
         with open_dict(job):
             job.hydra.job.num = num
         out = path / str(OmegaConf.select(job, "hydra.sweep.subdir"))
-        previous = read_json(out / "summary.json")
+        previous = read_summary(out)
         found[str(out)] = resume_check(out, previous, job, command, computed)
         if previous.get("status") == "finished":
             finished.append(out)

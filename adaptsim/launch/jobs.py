@@ -22,7 +22,8 @@ from pathlib import Path
 
 from adaptsim.errors import Terminated, UserError, raise_terminated
 from adaptsim.launch.resume import check as resume_check
-from adaptsim.records import JobSummary, alive, check_run_dir, job_fields, recorded_process, write_json_atomic
+from adaptsim.records import (JobSummary, alive, check_run_dir, job_fields, read_summary, recorded_process,
+                              write_json_atomic)
 
 log = logging.getLogger("adaptsim")
 
@@ -147,16 +148,16 @@ def closing(jobs: list[JobSummary]):
     inside the block as failed (a lockstep run that failed alone) keeps its error; on an exception, a job the
     block finished is closed with the exception too (its command failed), one finished before it (resume) is not.
     """
-    def close(status: str, error: str | None = None) -> None:
+    def close(status: str, error: str | None = None, refused: bool = False) -> None:
         for job in jobs:
             current = job.data.get("status")
             if current == "running" or (status != "finished" and current == "finished" and not job.finished):
-                job.close(status, error)
+                job.close(status, error, refused)
 
     try:
         yield
     except UserError as e:
-        close("failed", str(e))
+        close("failed", str(e), refused=True)
         raise
     except KeyboardInterrupt as e:  # SIGINT, or SIGTERM as Terminated
         close("interrupted", f"interrupted by {getattr(e, 'signal_name', 'SIGINT')}")
@@ -181,7 +182,7 @@ def claim_job(run_dir: Path, command: str, cfg, job: JobSummary | None = None,
         summary = run_dir / "summary.json"
         if cfg.get("resume", False) and not (found and summary.is_file()
                                              and summary.read_bytes() == found.get("summary.json")):
-            found = resume_check(run_dir, read_json(summary), cfg, command)
+            found = resume_check(run_dir, read_summary(run_dir), cfg, command)
         job = JobSummary(run_dir, fields, resume=bool(cfg.get("resume", False)), found=found)
     if job.finished:
         log.info("%s: finished already; nothing to resume", run_dir)

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from adaptsim.loop.update import Snapshot
+from adaptsim.records import follow_umask
 
 ROWS = ":rows"  # suffix of the row indices of a row-sparse offset in an offsets file
 ROW_INDEX_BYTES = 8  # they are int64
@@ -80,6 +81,7 @@ def save_offsets(snapshot: Snapshot, directory: Path, doc_id: str) -> int:
         n += 1
         path = directory / f"{stem}-{n}.safetensors"
     save_file({k: v.contiguous().cpu() for k, v in offsets(snapshot).items()}, str(path), {"doc_id": doc_id})
+    follow_umask(path)
     return path.stat().st_size
 
 

@@ -10,6 +10,7 @@ simulation keeps what it records. Data flows one way: data → model → method/
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import statistics
@@ -136,9 +137,7 @@ def loop(base: Model, runs: list[Simulation], **timing) -> None:
                         run.replay_next()
                 except UserError as e:
                     with speaking_for(run.job.dir):
-                        if isinstance(e, ReplayRefused):  # the run's records as they were, nothing more written
-                            run.job.give_back()
-                        run.job.close("failed", str(e))
+                        run.job.close("failed", str(e), refused=True)
                         if len(runs) > 1:  # alone, its command reports the error
                             log.error("%s: %s", run.job.dir, e)
                     active.remove(run)
@@ -288,7 +287,8 @@ class Simulation:
         was checked before anything was written: adaptsim/launch/resume.py.)"""
         if not self.cfg.resume:
             return
-        done = self.writer.resume_steps()
+        done, found = self.writer.resume_steps()
+        self.job.keep(found)
         if len(done) > len(self.segments):
             raise UserError(f"{self.writer.dir}: cannot resume: it holds {len(done)} steps, the data has "
                             f"{len(self.segments)}")
@@ -384,7 +384,8 @@ class Simulation:
     def replay_next(self) -> None:
         """The next step an interrupted run wrote, done again: the update on its pair, which must be the recorded
         one bit for bit (anything else means other settings, threads or software than the interrupted run's), and
-        the step recorded as it was, nothing written."""
+        the step recorded as it was, nothing written: its hypothesis scored again must give the scores its line holds
+        (the hypothesis is not translated again, so an edited line would otherwise go into the finished run)."""
         record = self.recorded[self.index]
         seg = self.revealed_segment(self._next(), record)
         # (the pairs the prompt quoted, chosen again: the memory is as it was, rebuilt by the replayed steps)
@@ -405,8 +406,15 @@ class Simulation:
             self.learner.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
         self.probed = record.get("probe")  # the interrupted run's probe before this step
         prompt = {k: record[k] for k in PROMPT_FIELDS if k in record} or None
-        self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
-                  record["translate_s"], result, diverged, write=False, effort=effort, prompt=prompt)
+        scores = self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
+                           record["translate_s"], result, diverged, write=False, effort=effort, prompt=prompt)
+        rescored = json.loads(json.dumps(scores))  # (as the line holds them: tuples as lists)
+        differ = sorted(k for k, v in rescored.items() if record.get(k, v) != v)
+        if differ:  # the hypothesis (or its scores) is not what the step recorded: its line was changed
+            raise ReplayRefused(f"{self.writer.dir}: cannot resume: step {record['index'] + 1}'s hypothesis scores "
+                                f"{', '.join(f'{k} {rescored[k]}' for k in differ[:3])}, recorded "
+                                f"{', '.join(f'{k} {record[k]}' for k in differ[:3])}: its record was changed "
+                                "since it was written; restore it, or start a new run in another directory")
         self._advance()
 
     def revealed_segment(self, seg: Segment, record: dict) -> Segment:
@@ -450,13 +458,13 @@ class Simulation:
 
     def step(self, seg, translation: Translation, seconds: float, result: UpdateResult, diverged: bool,
              write: bool = True, effort: Effort | None = None, moment: dict | None = None,
-             prompt: dict | None = None) -> None:
+             prompt: dict | None = None) -> dict:
         """Record segment `seg`: its hypothesis (translated in `seconds`), what correcting it cost the simulated
         translator (`effort`, if one works), the adaptation on its pair, what the moment's adaptation before
         translating it did (`moment`: tm's retrieval record of this step, `Learner.adapted_for`'s; the step's
         line keeps it, so a resumed run's summary counts the replayed steps' moments too), and a decoder-only
         model's prompt (`PROMPT_FIELDS`: its tokens, the earlier steps it quoted, the reference's log-probabilities
-        with them)."""
+        with them). Returns its scores (a replayed step's are checked against its line)."""
         i = self.index
         hyp, hyp_pieces = translation.text, translation.pieces
         self.timing.add(seconds, result)
@@ -489,6 +497,7 @@ class Simulation:
             if probed is not None:
                 line["probe"] = probed
             self.writer.step(line | {"translate_s": seconds, "update_s": result.seconds} | scores)
+            self.job.began()
         if running is not None:
             self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
             if self.index % RSS_EVERY == 0 and write:  # an interrupted run keeps its curves this far: the first write
@@ -497,6 +506,7 @@ class Simulation:
                 self.unwritten_curves, self.curves_started = [], True
             self.bar.set_postfix(_headline(running), refresh=False)
         self.bar.update()
+        return scores
 
     def scored(self, i: int, translation: Translation, effort: Effort | None) -> tuple[dict, dict | None]:
         """Step i's scores for its line, and the running scores after it: the curve's next row (what `finish` writes

@@ -35,10 +35,10 @@ None of these scripts has case: the pipeline does not truecase them (words.WordP
 from __future__ import annotations
 
 import os
+import importlib
 import re
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
-from importlib.util import find_spec
 
 from adaptsim import install_line
 from adaptsim.errors import UserError
@@ -96,7 +96,7 @@ class Segmenter:
     """Cuts one language's text into words (`words`); `name` (library-version) goes into the scores' signatures."""
 
     library = ""              # the package, as pip and importlib.metadata name it
-    modules: tuple[str, ...] = ()  # what it imports (`check` looks for them without importing)
+    modules: tuple[str, ...] = ()  # what it imports (`check` imports them before anything is written)
     needs = ""                # the packages a refusal names (the library, and a dictionary where it needs one)
 
     def __init__(self, lang: str):
@@ -106,6 +106,8 @@ class Segmenter:
             self._load()
         except (ImportError, PackageNotFoundError):
             raise missing(lang, type(self)) from None
+        except Exception as e:  # a library that imports but fails as it loads its dictionary
+            raise broken(lang, self.library, e) from None
 
     def _load(self) -> None:
         raise NotImplementedError
@@ -221,10 +223,22 @@ def segmenter_for(lang: str) -> Segmenter | None:
 
 
 def check(lang: str) -> None:
-    """`segmenter_for`'s refusals without importing a library (a run's settings check: before anything loads)."""
+    """`segmenter_for`'s refusals, its libraries imported for real (a package that is found but broken fails only on
+    import) but not loaded (a dictionary takes seconds): a run's settings check, before anything is written."""
     segmenter = _segmenter_class(lang)
-    if segmenter is not None and any(find_spec(m) is None for m in segmenter.modules):
-        raise missing(lang, segmenter)
+    for module in segmenter.modules if segmenter is not None else ():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise missing(lang, segmenter) from None
+        except Exception as e:
+            raise broken(lang, module, e) from None
+
+
+def broken(lang: str, module: str, e: Exception) -> UserError:
+    """The refusal where `lang`'s segmenter is installed but fails as it is imported or loaded."""
+    reason = " ".join(f"{type(e).__name__}: {e}".split())[:200]
+    return UserError(f"metrics.lang={lang}: {module} is installed but does not load ({reason}); reinstall it: {EXTRA}")
 
 
 def missing(lang: str, segmenter: type[Segmenter]) -> UserError:

@@ -43,6 +43,13 @@ def write_bytes_atomic(path: Path, data: bytes, mode: int | None = None) -> None
         raise
 
 
+def follow_umask(*paths: Path) -> None:
+    """Give files a library wrote with a mode of its own (safetensors' 0600) the mode an ordinary write gives: 0666
+    less the process's umask, as every other record has (a model directory colleagues share)."""
+    for path in paths:
+        os.chmod(path, 0o666 & ~_umask())
+
+
 def _umask() -> int:
     """The process's umask (reading it means setting it: set back at once)."""
     mask = os.umask(0o022)

@@ -44,18 +44,19 @@ class RecordWriter:
             self.close()
             raise _os_error(e.filename or self.dir, e, "create") from None
 
-    def resume_steps(self) -> list[dict]:
+    def resume_steps(self) -> tuple[list[dict], dict[str, bytes]]:
         """The steps an interrupted run wrote (`written_steps`): steps.jsonl is cut back to them and hyps.txt,
         which only repeats their hypotheses, is written again from them (a kill between the two files' writes
         leaves them one line apart), so the run goes on where its last complete step ended. (A step's line is
-        written after its update.)"""
+        written after its update.) Also the two files' bytes as they were, for a refused resume to give back."""
+        found = {name: (self.dir / name).read_bytes() for name in ("steps.jsonl", "hyps.txt")}
         records, keep = written_steps(self.dir)
         os.ftruncate(self._fds["steps.jsonl"], keep)
         os.ftruncate(self._fds["hyps.txt"], 0)
         data = "".join(_hyp_line(r["hypothesis"]) for r in records).encode("utf-8")
         while data:
             data = data[os.write(self._fds["hyps.txt"], data):]
-        return records
+        return records, found
 
     def step(self, record: dict) -> None:
         """Append one line to steps.jsonl and one to hyps.txt, each whole or (on a write error) not at all."""

@@ -9,6 +9,7 @@ that already holds another run's outputs is refused, unless the job is resuming 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -84,6 +85,24 @@ def recorded_process(summary: dict) -> int | None:
     return None
 
 
+def read_summary(run_dir: Path) -> dict:
+    """The summary.json a resume takes over ({} where there is none), refused in one line where it cannot be read: a
+    full disk leaves it empty or cut, and a run without its summary has no settings or fingerprints to be checked by."""
+    path = Path(run_dir) / "summary.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        reason = "empty" if path.is_file() and path.stat().st_size == 0 else f"{type(e).__name__}: {e}"
+        raise UserError(f"{path}: unreadable ({reason}); cannot resume the run: restore its summary.json, or start a "
+                        "new run in another directory") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: not a summary (a JSON {type(data).__name__}, not an object); cannot resume the run: "
+                        "restore its summary.json, or start a new run in another directory")
+    return data
+
+
 def check_run_dir(run_dir: Path, resume: bool = False, create: bool = True) -> None:
     """Refuse (one line) a run directory that is a file, cannot be created or written, or holds another
     run's outputs while we are not resuming that run. `create=False` checks without creating anything
@@ -149,19 +168,23 @@ class JobSummary:
     """summary.json of one job. `fields` (what the job is: command, method, model, data; `job_fields`) are written at
     once with status `running`; `resume=True` takes over an interrupted job's summary, and `finished` then
     says whether there is nothing left to do. `found`: the run's records as its resume check found them (what
-    `give_back` writes back)."""
+    `give_back` writes back); `alone`: the command's only job (`withdraw`)."""
 
-    def __init__(self, run_dir: Path, fields: dict, resume: bool = False, found: dict[str, bytes] | None = None):
+    def __init__(self, run_dir: Path, fields: dict, resume: bool = False, found: dict[str, bytes] | None = None,
+                 alone: bool = False):
         self.dir = Path(run_dir)
         self.found = found or {}
         self.path = self.dir / "summary.json"
         check_run_dir(self.dir, resume)
-        previous = json.loads(self.path.read_text(encoding="utf-8")) if resume and self.path.is_file() else {}
+        previous = read_summary(self.dir) if resume else {}
         if resume:
             check_resumable(self.dir, previous)
         self.nothing_to_resume = resume and not previous  # said in the job's log (run_task), once it has one
         self.finished = previous.get("status") == "finished"
-        self.given_back = False  # (give_back)
+        self.given_back = False  # (give_back, withdraw)
+        self.resumed = resume and bool(previous)
+        self.begun = False  # whether the job began the work its records keep (`began`)
+        self.alone = alone  # a command's single job (not one of a sweep's, whose failed records its table reports)
         self.data = previous if self.finished else {**fields, "status": "running"}
         if not self.finished:
             if not resume:  # the claim: exclusive, so a second job started into this directory is refused
@@ -173,6 +196,30 @@ class JobSummary:
                 except OSError as e:
                     raise _os_error(self.path, e, "create") from None
             self._write()
+
+    def keep(self, records: dict[str, bytes]) -> None:
+        """Records the resume found that a step of its own is about to rewrite (steps.jsonl cut back to its last whole
+        step, hyps.txt written again: `RecordWriter.resume_steps`), kept to be given back like the others."""
+        for name, data in records.items():
+            self.found.setdefault(name, data)
+
+    def began(self) -> None:
+        """The job began the work its records keep (a run's first step of its own, train's first batch, select-fixed's
+        first simulation): from now on it ends as a job that worked (`close`)."""
+        self.begun = True
+
+    def withdraw(self) -> None:
+        """A new job refused before it began: what it and Hydra wrote into its directory goes (the directory too,
+        where nothing else is left in it), so the same command runs once the cause is fixed; nothing more is
+        written. Its command said the refusal (a sweep's failed.jsonl keeps it: adaptsim/launch/jobs.py)."""
+        logs = [Path(h.baseFilename) for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+        for path in [*(self.dir / name for name in (*RECORDS, "steps.jsonl", "hyps.txt")), *logs]:
+            if path.parent in (self.dir, self.dir / ".hydra"):  # (a log is named for its command: train.log)
+                path.unlink(missing_ok=True)
+        for folder in (self.dir / ".hydra", self.dir):
+            with contextlib.suppress(OSError):  # not empty (a file of the user's), or gone
+                folder.rmdir()
+        self.given_back = True
 
     def give_back(self, records: dict[str, bytes] | None = None) -> None:
         """Write `records` (file name under the directory → bytes; the records the resume found, `found`, by default)
@@ -192,10 +239,21 @@ class JobSummary:
         self.data.update(fields)
         self._write()
 
-    def close(self, status: str, error: str | None = None) -> None:
-        """The job's end: finished, failed or interrupted. A failure to write this (a full disk) is logged,
-        so the job's own error is the one reported."""
+    def close(self, status: str, error: str | None = None, refused: bool = False) -> None:
+        """The job's end: finished, failed or interrupted. A job that ends otherwise than finished before it began
+        (`began`) leaves its directory as it found it: a resumed one gives its records back as the resume found them
+        (refused by a check that can only come after the claim, or by its replay; stopped while replaying), so that
+        a later resume still has every fingerprint to check; a new one `refused` (a UserError, not a bug) withdraws
+        where it is its command's only job (`alone`; a sweep's table reports its failed jobs, and its resume reruns
+        them).
+        `data` says how it ended, for the launchers. A failure to write this (a full disk) is logged, so the job's
+        own error is the one reported."""
         self.data.update(status=status, **({"error": error} if error else {}))
+        if status != "finished" and not self.begun:
+            if self.resumed:
+                self.give_back()
+            elif refused and self.alone:
+                self.withdraw()
         try:
             self._write()
         except UserError as e:

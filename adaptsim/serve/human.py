@@ -99,7 +99,7 @@ class HumanSimulation(Simulation):
         self.accepted, self.reopened = accepted, reopened
         super().commit(turn, translation, seconds, reference=reference, effort=effort)
 
-    def step(self, seg, translation, *args, write: bool = True, **kwargs) -> None:
+    def step(self, seg, translation, *args, write: bool = True, **kwargs) -> dict:
         """`Simulation.step`; a new step's human.jsonl line is on disk before its steps.jsonl line (a resume cuts
         human.jsonl back to the steps)."""
         self.validated.append(seg)
@@ -108,7 +108,7 @@ class HumanSimulation(Simulation):
                                                        "accepted_completions": self.accepted,
                                                        "completion_requests": kwargs["effort"].decoder_calls,
                                                        "reopened": self.reopened})
-        super().step(seg, translation, *args, write=write, **kwargs)
+        return super().step(seg, translation, *args, write=write, **kwargs)
 
     def scored(self, i: int, translation, effort: Effort) -> tuple[dict, None]:
         """No scores before the run ends (module docstring): the line holds the page's effort, which a resume

@@ -62,7 +62,7 @@ from adaptsim.loop.learner import Learner, cloned_learners, load
 from adaptsim.loop.settings import validate
 from adaptsim.loop.simulation import ReplayRefused, Turn
 from adaptsim.models import Translation
-from adaptsim.records import JobSummary, RecordWriter, job_fields, write_bytes_atomic
+from adaptsim.records import JobSummary, RecordWriter, job_fields, read_records, read_summary, write_bytes_atomic
 from adaptsim.serve import study
 from adaptsim.serve.human import COUNTS, HUMAN_FILE, HumanSimulation, effort_of
 
@@ -227,10 +227,10 @@ class ServeSession:
         """The run's records opened, new or resumed (its steps replayed: θ as they left it)."""
         run_dir = self.dir / run.method
         fields = job_fields(COMMAND, run.cfg, self.overrides)
-        summary = run_dir / "summary.json"
-        recorded_bytes = summary.read_bytes() if resume and summary.is_file() else None
+        found = read_records(run_dir) if resume else {}
+        recorded_bytes = found.get("summary.json")
         run.learner = learner
-        run.job = JobSummary(run_dir, fields, resume=resume)
+        run.job = JobSummary(run_dir, fields, resume=resume, found=found)
         if run.job.finished:  # the texts the page shows for its documents
             run.texts = [r["reference"] for r in _records(run_dir)]
             return
@@ -242,14 +242,15 @@ class ServeSession:
             timing = json.loads(recorded_bytes).get("timing") or {}
             run.sim.earlier_s = float(timing.get("total_s") or 0.0)
         run.sim.recall()
+        if (run_dir / HUMAN_FILE).is_file():
+            run.job.keep({HUMAN_FILE: (run_dir / HUMAN_FILE).read_bytes()})
         _keep_lines(run_dir / HUMAN_FILE, len(run.sim.recorded))
         try:
             while run.sim.replays_next:  # θ as the interrupted session left it
                 run.sim.replay_next()
                 run.texts.append(run.sim.validated[-1].reference)
         except ReplayRefused:
-            if recorded_bytes is not None:
-                run.job.give_back({"summary.json": recorded_bytes})
+            run.job.give_back()  # summary.json, steps.jsonl, hyps.txt and human.jsonl as the resume found them
             raise
         if run.finished:  # killed between its last step and its summary
             self._finish(run)
@@ -259,8 +260,7 @@ class ServeSession:
         at hand: its model's files, its method's share of the documents and its method's resources (tm's TM), and
         human.jsonl checked against its steps. (A finished run is left as it is: nothing of it is done again.)"""
         run_dir = self.dir / run.method
-        summary = run_dir / "summary.json"
-        previous = json.loads(summary.read_bytes()) if summary.is_file() else {}
+        previous = read_summary(run_dir)
         if previous.get("status") == "finished":
             return
         current = {"model_fingerprint": model_fingerprint(run.cfg.model.path),
