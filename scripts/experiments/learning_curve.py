@@ -34,7 +34,8 @@ CLASSES = ("pieces seen", "a new piece")  # r0_by_pieces.py's
 PANELS = (*METRICS, *(f"R0, {c}" for c in CLASSES))
 PAPER_SET = {"business_central": "Autodesk", "business_central_all": "Autodesk", "gnome_help_20": paper.MEAN}
 STREAM_NAMES = {"business_central": "Business Central (100 articles)",
-                "business_central_all": "Business Central (all 338 articles)", "gnome_help_20": "GNOME help (20 topics)"}
+                "business_central_all": "Business Central (all 338 articles)",
+                "gnome_help_20": "GNOME help (20 topics)"}
 RESAMPLES = 1000
 
 
