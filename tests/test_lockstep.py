@@ -166,5 +166,6 @@ def test_a_job_refused_at_its_claim_refuses_the_sweep_before_it_starts(tmp_path,
     capsys.readouterr()
     assert run(tmp_path, "s", *data, "method=none,full", "dataset.max_documents=1", "resume=true",
                launcher="lockstep") == 1
-    assert capsys.readouterr().err.strip().endswith("0_none: the run is still going (process 1); cannot resume it")
+    assert capsys.readouterr().err.strip().endswith("0_none: the run is still going (process 1); cannot resume it "
+                                                    "until that process has ended (kill 1 stops it as interrupted)")
     assert {p: p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file()} == before

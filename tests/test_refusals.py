@@ -157,3 +157,42 @@ def test_a_resume_refuses_an_edited_hypothesis_and_changes_nothing(interrupted, 
     error = last_error(capsys)
     assert "cannot resume: step 3's hypothesis scores" in error and "its record was changed" in error
     assert files(out) == before
+
+
+# -- 7. a killed run's pid given to another process --------------------------------------------------------------
+def test_a_killed_run_whose_pid_another_process_has_now_is_resumed(interrupted, capsys):
+    import socket
+    import subprocess
+
+    from adaptsim.records import recorded_process, this_process
+
+    args, out = interrupted
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        summary = json.loads((out / "summary.json").read_text())
+        started = this_process()["started"]  # (a start that is not the other process's: this one's)
+        process = {"pid": other.pid, "host": socket.gethostname(), "started": started}
+        summary |= {"status": "running", "process": process}
+        (out / "summary.json").write_text(json.dumps(summary))
+        assert recorded_process(summary) is None  # not "still going": that pid is another process now
+        run(out, *args, "resume=true")
+        assert json.loads((out / "summary.json").read_text())["status"] == "finished"
+    finally:
+        other.kill()
+        other.wait()
+
+
+# -- 7. a sweep resumed with another command line ------------------------------------------------------------------
+def test_a_sweep_resumed_with_other_jobs_is_refused_before_hydra_writes(tmp_path, tiny_model_dir, stream, common,
+                                                                        capsys):
+    from test_resume import sweep
+
+    args = common(tiny_model_dir, stream)
+    out = sweep(tmp_path / "sweep", *args, "method=none,bias")
+    before = files(out)
+    sweep(out, *args, "method=none,bias,full", "resume=true", code=1)
+    error = last_error(capsys)
+    assert error.endswith("sweep: the sweep was started with method=none,bias, resumed with method=none,bias,full; "
+                          "resume it with its own command line, or start the other sweep in another hydra.sweep.dir")
+    assert files(out) == before
+    sweep(out, *args, "method=none,bias", "resume=true", "threads=2")  # a setting a resume may change: not refused

@@ -120,7 +120,8 @@ def test_resuming_a_sweep_that_is_still_going_is_refused(tmp_path, base, capsys)
             {"status": "running", "process": {"pid": sleeper.pid, "host": __import__("socket").gethostname()}}))
         code, err = cli_inproc(capsys, "run", "-m", f"hydra.sweep.dir={sweep}", "method=none", "resume=true", *base)
         assert code == 1 and error_lines(err) == [
-            f"adaptsim run: error: {sweep}: the sweep is still going (process {sleeper.pid}); cannot resume it"]
+            f"adaptsim run: error: {sweep}: the sweep is still going (process {sleeper.pid}); cannot resume it until "
+            f"that process has ended (kill {sleeper.pid} stops it as interrupted)"]
     finally:
         sleeper.kill()
         sleeper.wait()

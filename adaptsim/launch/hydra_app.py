@@ -213,6 +213,7 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> t
 
     if not path.is_dir():
         return [], {}
+    check_same_sweep(path, overrides)
     hydra = [o for o in overrides if o.lstrip("+~").startswith("hydra")]
     jobs = basic_sweep_jobs(OmegaConf.select(cfg, "hydra.sweeper._target_"),
                             OmegaConf.select(cfg, "hydra.sweeper.params"), [o for o in overrides if o not in hydra])
@@ -232,6 +233,33 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> t
         if previous.get("status") == "finished":
             finished.append(out)
     return (finished if len(finished) == len(composed) else []), found
+
+
+def check_same_sweep(path: Path, overrides: list[str]) -> None:
+    """Refuse a resumed sweep whose command line sweeps other jobs than the sweep in `path` (its multirun.yaml): its
+    new jobs would run into the old sweep's directory and Hydra would rewrite the sweep's record. Only the overrides
+    of settings a resume may change (`resume.FREE`) and Hydra's own may differ."""
+    from omegaconf import OmegaConf
+
+    from adaptsim.launch.resume import FREE
+
+    record = path / "multirun.yaml"
+    if not record.is_file():
+        return
+    try:
+        recorded = [str(o) for o in OmegaConf.load(record).hydra.overrides.task]
+    except Exception:  # not Hydra's record: the jobs' own checks decide
+        return
+
+    def swept(items) -> list[str]:
+        return sorted(o for o in items if not o.lstrip("+~").startswith(("hydra", *FREE)))
+
+    old, new = swept(recorded), swept(overrides)
+    if old != new:  # (the overrides both have left out)
+        was, now = [o for o in old if o not in new], [o for o in new if o not in old]
+        raise UserError(f"{path}: the sweep was started with {' '.join(was) or '(not them)'}, resumed with "
+                        f"{' '.join(now) or '(not them)'}; resume it with its own command line, or start the other "
+                        "sweep in another hydra.sweep.dir")
 
 
 def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None, found: dict | None = None) -> None:

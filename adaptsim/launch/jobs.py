@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import threading
 import time
 import traceback
@@ -23,7 +22,7 @@ from pathlib import Path
 from adaptsim.errors import Terminated, UserError, raise_terminated
 from adaptsim.launch.resume import check as resume_check
 from adaptsim.records import (JobSummary, alive, check_run_dir, job_fields, read_summary, recorded_process,
-                              write_json_atomic)
+                              this_process, write_json_atomic)
 
 log = logging.getLogger("adaptsim")
 
@@ -45,12 +44,13 @@ def claim_sweep_dir(path: Path, resume: bool) -> None:
             raise UserError(f"{path}: holds another sweep ({SWEEP_CLAIM}); choose another hydra.sweep.dir") from None
         pid = recorded_process(read_json(claim))
         if pid is not None and pid != os.getpid() and alive(pid):
-            raise UserError(f"{path}: the sweep is still going (process {pid}); cannot resume it") from None
+            raise UserError(f"{path}: the sweep is still going (process {pid}); cannot resume it until that process "
+                            f"has ended (kill {pid} stops it as interrupted)") from None
     else:
         if not resume and (path / "multirun.yaml").exists():  # a sweep from before claims
             claim.unlink()
             raise UserError(f"{path}: holds another sweep (multirun.yaml); choose another hydra.sweep.dir")
-    write_json_atomic(claim, {"status": "running", "process": {"pid": os.getpid(), "host": socket.gethostname()}})
+    write_json_atomic(claim, {"status": "running", "process": this_process()})
 
 
 def _changed_since(path: Path, since: float) -> bool:

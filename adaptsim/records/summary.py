@@ -77,12 +77,28 @@ def alive(pid) -> bool:
         return True
 
 
+def _started(pid: int) -> int | None:
+    """When process `pid` started (clock ticks after boot, /proc's), None where that cannot be read."""
+    try:
+        return int(Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def this_process() -> dict:
+    """What a `running` record names of the process writing it: its pid, host and start, so that a reader can tell it
+    from a later process that was given the same pid (`recorded_process`)."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "started": _started(os.getpid())}
+
+
 def recorded_process(summary: dict) -> int | None:
-    """The pid a `running` summary names, if that process ran on this host (only there can it be checked)."""
+    """The pid a `running` summary names, if that process ran on this host (only there can it be checked) and the
+    process with that pid now is the same one (its start recorded and unchanged: a killed run's pid is reused)."""
     process = summary.get("process") or {}
-    if summary.get("status") == "running" and process.get("host") == socket.gethostname():
-        return process.get("pid")
-    return None
+    if summary.get("status") != "running" or process.get("host") != socket.gethostname():
+        return None
+    pid, started = process.get("pid"), process.get("started")
+    return pid if started is None or _started(pid) in (started, None) else None
 
 
 def read_summary(run_dir: Path) -> dict:
@@ -140,7 +156,8 @@ def check_resumable(run_dir: Path, previous: dict) -> None:
                         "in another directory)")
     pid = recorded_process(previous)
     if pid is not None and pid != os.getpid() and alive(pid):
-        raise UserError(f"{run_dir}: the run is still going (process {pid}); cannot resume it")
+        raise UserError(f"{run_dir}: the run is still going (process {pid}); cannot resume it until that process "
+                        f"has ended (kill {pid} stops it as interrupted)")
 
 
 def job_fields(command: str, cfg, overrides) -> dict:
@@ -264,7 +281,7 @@ class JobSummary:
             return
         data = dict(self.data)  # while running it also names its process, so readers can tell a live job
         if data.get("status") == "running":  # from a killed one (SIGKILL leaves `running` behind)
-            data["process"] = {"pid": os.getpid(), "host": socket.gethostname()}
+            data["process"] = this_process()
         else:
             data.pop("process", None)
         try:
