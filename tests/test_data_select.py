@@ -5,6 +5,7 @@ import logging
 import pytest
 
 from adaptsim.data import Dataset, check_lengths, load_documents
+from adaptsim.data.lengths import Over
 from adaptsim.data.select import topic
 from adaptsim.errors import DataError, UserError
 
@@ -62,21 +63,33 @@ def test_max_segments_counts_kept_segments(tmp_path):
     assert shape(docs) == [("a11y-mag.page", ["1"])]
 
 
+def words(bound: int, counted: list | None = None, skippable: bool = True):
+    """A model's verdict on a side's length in words (`Model.over_length`), a bound of `bound` words."""
+    def over_length(side, text):
+        n = len(text.split()) if counted is None else counted.append(text) or len(text.split())
+        return Over(n, bound, "the test's bound", skippable) if n > bound else None
+    return over_length
+
+
 def test_check_lengths_error_and_skip(tmp_path, caplog):
     docs = load(tmp_path, rows=ROWS[:1] + [("x", "1", "short", "a much longer reference here")])
     assert docs.skipped == {}
-
-    def count(text):
-        return len(text.split())
-
-    with pytest.raises(DataError, match=r"d\.tsv:3: reference has 5 tokens, more than the model accepts \(4\); "
+    with pytest.raises(DataError, match=r"d\.tsv:3: reference has 5 tokens, more than the test's bound \(4\); "
                                         r"set dataset.on_too_long=skip"):
-        check_lengths(docs, {"format": "tsv", "on_too_long": "error"}, count, 4)
+        check_lengths(docs, {"format": "tsv", "on_too_long": "error"}, words(4))
     with caplog.at_level(logging.INFO, logger="adaptsim.data"):
-        kept, counts = check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, count, 4)
+        kept, counts = check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, words(4))
     assert counts == {"too_long": 1} and shape(kept) == [("a11y-mag.page", ["1"])]
     assert isinstance(kept, Dataset) and kept.skipped == {"too_long": 1}
     assert any("d.tsv:3: skipped segment: reference has 5 tokens > 4" in r.getMessage() for r in caplog.records)
+
+
+def test_a_bound_a_setting_chooses_is_refused_even_with_skip(tmp_path):
+    """A prompt budget (model.prompt.max_tokens) never removes segments from the test set (issue #78)."""
+    docs = load(tmp_path, rows=ROWS[:1] + [("x", "1", "short", "a much longer reference here")])
+    with pytest.raises(DataError, match=r"d\.tsv:3: reference has 5 tokens, more than the test's bound \(4\); "
+                                        r"raise it: it bounds the earlier pairs"):
+        check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, words(4, skippable=False))
 
 
 def test_check_lengths_limit_keeps_the_first_segments_that_fit_and_reads_no_further(tmp_path):
@@ -84,11 +97,7 @@ def test_check_lengths_limit_keeps_the_first_segments_that_fit_and_reads_no_furt
     rows = [("d1" if i < 3 else "d2", str(i), f"s{i}", "too long here" if i == 2 else f"r{i}") for i in range(1, 6)]
     docs = load(tmp_path, rows=rows)
     counted = []
-
-    def count(text):
-        return counted.append(text) or len(text.split())
-
-    kept, counts = check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, count, 2, limit=3)
+    kept, counts = check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, words(2, counted), limit=3)
     assert shape(kept) == [("d1", ["1"]), ("d2", ["3", "4"])] and counts == {"too_long": 1}
     assert "s5" not in counted and "r5" not in counted
 
@@ -99,6 +108,6 @@ def test_check_lengths_names_reference_file_of_parallel_files(tmp_path):
     docs = load_documents({"format": "plain", "path": str(tmp_path / "c"), "source_lang": "en", "target_lang": "de",
                            "on_empty": "skip"})
     with pytest.raises(DataError, match=r"c\.de:2: reference has 3 tokens"):
-        check_lengths(docs, {"format": "plain"}, lambda t: len(t.split()), 2)
-    kept, counts = check_lengths(load(tmp_path), {"format": "tsv", "on_too_long": "skip"}, lambda t: 1, 1)
+        check_lengths(docs, {"format": "plain"}, words(2))
+    kept, counts = check_lengths(load(tmp_path), {"format": "tsv", "on_too_long": "skip"}, words(1))
     assert counts == {"too_long": 0} and kept.skipped == {"empty": 1, "too_long": 0}

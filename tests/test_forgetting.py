@@ -125,7 +125,7 @@ def test_a_probe_line_longer_than_the_model_accepts_follows_on_too_long(tmp_path
     probe.with_suffix(".en").write_text("".join(line + "\n" for line in lines))
     args = common(tiny_model_dir, stream, f"metrics.probe.path={probe}", "metrics.probe.every=4")
     run(tmp_path / "error", *args, code=1)
-    assert re.search(rf"probe\.en:2: source has \d+ tokens, more than the model accepts \({limit}\); set "
+    assert re.search(rf"probe\.en:2: source has \d+ tokens, more than the model's positions \({limit}\); set "
                      r"dataset.on_too_long=skip", last_error(capsys))
     run(tmp_path / "skip", *args, "dataset.on_too_long=skip")
     info = json.loads((tmp_path / "skip" / "summary.json").read_text())["probe"]

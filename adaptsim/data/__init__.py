@@ -3,7 +3,7 @@
 Public API, used by the simulation loop:
 
     docs = load_documents(cfg.dataset)          # a Dataset: list[Document] plus .skipped
-    docs, counts = check_lengths(docs, cfg.dataset, count_tokens, max_tokens)
+    docs, counts = check_lengths(docs, cfg.dataset, model.over_length)
 
 Skip accounting: `load_documents` returns a `Dataset` — a plain list of `Document`s that also carries
 `skipped`, a Counter of skipped segments by reason (`empty`; `too_long` after check_lengths). Put

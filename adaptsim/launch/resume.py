@@ -186,7 +186,7 @@ def _fingerprints(cfg, command: str, computed: dict, resources: bool, previous: 
 
             model = load_model(cfg.model)
             known["data_fingerprint"] = fingerprint(check_lengths(
-                known["documents"], cfg.dataset, model.count_tokens, model.max_tokens,
+                known["documents"], cfg.dataset, model.over_length,
                 cfg.segments if command == "bench" else None)[0])
         out["data_fingerprint"] = known["data_fingerprint"]
     if resources:

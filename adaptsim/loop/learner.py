@@ -30,8 +30,19 @@ Doc = TypeVar("Doc")
 
 
 def load(cfg: DictConfig, limit: int | None = None) -> tuple[Model, Dataset]:
-    """Settings checked, seed, threads, allocator (glibc's tuned where jemalloc is not in use), data (its first
-    `limit` segments that fit the model, if given), then the model (bad data fails before a model is loaded)."""
+    """`prepare`, then the data (its first `limit` segments that fit the model, if given), then the model (bad data
+    fails before a model is loaded)."""
+    prepare(cfg)
+    documents = load_documents(cfg.dataset)
+    model = load_model(cfg.model, cfg.device)
+    documents, _ = check_lengths(documents, cfg.dataset, model.over_length, limit)
+    return model, documents
+
+
+def prepare(cfg: DictConfig) -> None:
+    """The process set up for a run: settings checked, seed, threads, allocator (glibc's tuned where jemalloc is not
+    in use), CUDA's determinism. (`load` goes on with the data; serve's API, whose client sends the data, with the
+    model alone.)"""
     validate(cfg)
     torch.manual_seed(cfg.seed)
     if cfg.threads:
@@ -41,10 +52,6 @@ def load(cfg: DictConfig, limit: int | None = None) -> tuple[Model, Dataset]:
         tune_malloc()
     if str(cfg.device).startswith("cuda"):
         deterministic_cuda()
-    documents = load_documents(cfg.dataset)
-    model = load_model(cfg.model, cfg.device)
-    documents, _ = check_lengths(documents, cfg.dataset, model.count_tokens, model.max_tokens, limit)
-    return model, documents
 
 
 def deterministic_cuda() -> None:

@@ -222,6 +222,8 @@ class Simulation:
     the evaluator, the step records, the timings and costs, and the summary — whether it runs alone, in lockstep
     with others or under a translator (adaptsim/serve/). The caller translates between `begin` and `commit`."""
 
+    open_stream = False  # True: the segments arrive as the run goes (serve's API: its client sends them), none at first
+
     def __init__(self, cfg: DictConfig, job: JobSummary, writer: RecordWriter, learner: Learner, documents,
                  skipped: dict):
         self.cfg, self.job, self.writer, self.learner = cfg, job, writer, learner
@@ -231,7 +233,7 @@ class Simulation:
         self.recorded: list[dict] = []  # an interrupted run's steps, replayed before anything new (`recall`)
         self.resumed_after = 0  # of them, those an earlier process wrote (serve's reopen replays this process's too)
         self.open: Turn | None = None  # the turn begun and not yet committed
-        if not self.segments:
+        if not self.segments and not self.open_stream:
             raise UserError(f"dataset={cfg.dataset.name}: no segments to translate")
         model = learner.model
         learner.method.check_stream(self.segments)
@@ -262,7 +264,7 @@ class Simulation:
         self.probe = Probe.from_config(cfg.metrics.get("probe"), cfg.model.source_lang, cfg.model.target_lang,
                                        cfg.metrics.get("tokenize"))  # BLEU tokenised as the stream's
         if self.probe is not None:
-            self.probe.fit(model.count_tokens, model.max_tokens, cfg.dataset, cfg.model.source_lang,
+            self.probe.fit(model.over_length, cfg.dataset, cfg.model.source_lang,
                            cfg.model.target_lang)
         self.probes: list[dict] = []  # the probe's points so far (metrics.probe), and the one for the next step
         self.probed: dict | None = None
@@ -335,7 +337,9 @@ class Simulation:
         """The next segment begins: its document starts if it is new, θ as the stream has left it is probed where
         `metrics.probe` says (adaptsim/metrics/forgetting.py), and the method's moment of adaptation for the source
         is entered (tm's), before the source is translated, and the earlier pairs its prompt quotes are chosen (icl's
-        context). The turn leaves the moment on exit or at `commit`."""
+        context). The turn leaves the moment on exit or at `commit`. The first one is where the job began its work
+        (`JobSummary.began`: a failure from here on is the run's, recorded as such)."""
+        self.job.began()
         seg = self._next()
         if self.probe is not None and self.probe.due(self.index):
             self.probed = self._probe()
@@ -497,7 +501,6 @@ class Simulation:
             if probed is not None:
                 line["probe"] = probed
             self.writer.step(line | {"translate_s": seconds, "update_s": result.seconds} | scores)
-            self.job.began()
         if running is not None:
             self.unwritten_curves.append({"segment": self.index, "doc_id": self.evaluator.doc_ids[i], **running})
             if self.index % RSS_EVERY == 0 and write:  # an interrupted run keeps its curves this far: the first write

@@ -228,7 +228,7 @@ def read_external(spec, model) -> tuple[list[str], list[str], dict | None, list[
     try:
         with _renamed_logs(spec):
             docs = load_documents(opts, allow_empty=True)
-            docs, _ = check_lengths(docs, opts, model.count_tokens, model.max_tokens)
+            docs, _ = check_lengths(docs, opts, model.over_length)
     except DataError as e:
         raise UserError(f"{KEY}: {DataError(e.path, renamed(e.message, spec), e.line)}") from None
     except UserError as e:

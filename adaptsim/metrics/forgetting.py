@@ -57,14 +57,14 @@ class Probe:
         return cls(str(probe_cfg.path), sources, references, int(probe_cfg.every), lang=target_lang,
                    tokenize=tokenize)
 
-    def fit(self, count_tokens, max_tokens: int, dataset_cfg, source_lang: str, target_lang: str) -> None:
+    def fit(self, over_length, dataset_cfg, source_lang: str, target_lang: str) -> None:
         """Keep the probe's pairs the model accepts by the stream's own rule (adaptsim/data/lengths.py, under
         `dataset.on_too_long`): a longer line is a one-line error naming it, or skipped and counted (`skipped` in the
         summary's probe)."""
         segments = [Segment("probe", str(i), src, ref, origin=f"{self.name}.{source_lang}:{i}",
                             ref_origin=f"{self.name}.{target_lang}:{i}")
                     for i, (src, ref) in enumerate(zip(self.sources, self.references), 1)]
-        kept, skipped = check_lengths([Document("probe", segments)], dataset_cfg, count_tokens, max_tokens)
+        kept, skipped = check_lengths([Document("probe", segments)], dataset_cfg, over_length)
         if not kept:
             raise UserError(f"metrics.probe.path={self.name}: every line is longer than the model accepts")
         self.skipped = skipped["too_long"]

@@ -28,9 +28,11 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   fraction of the time). Where that token carried text before
   its newline (".\n"), the hypothesis' pieces are its text's own (`pieces`), else the generated ones.
 - Lengths: the position table bounds prompt and target together, and `model.prompt.max_tokens` the prompt. A segment
-  fits (`count_tokens`, `max_tokens`) when each side, the prompt around it included, takes at most the smaller of the
-  budget and half the table, so the pair fits whole; the pairs a prompt quotes are left out from the front until it
-  fits (`fitting`), before anything is computed; a prompt over the budget is refused with one line naming it.
+  fits (`over_length`) when its source's bare prompt takes at most the smaller of the budget and half the table and
+  its reference (with the end token) at most the other half, so the pair fits whole; a source over the budget is
+  refused in one line naming `model.prompt.max_tokens` (a budget never removes segments from the test set), one over
+  half the table is skipped where `dataset.on_too_long=skip` says so. The pairs a prompt quotes are left out from the
+  front until it fits (`fitting`), before anything is computed.
 - Lockstep's runs (`translate_runs`): the runs whose clones compute the same function (no run trains or hooks the
   weights: icl without a weights method, none) search each distinct prompt once (exactly as alone); with
   `model.prompt.batch` all distinct prompts in one `generate`, left-padded (the attention mask leaves the padding out
@@ -63,6 +65,7 @@ import torch
 
 from adaptsim import config_defaults
 from adaptsim.errors import UserError
+from adaptsim.data.lengths import Over
 from adaptsim.models.base import Completions, Model, Translation, languages_from_config, load_parts, weights_dtype
 from adaptsim.models.decode.prefix import PrefixSearch
 from adaptsim.models.prompt import Pair, Prompt, default_prompt
@@ -162,6 +165,20 @@ class CausalModel(Model):
     def count_tokens(self, text: str) -> int:
         """The tokens of the prompt around `text` (as the source, no context)."""
         return len(self.prompt.ids(self.tokenizer, text))
+
+    def over_length(self, side: str, text: str) -> Over | None:
+        """Whether a segment's `side` does not fit: a source's bare prompt (no pair quoted) over the prompt's budget
+        (`model.prompt.max_tokens`: refused, never skipped, since a budget must not change the test set; the pairs a
+        prompt quotes are left out to fit it instead) or over half the position table, a reference (its own tokens
+        and the end token) over the other half, so that the pair fits whole."""
+        half = self._positions // 2
+        if side == "source":
+            n = self.count_tokens(text)
+            if n > self.prompt.max_tokens and self.prompt.max_tokens <= half:
+                return Over(n, self.prompt.max_tokens, "model.prompt.max_tokens, the prompt's budget,", skippable=False)
+        else:
+            n = len(self._target_body(text)) + 1
+        return Over(n, half, f"half the model's {self._positions} positions") if n > half else None
 
     def prompt_tokens(self, source: str, context: Sequence[Pair] = ()) -> int:
         """The length of the prompt that translating `source` with `context` reads."""

@@ -10,6 +10,7 @@ import torch
 
 from adaptsim.errors import UserError
 from adaptsim.models import decode
+from adaptsim.data.lengths import Over
 from adaptsim.models.base import (
     _DECODE,
     NO_LANGUAGES,
@@ -69,6 +70,12 @@ class Seq2SeqModel(Model):
 
     def count_tokens(self, text: str) -> int:
         return len(self._source_ids(text))
+
+    def over_length(self, side: str, text: str) -> Over | None:
+        """Whether a segment's `side` (source, reference) is longer than the position table accepts (both sides are
+        counted as the encoder reads a text: the tokenizer and the vocabulary are shared)."""
+        n = self.count_tokens(text)
+        return Over(n, self.max_tokens, "the model's positions") if n > self.max_tokens else None
 
     def _source_ids(self, text: str) -> list[int]:
         """The encoder input of a source text: language token and prefix as the config says, then </s>."""

@@ -222,7 +222,7 @@ class JobSummary:
 
     def began(self) -> None:
         """The job began the work its records keep (a run's first step of its own, train's first batch, select-fixed's
-        first simulation): from now on it ends as a job that worked (`close`)."""
+        first simulation): from now on it ends as a job that worked, its failure recorded (`close`)."""
         self.begun = True
 
     def withdraw(self) -> None:

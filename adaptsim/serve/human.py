@@ -99,15 +99,17 @@ class HumanSimulation(Simulation):
         self.accepted, self.reopened = accepted, reopened
         super().commit(turn, translation, seconds, reference=reference, effort=effort)
 
+    def human_line(self, seg, effort: Effort | None) -> dict:
+        """The step's human.jsonl line: what the page sent that `effort` has no field for."""
+        return {"index": self.index, "doc_id": seg.doc_id, "seg_id": seg.seg_id, "accepted_completions": self.accepted,
+                "completion_requests": effort.decoder_calls, "reopened": self.reopened}
+
     def step(self, seg, translation, *args, write: bool = True, **kwargs) -> dict:
-        """`Simulation.step`; a new step's human.jsonl line is on disk before its steps.jsonl line (a resume cuts
-        human.jsonl back to the steps)."""
+        """`Simulation.step`; a new step's human.jsonl line (`human_line`) is on disk before its steps.jsonl line (a
+        resume cuts human.jsonl back to the steps)."""
         self.validated.append(seg)
         if write:
-            append_line(self.writer.dir / HUMAN_FILE, {"index": self.index, "doc_id": seg.doc_id, "seg_id": seg.seg_id,
-                                                       "accepted_completions": self.accepted,
-                                                       "completion_requests": kwargs["effort"].decoder_calls,
-                                                       "reopened": self.reopened})
+            append_line(self.writer.dir / HUMAN_FILE, self.human_line(seg, kwargs.get("effort")))
         return super().step(seg, translation, *args, write=write, **kwargs)
 
     def scored(self, i: int, translation, effort: Effort) -> tuple[dict, None]:
@@ -129,8 +131,8 @@ class HumanSimulation(Simulation):
             raise UserError(f"{self.writer.dir}/steps.jsonl: {len(records)} steps for {len(self.validated)} segments")
         lines = []
         for i, record in enumerate(records):
-            scores = self.evaluator.segment(i, record["hypothesis"], record["pieces"],
-                                            Effort.of_record(record["effort"]))
+            effort = Effort.of_record(record["effort"]) if "effort" in record else None  # (serve's API: none)
+            scores = self.evaluator.segment(i, record["hypothesis"], record["pieces"], effort)
             lines.append(json.dumps({k: v for k, v in record.items() if k not in scores} | scores,
                                     ensure_ascii=False) + "\n")
         write_bytes_atomic(self.writer.dir / "steps.jsonl", "".join(lines).encode("utf-8"))
