@@ -227,6 +227,39 @@ def test_a_reply_ends_at_its_first_line_or_at_the_end_token_as_prompt_stop_says(
         assert model.tokenizer.convert_tokens_to_string(hyp.pieces).strip() == hyp.text
 
 
+@pytest.mark.parametrize("kind", ["qwen2", "gpt2"])
+def test_a_reasoning_block_is_not_the_hypothesis(causal_dirs, monkeypatch, kind):
+    """A thinking model's reply opens with its reasoning: under `stop: end` the hypothesis is the reply after the
+    block; under `stop: line` the line's end comes inside the block, so the hypothesis is empty and flagged as
+    reasoning only (counted in summary.json), not '<think>'."""
+    reply = "<think>\nThe user wants German.\n</think>\n\nÜbersetzung"
+    for stop, text, reasoning in (("end", "Übersetzung", False), ("line", "", True)):
+        model = with_prompt(load(causal_dirs, kind), stop=stop)
+        forcing(monkeypatch, model, reply)
+        hyp = model.translate(SOURCE, beam_size=2, max_length=100)
+        assert (hyp.text, hyp.reasoning) == (text, reasoning), (stop, hyp)
+        assert model.tokenizer.convert_tokens_to_string(hyp.pieces).strip() == hyp.text
+
+
+def test_empty_and_reasoning_only_hypotheses_are_counted_and_warned(run_adaptsim, causal_dirs, tiny_tsv, monkeypatch):
+    from adaptsim.models import causal
+
+    hypothesis = causal.CausalModel._hypothesis
+
+    def replies(self, generated):  # the first two replies of reasoning only, the third empty
+        translation = hypothesis(self, generated)
+        replies.n += 1
+        return translation._replace(text="", pieces=[], reasoning=replies.n <= 2) if replies.n <= 3 else translation
+
+    replies.n = 0
+    monkeypatch.setattr(causal.CausalModel, "_hypothesis", replies)
+    out, summary = run_adaptsim("empty", f"model.path={causal_dirs('qwen2')}", "dataset=tsv",
+                                f"dataset.path={tiny_tsv}", "method=none")
+    assert summary["empty_hypotheses"] == {"empty": 1, "reasoning_only": 2}
+    said = f"3 of {summary['segments']} hypotheses are empty (2 replies of reasoning only"
+    assert said in (out / "adaptsim.log").read_text()
+
+
 def test_the_end_token_is_the_chat_templates_end_of_turn_or_the_end_of_sequence(causal_dirs):
     ends = {kind: load(causal_dirs, kind) for kind in KINDS}
     assert {k: m.tokenizer.convert_ids_to_tokens(m.end) for k, m in ends.items()} == {
@@ -257,13 +290,37 @@ def test_the_prompt_budget_leaves_out_pairs_from_the_front_and_refuses_a_source_
             call()
     alone = with_prompt(model, max_tokens=lengths[-1] - 1)  # the source's prompt alone is over it
     line = rf"^model.prompt.max_tokens={lengths[-1] - 1}: the prompt takes {lengths[-1]} tokens, .*; the source " \
-           r"alone is over it: raise it, or set dataset.on_too_long=skip to leave such segments out$"
+           r"alone is over it: raise it \(a budget never leaves a segment out of the test set\)$"
     for call in (lambda: alone.fitting(SOURCE, context), lambda: alone.translate(SOURCE),
                  lambda: alone.pair(SOURCE, REFERENCE)):
         with pytest.raises(UserError, match=line):
             call()
     with pytest.raises(UserError, match=r"more than the model's 128 positions"):  # the pair's whole length
         model.pair(SOURCE, "Der Mann sieht den Hund. " * 20)
+
+
+def test_the_length_check_names_the_bound_and_measures_a_reference_by_its_own_tokens(causal_dirs, tmp_path):
+    """A reference is measured by its own tokens, not as a prompt around it, so a budget below its prompt's length
+    does not refuse it; a source whose bare prompt is over the budget is refused naming model.prompt.max_tokens, also
+    with on_too_long=skip (a budget never changes the test set); over half the positions a skip may leave it out."""
+    from adaptsim.data import Dataset, Document, Segment, check_lengths
+
+    model = load(causal_dirs, "llama")
+    reference = "Der Mann sieht den Hund, und der Hund sieht den Mann."
+    prompt = model.count_tokens(SOURCE)
+    budget = with_prompt(model, max_tokens=prompt)
+    assert model.count_tokens(reference) > prompt > len(model.pieces(reference))  # as a prompt it would be over
+    assert budget.over_length("source", SOURCE) is None and budget.over_length("reference", reference) is None
+    tight = with_prompt(model, max_tokens=prompt - 1)
+    assert tight.over_length("source", SOURCE) == (prompt, prompt - 1, "model.prompt.max_tokens, the prompt's budget,",
+                                                   False)
+    long = "Der Mann sieht den Hund. " * 20
+    assert model.over_length("reference", long) == (len(model.pieces(long)) + 1, 64, "half the model's 128 positions",
+                                                     True)
+    docs = Dataset([Document("d", [Segment("d", "1", SOURCE, reference, origin="d.tsv:2")])])
+    with pytest.raises(UserError, match=rf"^d.tsv:2: source has {prompt} tokens, more than model.prompt.max_tokens, "
+                                        rf"the prompt's budget, \({prompt - 1}\); raise it"):
+        check_lengths(docs, {"format": "tsv", "on_too_long": "skip"}, tight.over_length)
 
 
 def test_icl_records_how_many_pairs_the_prompt_budget_left_out(run_adaptsim, causal_dirs, tiny_tsv):

@@ -3,12 +3,16 @@
     python -m adaptsim serve method=lasso model=demo dataset=demo [serve.port=8043]
     python -m adaptsim serve serve.methods=[full,lasso]                    # a blind study: methods by document
     python -m adaptsim serve resume=true serve.dir=outputs/serve/…         # go on where the translator stopped
+    python -m adaptsim serve serve.api=modernmt method=lasso model=demo    # ModernMT's API, for a CAT tool
+    python -m adaptsim serve serve.api=modernmt resume=true serve.finish=true serve.dir=…   # its run finished
 
 The configuration is `run`'s plus `serve.*` (configs/serve.yaml); a resume starts from the settings the session was
 started with (study.json), the command line's on top. The address printed holds the session's random token, the same
 after a resume. The server runs until the translator ends the session (Finish now, or the last segment validated: it
 then stops by itself, exit 0) or until Ctrl-C or SIGTERM (a run not finished is then `interrupted`, and resume=true
-goes on with it).
+goes on with it). With serve.api=modernmt the server answers ModernMT's API instead of the page (its API key the
+session's token; adaptsim/serve/modernmt.py, client.py) until Ctrl-C or SIGTERM, and `serve.finish=true` finishes
+the resumed session's run without serving.
 """
 
 from __future__ import annotations
@@ -122,6 +126,16 @@ def allowed_hosts(host: str) -> list[str]:
     return ["127.0.0.1", "[::1]", "localhost"]
 
 
+def finish(session) -> int:
+    """serve.finish=true: the API session's run finished on what its client added (adaptsim/serve/client.py)."""
+    try:
+        session.finish_session()
+    finally:
+        session.close()
+    print(f"adaptsim serve: the session is finished; its records are in {session.dir}", flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(USAGE + "\n\n" + (__doc__ or ""))
@@ -140,12 +154,16 @@ def main(argv: list[str]) -> int:
         raise UserError(f"adaptsim serve needs {e.name}, not installed: {install_line('serve')}") from None
 
     from adaptsim.loop.settings import validate
+    from adaptsim.serve.client import ClientSession
     from adaptsim.serve.state import ServeSession
 
     argv = session_argv(argv)
     cfgs = configs(argv)
     first = next(iter(cfgs.values()))
     validate(first, "serve")  # before binding the port
+    api = first.serve.api is not None
+    if first.serve.finish:  # (serve.api's session, resumed: validate says so)
+        return finish(ClientSession(cfgs, argv))
     sock = bind(first.serve.host, first.serve.port)
     # SIGTERM unwinds as SIGINT does (errors.Terminated), from loading the model on: the session is closed as
     # `interrupted` rather than left `running` by the default action (uvicorn, which stops on either, raises it again
@@ -161,17 +179,30 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    session = ServeSession(cfgs, argv)
+    try:
+        session = (ClientSession if api else ServeSession)(cfgs, argv)
+    except BaseException:
+        sock.close()
+        raise
     opened.append(session)
     try:
         host, port = sock.getsockname()[:2]
         token = session_token(session.dir, session.resume)
         shown = f"[{host}]" if ":" in host else host
         servers: list[uvicorn.Server] = []
-        app = create_app(session, token, allowed_hosts(host), int(first.serve.max_request_bytes),
-                         on_end=lambda: setattr(servers[0], "should_exit", True))
+        if api:
+            from adaptsim.serve.modernmt import create_api_app
+
+            app = create_api_app(session, token, allowed_hosts(host), int(first.serve.max_request_bytes))
+        else:
+            app = create_app(session, token, allowed_hosts(host), int(first.serve.max_request_bytes),
+                             on_end=lambda: setattr(servers[0], "should_exit", True))
         servers.append(uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)))
-        print(f"adaptsim serve: open http://{shown}:{port}/?token={token}", flush=True)
+        if api:
+            print(f"adaptsim serve: ModernMT's API at http://{shown}:{port} (the base URL), API key {token}",
+                  flush=True)
+        else:
+            print(f"adaptsim serve: open http://{shown}:{port}/?token={token}", flush=True)
         print(f"adaptsim serve: the session's records go to {session.dir}", flush=True)
         servers[0].run(sockets=[sock])
         if how := session.ended:

@@ -76,6 +76,7 @@ SETTINGS: dict[str, Rule] = {
     "prefixes": Integer(1),
     "serve.host": Text(), "serve.port": Integer(0, maximum=65535),                 # serve (port 0: a free one)
     "serve.max_chars": Integer(1), "serve.max_request_bytes": Integer(1024), "serve.translator": Integer(0),
+    "serve.api": Choice((None, "modernmt")), "serve.finish": Boolean(),
 }
 
 
@@ -162,4 +163,11 @@ def validate(cfg: DictConfig, config_name: str | None = None, warn: bool = True)
         if decode.get("dtype") != "float32":
             raise UserError(f"decode.dtype={decode.dtype}: the completions' prefix search runs in float32; use "
                             "decode.dtype=float32 with serve")
+        serve = cfg.serve
+        if serve.get("finish") and (serve.get("api") is None or not cfg.resume):
+            raise UserError("serve.finish=true: finishes a session of serve's API (serve.api=modernmt resume=true "
+                            "serve.dir=DIR); the page's session ends with its Finish now")
+        if serve.get("api") is not None and (serve.get("methods") is not None or serve.get("translator")):
+            raise UserError(f"serve.api={serve.api}: one method (`method`) on the client's documents; a study "
+                            "(serve.methods, serve.translator) assigns a dataset's documents, with the page")
     check_method(cfg.method)

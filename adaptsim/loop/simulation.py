@@ -253,6 +253,7 @@ class Simulation:
                  len(self.segments), job.data["trainable_parameters"])
         self.hyps, self.pieces, self.per_doc = [], [], []
         self.cut = 0  # hypotheses cut at decode.max_length
+        self.reasoning = 0  # replies of reasoning only (their hypothesis empty)
         self.interactive = interactive.mode_of(cfg.metrics.interactive)
         self.interactive_costs = cfg.metrics.interactive_costs  # how an effort is counted (serve: a person's)
         if self.interactive != "off":
@@ -410,7 +411,8 @@ class Simulation:
             self.learner.add_moment({**record["moment"], "seconds": record.get("moment_s", 0.0)})
         self.probed = record.get("probe")  # the interrupted run's probe before this step
         prompt = {k: record[k] for k in PROMPT_FIELDS if k in record} or None
-        scores = self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False)),
+        scores = self.step(seg, Translation(record["hypothesis"], record["pieces"], record.get("cut", False),
+                                       record.get("reasoning", False)),
                            record["translate_s"], result, diverged, write=False, effort=effort, prompt=prompt)
         rescored = json.loads(json.dumps(scores))  # (as the line holds them: tuples as lists)
         differ = sorted(k for k, v in rescored.items() if record.get(k, v) != v)
@@ -476,6 +478,7 @@ class Simulation:
         self.pieces.append(hyp_pieces)
         self.divergences += diverged
         self.cut += translation.cut
+        self.reasoning += translation.reasoning
         if effort is not None:
             self.efforts.append(effort)
         if prompt is not None:
@@ -494,6 +497,8 @@ class Simulation:
             line |= {"logprobs": result.logprobs, "ref_pieces": self.learner.model.label_pieces(seg.reference)}
             if translation.cut:
                 line["cut"] = True
+            if translation.reasoning:
+                line["reasoning"] = True
             if moment:
                 line |= {"moment": {k: v for k, v in moment.items() if k != "seconds"}, "moment_s": moment["seconds"]}
             if prompt is not None:
@@ -538,14 +543,27 @@ class Simulation:
         efforts = self.efforts or None
         self.writer.curves(self.evaluator.curves(self.hyps, self.pieces, efforts))
         corpus = self.evaluator.corpus(self.hyps, self.pieces, efforts)
+        empty = self._empty_hypotheses()
         self.job.update(
             status="finished", scores=corpus["scores"], counts=corpus["counts"], signatures=corpus["signatures"],
-            divergences=self.divergences, cut_hypotheses=self.cut, per_document=self.per_doc,
+            divergences=self.divergences, cut_hypotheses=self.cut, empty_hypotheses=empty, per_document=self.per_doc,
             changed_parameters_max=max(p["changed_parameters"] for p in self.per_doc),
             method_info=self.learner.method.info(), cost=self._cost(), timing=timing)
         log.info("finished %s in %.1f s: %s; outputs in %s", self.cfg.method.name, timing["total_s"],
                  {k: round(v, 2) for k, v in self.evaluator.running().items() if v is not None}, self.writer.dir)
         return self.job.data
+
+    def _empty_hypotheses(self) -> dict:
+        """summary.json `empty_hypotheses`: hypotheses with no word (an empty or whitespace reply, a reply that ended
+        before its text) and replies of reasoning only, warned about: each scores as a translation that says nothing."""
+        empty = sum(not h.strip() for h in self.hyps) - self.reasoning
+        if empty or self.reasoning:
+            log.warning("%s: %d of %d hypotheses are empty%s; each is scored as a translation with no word",
+                        self.cfg.method.name, empty + self.reasoning, len(self.hyps),
+                        f" ({self.reasoning} replies of reasoning only: ask without it, e.g. model.prompt.chat_vars."
+                        "enable_thinking=false, or let the reply run on with model.prompt.stop=end)"
+                        if self.reasoning else "")
+        return {"empty": empty, "reasoning_only": self.reasoning}
 
     def _cost(self) -> dict:
         """summary.json `cost`: what adapting took per step and what the adapted state weighs."""

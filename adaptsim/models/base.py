@@ -197,11 +197,13 @@ def decoder_only(path) -> bool:
 
 
 class Translation(NamedTuple):
-    """A hypothesis: its text, the subword pieces the model generated (what the subword metrics score), and
-    whether it was cut at `decode.max_length` (no end of sentence generated)."""
+    """A hypothesis: its text, the subword pieces the model generated (what the subword metrics score), whether it
+    was cut at `decode.max_length` (no end of sentence generated), and whether a decoder-only model's reply held
+    reasoning only (its text then empty: adaptsim/models/causal.py `without_reasoning`)."""
     text: str
     pieces: list[str]
     cut: bool = False
+    reasoning: bool = False
 
 
 # -- languages: how a multilingual checkpoint is told the source and target language ----------------

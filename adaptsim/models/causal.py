@@ -81,6 +81,20 @@ def newline_ids(tokenizer) -> frozenset[int]:
     return frozenset(i for i, text in enumerate(texts) if "\n" in text)
 
 
+REASONING = ("<think>", "</think>")  # the reasoning block a thinking model's reply opens with (Qwen3, DeepSeek-R1)
+
+
+def without_reasoning(text: str) -> tuple[str, bool]:
+    """The reply after a reasoning block it opens with, and whether it opened with one: the block is the model's
+    thinking, not its translation. An unclosed block (under `stop: line` the line's end comes right after the opening
+    tag) leaves no reply: the hypothesis is empty, counted as reasoning only (summary.json `empty_hypotheses`)."""
+    opening, closing = REASONING
+    if not text.startswith(opening):
+        return text, False
+    _, closed, reply = text.partition(closing)
+    return (reply.strip() if closed else ""), True
+
+
 class CausalModel(Model):
     reads_context = True
 
@@ -151,7 +165,7 @@ class CausalModel(Model):
         bound = self.max_tokens if bound is None else bound
         if tokens > bound:
             fix = ("quote fewer context pairs (method.k)" if quoted else
-                   "the source alone is over it: raise it, or set dataset.on_too_long=skip to leave such segments out")
+                   "the source alone is over it: raise it (a budget never leaves a segment out of the test set)")
             raise UserError(f"model.prompt.max_tokens={self.prompt.max_tokens}: the prompt takes {tokens} tokens, more "
                             f"than its budget of {bound} (at most half the model's {self._positions} positions); {fix}")
 
@@ -393,7 +407,10 @@ class CausalModel(Model):
             line = self.tokenizer.decode(body + [generated[end]], skip_special_tokens=True).split("\n")[0].strip()
             if line != text:
                 text, pieces = line, self.pieces(line)
-        return Translation(text, pieces, end is None)
+        reply, reasoning = without_reasoning(text)
+        if reasoning:
+            text, pieces = reply, self.pieces(reply) if reply else []
+        return Translation(text, pieces, end is None, reasoning and not reply)
 
     # -- the simulated translator --------------------------------------------------------------------
     def _end_id(self) -> int:

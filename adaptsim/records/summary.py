@@ -52,6 +52,7 @@ RUN_KEYS = {  # a finished run's (run, bench): what the reports read
     "signatures": "sacrebleu-style signature of each metric family",
     "divergences": "updates that diverged (on_divergence=rollback)",
     "cut_hypotheses": "hypotheses cut at decode.max_length",
+    "empty_hypotheses": "hypotheses with no word: {empty, reasoning_only: a reply of reasoning only}",
     "per_document": "per document: changed parameters, stored-state bytes",
     "changed_parameters_max": "the most parameters changed in one document",
     "method_info": "the method's own figures (lasso's budgets, fixed's tensors, …)",

@@ -50,14 +50,18 @@ END_GRACE_S = 2.0  # how long the server answers after the translator ended the 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # kept out of the log's line (a path may decode to a newline)
 
 
-def error(scope, message: str, status: int, code: str) -> JSONResponse:
-    """A refusal: its answer, and its line in the server's log (the path without its query string, which may hold
-    the token)."""
+def logged(scope, message: str, status: int, code: str) -> None:
+    """A refusal's line in the server's log (the path without its query string, which may hold the token)."""
     def line(text: str) -> str:
         return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
     log.warning("serve: refused %s %s: %d %s: %s", scope.get("method"), line(scope.get("path", "")[:100]), status,
                 code, line(message))
+
+
+def error(scope, message: str, status: int, code: str) -> JSONResponse:
+    """A refusal: its answer (the page's), and its line in the server's log."""
+    logged(scope, message, status, code)
     return JSONResponse({"error": message, "code": code}, status_code=status, headers=HEADERS)
 
 
@@ -67,18 +71,20 @@ SAFE_METHODS = ("GET", "HEAD")  # what reads; every other method changes somethi
 
 class HostRequired:
     """ASGI middleware: a request whose Host header is not one of `hosts` (its port aside; an IPv6 address in brackets,
-    `[::1]`; anything else around them refused) gets 400 and goes no further (DNS rebinding); `["*"]`: any."""
+    `[::1]`; anything else around them refused) gets 400 and goes no further (DNS rebinding); `["*"]`: any.
+    `refuse`: the refusal's answer (the page's `error`; serve's API, ModernMT's envelope)."""
 
-    def __init__(self, app, hosts: list[str]):
-        self.app, self.hosts = app, set(hosts)
+    def __init__(self, app, hosts: list[str], refuse=error):
+        self.app, self.hosts, self.refuse = app, set(hosts), refuse
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and "*" not in self.hosts:
             given = Headers(scope=scope).get("host", "").lower()
             name = match.group(1) if (match := HOST.fullmatch(given)) else None
             if name not in self.hosts:
-                await error(scope, f"Host {given[:100]!r}: this server answers to {', '.join(sorted(self.hosts))} "
-                            "only (against DNS rebinding)", 400, "host")(scope, receive, send)
+                await self.refuse(scope, f"Host {given[:100]!r}: this server answers to "
+                                  f"{', '.join(sorted(self.hosts))} only (against DNS rebinding)", 400,
+                                  "host")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -86,20 +92,24 @@ class HostRequired:
 class TokenRequired:
     """ASGI middleware: a request without the session's token gets 403 and goes no further. The token is read from
     the header, or for a read from the address too (the printed address opens the page); a request that changes
-    something must carry it in the header, which no link or form can set."""
+    something must carry it in the header, which no link or form can set. `header`: the header it is read from;
+    `query`: whether a read may carry it in the address (serve's API: no, the MMT-ApiKey header alone); `refuse`:
+    the refusal's answer."""
 
-    def __init__(self, app, token: str):
-        self.app, self.token = app, token.encode()
+    def __init__(self, app, token: str, header: str = TOKEN_HEADER, query: bool = True, refuse=error,
+                 where: str = "the address the server printed"):
+        self.app, self.token, self.header, self.query = app, token.encode(), header.lower(), query
+        self.refuse, self.where = refuse, where
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(TOKEN_HEADER.encode())
-            if given is None and scope["method"] in SAFE_METHODS:
+            given = dict(scope.get("headers") or []).get(self.header.encode())
+            if given is None and self.query and scope["method"] in SAFE_METHODS:
                 given = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0].encode()
             if not hmac.compare_digest(given or b"", self.token):
-                where = "" if scope["method"] in SAFE_METHODS else f" in the {TOKEN_HEADER} header"
-                await error(scope, f"a valid session token is required{where} (the address the server printed)", 403,
-                            "token")(scope, receive, send)
+                where = "" if self.query and scope["method"] in SAFE_METHODS else f" in the {self.header} header"
+                await self.refuse(scope, f"a valid session token is required{where} ({self.where})", 403,
+                                  "token")(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -131,8 +141,9 @@ class SameOriginRequired:
         await self.app(scope, receive, send)
 
 
-async def body_json(request: Request, limit: int) -> dict:
-    """The request's JSON object, read at most `limit` bytes far."""
+async def body_json(request: Request, limit: int, empty: bool = False) -> dict:
+    """The request's JSON object, read at most `limit` bytes far; `empty`: no body at all is {} (serve's API: a
+    read its clients send without one)."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
         raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413, "too_large")
@@ -141,6 +152,8 @@ async def body_json(request: Request, limit: int) -> dict:
         data += chunk
         if len(data) > limit:
             raise Refused(f"the request is larger than serve.max_request_bytes={limit}", 413, "too_large")
+    if empty and not data:
+        return {}
     try:
         body = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):  # (RecursionError: arrays nested thousands deep)

@@ -154,6 +154,8 @@ class ServeSession:
     """The session of one translator (module docstring). `cfgs`: one composed serve config per method, in
     serve.methods' order; `overrides`: the command line's, recorded with each run."""
 
+    simulation = HumanSimulation  # a run's bookkeeping (serve's API: adaptsim/serve/client.py ClientSimulation)
+
     def __init__(self, cfgs: dict[str, DictConfig], overrides: list[str]):
         first = next(iter(cfgs.values()))
         self.cfg = first
@@ -178,13 +180,7 @@ class ServeSession:
     def _open(self, cfgs: dict[str, DictConfig]) -> None:
         for cfg in cfgs.values():
             validate(cfg, "serve")  # every setting, serve's own among them, by the one table (loop/settings.py)
-        if self.dir.exists() and not self.dir.is_dir():
-            raise UserError(f"serve.dir={self.dir}: a file is in the way")
-        if self.resume and not (self.dir / study.FILE).is_file():
-            raise UserError(f"serve.dir={self.dir}: no session to resume here (no {study.FILE})")
-        if not self.resume and (self.dir / study.FILE).exists():
-            raise UserError(f"serve.dir={self.dir}: holds another session; resume=true goes on with it, or choose "
-                            "another serve.dir")
+        self._check_dir()
         model, documents = load(run_part(self.cfg))
         model.piece_index()  # completions spell the word begun: a vocabulary that cannot fails here, in one line
         self.skipped = dict(documents.skipped)
@@ -215,6 +211,16 @@ class ServeSession:
             self.close()
             raise
 
+    def _check_dir(self) -> None:
+        """serve.dir holds this session to resume, or nothing yet for a new one; one line otherwise."""
+        if self.dir.exists() and not self.dir.is_dir():
+            raise UserError(f"serve.dir={self.dir}: a file is in the way")
+        if self.resume and not (self.dir / study.FILE).is_file():
+            raise UserError(f"serve.dir={self.dir}: no session to resume here (no {study.FILE})")
+        if not self.resume and (self.dir / study.FILE).exists():
+            raise UserError(f"serve.dir={self.dir}: holds another session; resume=true goes on with it, or choose "
+                            "another serve.dir")
+
     def _learners(self, model, parts: list[DictConfig]) -> list[Learner]:
         """A learner per run: on the model itself for one method, on clones of it for a study (as lockstep's)."""
         if len(parts) == 1:
@@ -237,7 +243,7 @@ class ServeSession:
         run.writer = RecordWriter(run_dir, resume=resume)
         cfg = OmegaConf.create(OmegaConf.to_container(part, resolve=True))
         cfg.resume = resume  # (`reopen` replays a run of a session that was not resumed)
-        run.sim = HumanSimulation(cfg, run.job, run.writer, learner, run.documents, self.skipped)
+        run.sim = self.simulation(cfg, run.job, run.writer, learner, run.documents, self.skipped)
         if recorded_bytes is not None:  # the run's time in the earlier processes, as the last one recorded it
             timing = json.loads(recorded_bytes).get("timing") or {}
             run.sim.earlier_s = float(timing.get("total_s") or 0.0)

@@ -80,14 +80,21 @@ def recorded_overrides(directory: Path) -> list[str]:
     return [str(o) for o in read(directory).get("overrides") or []]
 
 
+DESIGN = "balanced blocks in random orders rotated by translator (a Latin square across translators), blind"
+
+
 def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed: int, translator: int,
-                   resume: bool, overrides: list[str] = ()) -> tuple[dict[str, str], str]:
+                   resume: bool, overrides: list[str] = (), api: str | None = None,
+                   design: str = DESIGN) -> tuple[dict[str, str], str]:
     """The assignment and id of the session in `directory`: created (and written, with the command line's
-    `overrides`) for a new session; read and checked for a resumed one, whose documents, methods and translator must
-    be the recorded ones."""
+    `overrides`, and `api`: serve.api where a client sends the documents, with its `design`) for a new session; read
+    and checked for a resumed one, whose documents, methods, translator and API must be the recorded ones."""
     path = Path(directory) / FILE
     if resume and path.is_file():
         recorded = read(directory)
+        if recorded.get("api") != api:
+            raise UserError(f"{path}: the session was started with serve.api={recorded.get('api') or 'null'}; resume "
+                            "it with the same")
         if ended := recorded.get("ended_early"):
             raise UserError(f"serve.dir={directory}: the translator finished this session early ({ended['validated']} "
                             f"of {ended['segments']} segments validated); start a new one in another serve.dir")
@@ -101,8 +108,7 @@ def load_or_create(directory: Path, doc_ids: list[str], methods: list[str], seed
         return dict(recorded["assignment"]), sid
     assignment, sid = assign(doc_ids, methods, seed, translator), str(uuid.uuid4())
     write_json_atomic(path, {"session": sid, "methods": methods, "seed": seed, "translator": translator,
-                             "design": "balanced blocks in random orders rotated by translator (a Latin square "
-                                       "across translators), blind", "assignment": assignment,
+                             "design": design, "assignment": assignment, **({"api": api} if api else {}),
                              "overrides": [str(o) for o in overrides]})
     return assignment, sid
 
