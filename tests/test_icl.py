@@ -20,7 +20,7 @@ def fake_model(encoder_decoder: bool = False):
     return SimpleNamespace(net=SimpleNamespace(config=SimpleNamespace(model_type="marian" if encoder_decoder
                                                                       else "llama")),
                            reads_context=not encoder_decoder, named_parameters=lambda: {},
-                           count_tokens=lambda text: len(text.split()), max_tokens=64)  # what a TM's reader asks
+                           over_length=lambda side, text: None)  # what a TM's reader asks
 
 
 def icl_config(*overrides):
@@ -152,8 +152,8 @@ def test_a_tm_holding_a_pair_of_the_test_stream_is_refused_or_dropped_as_tm_does
 
     segments = [Segment(doc, str(i), src, ref) for i, (doc, src, ref) in enumerate(STREAM)]
     leaking = [*TM, STREAM[1][1:]]  # "Close the window." with its post-edit: the test pair itself
-    with pytest.raises(UserError, match=r"^method.external: the TM .*tm.tsv holds 1 of the test stream's \(source, "
-                                        r"reference\) pairs \(line 5\): each would reveal its reference"):
+    with pytest.raises(UserError, match=r"^method.external: the TM .*tm.tsv holds 1 target of the test stream's "
+                                        r"references \(.*; line 5\): each would reveal its reference"):
         with_tm(tmp_path, leaking, pool="external", retrieval="fuzzy").check_stream(segments)
     method = with_tm(tmp_path, leaking, pool="external", retrieval="fuzzy", k=1,
                      external={"on_overlap": "drop"})
@@ -432,7 +432,8 @@ def test_icl_quotes_an_external_tm_from_the_first_segment_and_refuses_one_holdin
         main(["run", f"hydra.run.dir={tmp_path / 'leak'}", "progress=false", *settings,
               f"method.external.path={tm('leak.tsv', [*tiny_corpus[1:4], stream_pair])}"])
     err = capsys.readouterr().err
-    assert exit_.value.code == 1 and "method.external: the TM" in err and "holds 1 of the test stream's" in err
+    assert exit_.value.code == 1 and "method.external: the TM" in err
+    assert "holds 1 target of the test stream's references" in err
     assert "Traceback" not in err
 
 

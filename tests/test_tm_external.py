@@ -298,21 +298,23 @@ def test_a_tm_holding_pairs_of_the_stream_is_refused_naming_how_many_and_where(t
     before its segment is translated."""
     with pytest.raises(UserError) as e:  # the TM is the stream
         checked(tmp_path, PAIRS[:2])
-    assert str(e.value) == (f"method.external: the TM {tmp_path / 'tm.tsv'} holds 2 of the test stream's (source, "
-                            "reference) pairs (lines 2, 3): each would reveal its reference before the segment is "
-                            "translated; take them out of the TM or set method.external.on_overlap=drop (or warn)")
-    with pytest.raises(UserError, match=r"holds 1 of the test stream's .* \(line 3\)"):  # a single pair of it
+    assert str(e.value) == (f"method.external: the TM {tmp_path / 'tm.tsv'} holds 2 targets of the test stream's "
+                            "references (case, punctuation and spacing aside, fuzz.ratio ≥ 95; lines 2, 3): each would "
+                            "reveal its reference before the segment is translated; take them out of the TM or set "
+                            "method.external.on_overlap=drop (or warn)")
+    with pytest.raises(UserError, match=r"holds 1 target of the test stream's .* \(.*; line 3\)"):  # one pair of it
         checked(tmp_path, [*FILLERS, PAIRS[1]][1:])
-    with pytest.raises(UserError, match=r"holds 1 of .* \(tu 2 \(tuid='2'\)\)"):  # TMX: the <tu>
+    with pytest.raises(UserError, match=r"holds 1 target .* \(.*; tu 2 \(tuid='2'\)\)"):  # TMX: the <tu>
         checked(tmp_path, [FILLERS[0], PAIRS[0]], fmt="tmx")
     many = [(f"Sentence {i}.", f"Satz {i}.") for i in range(7)]
-    with pytest.raises(UserError, match=r"holds 7 of .* \(lines 2, 3, 4, 5, 6, …\)"):
+    with pytest.raises(UserError, match=r"holds 7 targets .* \(.*; lines 2, 3, 4, 5, 6, …\)"):
         tm(3, external(format="tsv", path=str(write_tsv(tmp_path / "many.tsv", many)))).check_stream(stream_of(many))
 
 
 def test_another_translation_of_a_streams_source_is_no_leak_and_is_counted(tmp_path):
     method = checked(tmp_path, [*FILLERS, (PAIRS[0][0], "Mach die Datei auf.")])
-    assert method.info()["external"]["overlap"] == {"on_overlap": "error", "pairs": 0, "same_source_other_target": 1}
+    assert method.info()["external"]["overlap"] == {"on_overlap": "error", "leak_threshold": 95.0, "leaks": 0,
+                                                    "pairs": 0, "same_source_other_target": 1}
     assert method.matches(PAIRS[0][0])[0] == (PAIRS[0][0], "Mach die Datei auf.", 100.0)
 
 
@@ -322,11 +324,33 @@ def test_overlapping_entries_are_dropped_or_kept_with_a_warning_as_asked(tmp_pat
     assert list(zip(dropped.external_sources, dropped.external_references)) == [FILLERS[0]]
     assert dropped.matches(PAIRS[0][0]) == []  # the stream's own pair is not retrieved before it is revealed
     info = dropped.info()["external"]
-    assert info["entries"] == 3 and info["overlap"] == {"on_overlap": "drop", "pairs": 2, "same_source_other_target": 0}
+    assert info["entries"] == 3 and info["overlap"] == {"on_overlap": "drop", "leak_threshold": 95.0, "leaks": 2,
+                                                        "pairs": 2, "same_source_other_target": 0}
     with caplog.at_level(logging.WARNING, logger="adaptsim"):
         kept = checked(tmp_path, tm_pairs, "warn")
-    assert kept.external_sources == [s for s, _ in tm_pairs] and kept.info()["external"]["overlap"]["pairs"] == 2
-    assert any("2 TM entries are pairs of the test stream" in r.getMessage() for r in caplog.records)
+    assert kept.external_sources == [s for s, _ in tm_pairs] and kept.info()["external"]["overlap"]["leaks"] == 2
+    assert any("2 TM entries have a reference of the test stream as their target" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_near_duplicate_targets_are_leaks_whatever_their_source(tmp_path):
+    """The issue's three TMs: the stream's pairs with each source's final "." removed, with a space added to each
+    target, and another source with the identical target — each passed the exact check, each is a leak."""
+    no_stop = [(s.rstrip("."), r) for s, r in PAIRS[:2]]
+    spaced = [(s, r + " ") for s, r in PAIRS[:2]]
+    other_source = [("Something else entirely.", PAIRS[0][1]), FILLERS[0]]
+    for tm_pairs, leaks, pairs in ((no_stop, 2, 2), (spaced, 2, 2), (other_source, 1, 0)):
+        with pytest.raises(UserError, match=rf"holds {leaks} targets? of the test stream's references"):
+            checked(tmp_path, tm_pairs)
+        dropped = checked(tmp_path, tm_pairs, "drop")
+        assert dropped.info()["external"]["overlap"]["leaks"] == leaks
+        assert dropped.info()["external"]["overlap"]["pairs"] == pairs
+        assert not set(dropped.external_references) & {r.strip() for _, r in PAIRS[:2]}
+    near = [(PAIRS[0][0], PAIRS[0][1].replace("Datei", "Dateien")), FILLERS[0]]  # one word's ending: fuzz.ratio ≥ 95
+    assert checked(tmp_path, near, "drop").info()["external"]["overlap"]["leaks"] == 1
+    exact = tm(3, external(format="tsv", path=str(write_tsv(tmp_path / "near.tsv", near)), leak_threshold=100))
+    exact.check_stream(STREAM)  # 100: the normalised texts must be equal
+    assert exact.info()["external"]["overlap"]["leaks"] == 0
     with pytest.raises(UserError, match=r"^method.external.on_overlap='maybe': choose 'error' \| 'drop' \| 'warn'$"):
         checked(tmp_path, tm_pairs, "maybe")
 
@@ -337,18 +361,19 @@ def test_the_stream_as_its_own_tm_is_refused_and_dropped_scores_as_without_a_tm(
     stream = write_stream(tmp_path / "stream.tsv", [("d", [A, B])])
     tm_stream = ["method=tm", "method.external.format=tsv", f"method.external.path={stream}"]
     refused = run(tmp_path / "refused", stream, *tm_stream, code=1)
-    assert "holds 2 of the test stream's (source, reference) pairs (lines 2, 3)" in capsys.readouterr().err
+    assert "holds 2 targets of the test stream's references (case, punctuation and spacing aside, fuzz.ratio ≥ 95; " \
+           "lines 2, 3)" in capsys.readouterr().err
     assert not refused.exists()  # refused before the first segment
     alone = run(tmp_path / "alone", stream, "method=tm")
     dropped = run(tmp_path / "drop", stream, *tm_stream, "method.external.on_overlap=drop")
     assert hyps(dropped) == hyps(alone) and summary(dropped)["scores"] == summary(alone)["scores"]
     warned = run(tmp_path / "warn", stream, *tm_stream, "method.external.on_overlap=warn")
-    assert summary(warned)["method_info"]["external"]["overlap"]["pairs"] == 2
+    assert summary(warned)["method_info"]["external"]["overlap"]["leaks"] == 2
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         main(["table", str(alone), str(warned)])
     assert exit_.value.code == 0
-    assert "held 2 of the test stream's (source, reference) pairs, kept (method.external.on_overlap=warn)" in \
+    assert "held 2 of the test stream's references as targets, kept (method.external.on_overlap=warn)" in \
         capsys.readouterr().out
 
 

@@ -30,8 +30,9 @@ translation memory, `external`: Moslem et al.'s production setting, retrieval fr
 `document` is always the stream's own document (so `pool: external` with `retrieval: document` is refused, and
 `both` then quotes the TM's matches and the document's last pairs). The TM is `tm`'s (adaptsim/methods/tm.py: the
 same settings, reader, look-ahead check and summary record, `method_info.external`): any dataset format, in the
-memory from the first segment on and never emptied; an entry that is one of the test stream's (source, reference)
-pairs is refused before the first segment, or dropped or kept with a warning (`external.on_overlap`), as `tm` does.
+memory from the first segment on and never emptied; an entry whose target is one of the test stream's references
+(normalised, near-duplicates too: `external.leak_threshold`) is refused before the first segment, or dropped or kept
+with a warning (`external.on_overlap`), as `tm` does.
 TM entries are scored and ranked with the stream's pairs, on equal scores the stream's first (the translator's own
 post-edits), within the TM the earlier entry (tm's rules); `random` draws from stream and TM alike. A step's
 `context` record names a TM entry as "tm " + its place in the file ("tm line 12", "tm tu 3 (tuid='7')"), a stream
@@ -69,7 +70,7 @@ from rapidfuzz import fuzz, process
 from adaptsim.errors import UserError
 from adaptsim.methods.base import Method
 from adaptsim.methods.retrieval import Retrieval
-from adaptsim.methods.tm import KEY, DatasetBlock, Score, Tm, entry, files, read_external
+from adaptsim.methods.tm import KEY, DatasetBlock, Score, Tm, entry, files, take_external
 from adaptsim.rules import Boolean, Choice, Integer, Rule, Text
 
 RETRIEVALS = ("document", "fuzzy", "both", "random")
@@ -150,10 +151,7 @@ class InContext(Retrieval, Method):
         self.pairs: list[Quote] = []  # the stream's, since θ0 was last restored
         self.index = 0  # the next segment's step (random's draw)
         # tm's TM, under tm's names: its reader and its look-ahead check (`check_stream`) are tm's own
-        self.external_sources, self.external_references, self.external_info, self.external_origins = read_external(
-            external, model)
-        self.on_overlap = external.get("on_overlap") if self.external_info else None
-        self.tm_name = f"the TM {files(external)}" if self.external_info else ""
+        take_external(self, external, model)
         self.words = None
         if self.glossary:
             from adaptsim.metrics.words import WordPipeline, load_stopwords

@@ -43,15 +43,18 @@ setting, a file named without a format, wrong columns, a pair too long or empty,
 line naming `method.external` and the file, before the first segment is translated; a hint to change a setting gives
 the override Hydra takes (`+method.external.on_too_long=skip`: tm.yaml's `external` has no such key).
 
-No look-ahead through the TM (`check_stream`, before the first segment): an entry that is one of the test stream's
-(source, reference) pairs would reveal that reference before its segment is translated, which the simulation exists
-to avoid (the demo stream as its own TM: BLEU 98.5 against 62.6 without it). Such entries are an error naming how
-many and the first five (lines, or TMX <tu>s), or, by `on_overlap`, dropped (the run is then the run without them)
-or kept with a warning (`warn`; the tables carry a note). Compared as the fuzzy score sees the strings (no
-normalisation: fuzz.ratio is 100 exactly for equal strings). An entry with a stream's source and another target is
-no leak (a translator's TM may hold another translation of a sentence) and is only counted. summary.json
-`method_info.external.overlap`: `on_overlap`, `pairs` (entries that are stream pairs: refused, dropped or kept as
-it says) and `same_source_other_target`. No other state is carried from run to run: the stream's pairs (and
+No look-ahead through the TM (`check_stream`, before the first segment): an entry whose target is one of the test
+stream's references would reveal that reference before its segment is translated (whatever its source: retrieved
+for a similar source, its target is trained on), which the simulation exists to avoid (the demo stream as its own TM:
+BLEU 98.5 against 62.6 without it). Targets and references are compared normalised (`normalised`: case, punctuation
+and spacing aside) and as near-duplicates: fuzz.ratio of the normalised texts ≥ `leak_threshold` (95: a word's
+ending, a dropped article; 100 compares the normalised texts only). Such entries are an error naming how many and
+the first five (lines, or TMX <tu>s), or, by `on_overlap`, dropped (the run is then the run without them) or kept
+with a warning (`warn`; the tables carry a note). An entry with a stream's source and another target is no leak (a
+translator's TM may hold another translation of a sentence) and is only counted. summary.json
+`method_info.external.overlap`: `on_overlap`, `leak_threshold`, `leaks` (entries that reveal a reference: refused,
+dropped or kept as it says), `pairs` (of them, those whose source is the stream segment's too) and
+`same_source_other_target`. No other state is carried from run to run: the stream's pairs (and
 memory's datastore) live in the method object of one run, built afresh by each run, lockstep run and sweep job, and
 a resume rebuilds them from the run's own earlier steps.
 
@@ -83,7 +86,8 @@ from adaptsim.methods.retrieval import Retrieval
 from adaptsim.rules import Boolean, Choice, Integer, Number, Rule, show
 
 KEY = "method.external"
-OWN_KEYS = {"on_overlap"}  # a TM's settings that are not a dataset's (configs/method/tm.yaml)
+OWN_KEYS = {"on_overlap", "leak_threshold"}  # a TM's settings that are not a dataset's (configs/method/tm.yaml)
+CHUNK = 512  # TM targets compared with every reference at a time (a chunk × the stream's references, one byte each)
 SHOWN = 5  # the TM entries an overlap error names
 log = logging.getLogger("adaptsim")
 
@@ -146,10 +150,7 @@ class Tm(Retrieval, Method):
         self.gradient_steps = self.online  # false: the update rule only measures the pair (adaptsim/loop/update.py)
         self.sources: list[str] = []  # the stream's pairs, emptied with θ0
         self.references: list[str] = []
-        self.external_sources, self.external_references, self.external_info, self.external_origins = read_external(
-            external, model)
-        self.on_overlap = external.get("on_overlap") if self.external_info else None
-        self.tm_name = f"the TM {files(external)}" if self.external_info else ""
+        take_external(self, external, model)
 
     def parameters(self):
         return self.model.named_parameters()
@@ -170,40 +171,43 @@ class Tm(Retrieval, Method):
         return process.extract(source, sources, scorer=fuzz.ratio, limit=self.k, score_cutoff=self.threshold)
 
     def check_stream(self, segments):
-        """No look-ahead through the TM: an entry that is one of the stream's (source, reference) pairs would reveal
-        that reference before its segment is translated. Compared as the fuzzy score sees them (the strings as read,
-        no normalisation: a score of 100 is string equality), source and reference alike; an entry with a stream's
-        source and another target is no leak (a translator's TM may hold another translation) and only counted.
-        `on_overlap`: error (one line: how many, and the first entries' lines), drop them, or warn (counted in
-        method_info, shown in the tables' notes)."""
+        """No look-ahead through the TM (the module docstring): entries whose target is one of the stream's references,
+        normalised, at fuzz.ratio ≥ `leak_threshold`; an entry with a stream's source and another target is no leak
+        and only counted. `on_overlap`: error (one line: how many, and the first entries' lines), drop them, or warn
+        (counted in method_info, shown in the tables' notes)."""
         if self.external_info is None:
             return
-        stream = {(s.source, s.reference) for s in segments}
-        sources = {s.source for s in segments}
+        references = [normalised(s.reference) for s in segments]
+        revealed = near_duplicates([normalised(r) for r in self.external_references], references, self.leak_threshold)
+        leaks = [i for i, j in enumerate(revealed) if j is not None]
+        sources = {normalised(s.source) for s in segments}
         pairs = list(zip(self.external_sources, self.external_references))
-        leaks = [i for i, pair in enumerate(pairs) if pair in stream]
-        overlap = {"on_overlap": self.on_overlap, "pairs": len(leaks),
-                   "same_source_other_target": sum(src in sources and (src, ref) not in stream for src, ref in pairs)}
+        overlap = {"on_overlap": self.on_overlap, "leak_threshold": self.leak_threshold, "leaks": len(leaks),
+                   "pairs": sum(normalised(pairs[i][0]) == normalised(segments[revealed[i]].source) for i in leaks),
+                   "same_source_other_target": sum(normalised(src) in sources and revealed[i] is None
+                                                   for i, (src, _) in enumerate(pairs))}
         where = self.tm_name
         if leaks and self.on_overlap == "error":
             shown = [entry(self.external_origins[i]) for i in leaks[:SHOWN]]
             shown = (f"line{'s' * (len(shown) > 1)} " + ", ".join(e[5:] for e in shown)
                      if all(e.startswith("line ") for e in shown)
                      else ", ".join(shown))
-            raise UserError(f"{KEY}: {where} holds {len(leaks)} of the test stream's (source, reference) pairs "
-                            f"({shown}{', …' if len(leaks) > SHOWN else ''}): each would reveal its reference before "
-                            f"the segment is translated; take them out of the TM or set {KEY}.on_overlap=drop (or "
-                            "warn)")
+            more = ", …" if len(leaks) > SHOWN else ""
+            raise UserError(f"{KEY}: {where} holds {len(leaks)} target{'s' * (len(leaks) > 1)} of the test "
+                            f"stream's references (case, punctuation and spacing aside, fuzz.ratio ≥ "
+                            f"{self.leak_threshold:g}; {shown}{more}): each would reveal its reference before the "
+                            f"segment is translated; take them out of the TM or set {KEY}.on_overlap=drop (or warn)")
         if leaks and self.on_overlap == "drop":
             keep = sorted(set(range(len(pairs))) - set(leaks))
             self.external_sources = [self.external_sources[i] for i in keep]
             self.external_references = [self.external_references[i] for i in keep]
             self.external_origins = [self.external_origins[i] for i in keep]
-            log.info("%s: dropped %d TM entries that are pairs of the test stream (%s.on_overlap=drop)", where,
-                     len(leaks), KEY)
+            log.info("%s: dropped %d TM entries whose target is a reference of the test stream (%s.on_overlap=drop)",
+                     where, len(leaks), KEY)
         elif leaks:
-            log.warning("%s: %d TM entries are pairs of the test stream: kept (%s.on_overlap=warn), so the scores "
-                        "saw those references before translating", where, len(leaks), KEY)
+            log.warning("%s: %d TM entries have a reference of the test stream as their target: kept "
+                        "(%s.on_overlap=warn), so the scores saw those references before translating", where,
+                        len(leaks), KEY)
         self.external_info["overlap"] = overlap
 
     def revealed(self, source, reference, doc_id=None, step=None, hypothesis=None):
@@ -216,6 +220,39 @@ class Tm(Retrieval, Method):
                 "moment_ppl_threshold": ppl, "moment_max_updates": updates, "external": self.external_info}
 
 
+def take_external(method, external: dict | None, model) -> None:
+    """The external TM `external` names (`read_external`) as `method`'s (tm's, icl's): its entries, where each was
+    read, what summary.json records, and how `check_stream` treats the entries that would reveal a reference."""
+    method.external_sources, method.external_references, method.external_info, method.external_origins = \
+        read_external(external, model)
+    method.on_overlap = external.get("on_overlap") if method.external_info else None
+    method.leak_threshold = float(external.get("leak_threshold", 100)) if method.external_info else None
+    method.tm_name = f"the TM {files(external)}" if method.external_info else ""
+
+
+def normalised(text: str) -> str:
+    """A text as the leak check compares it: case folded, punctuation left out, spaces collapsed ("Open the file." and
+    "open the file" are one reference)."""
+    return " ".join("".join(c for c in text.casefold() if c.isalnum() or c.isspace()).split())
+
+
+def near_duplicates(texts: list[str], references: list[str], threshold: float) -> list[int | None]:
+    """For each of `texts`, the index of a reference equal to it or at fuzz.ratio ≥ `threshold`, else None: equal
+    ones by lookup, the rest compared with every reference (rapidfuzz's cdist, in chunks of `CHUNK` texts)."""
+    equal = {r: j for j, r in enumerate(references)}
+    found = [equal.get(t) for t in texts]
+    rest = [i for i, j in enumerate(found) if j is None]
+    if threshold < 100 and references:
+        for start in range(0, len(rest), CHUNK):
+            chunk = rest[start:start + CHUNK]
+            scores = process.cdist([texts[i] for i in chunk], references, scorer=fuzz.ratio, score_cutoff=threshold,
+                                   dtype="uint8", workers=1)
+            for i, row in zip(chunk, scores):
+                if row.any():
+                    found[i] = int(row.argmax())
+    return found
+
+
 def read_external(spec, model) -> tuple[list[str], list[str], dict | None, list[str]]:
     """The external TM `spec` names (method.external: dataset settings), read as a dataset is: its sources, its
     targets, what summary.json records of it and where each entry was read ("file:line", or the TMX <tu>); nothing
@@ -224,6 +261,7 @@ def read_external(spec, model) -> tuple[list[str], list[str], dict | None, list[
     if spec is None or spec.get("format") is None:
         return [], [], None, []
     Choice(("error", "drop", "warn")).check(f"{KEY}.on_overlap", spec.get("on_overlap"))
+    Score(at_least=0, at_most=100).check(f"{KEY}.leak_threshold", spec.get("leak_threshold", 100))
     opts = {k: v for k, v in with_format_defaults(spec).items() if k not in OWN_KEYS}
     try:
         with _renamed_logs(spec):

@@ -1,4 +1,4 @@
-"""What a reader of a table must know about a run that its scores do not say: an external TM that held pairs of
+"""What a reader of a table must know about a run that its scores do not say: an external TM that held references of
 the test stream and was kept (`method.external.on_overlap=warn`, adaptsim/methods/tm.py): its references were
 seen before their segments were translated, so its scores are not a simulation without look-ahead."""
 
@@ -10,10 +10,9 @@ def note(run, label: str) -> str | None:
     info = run.summary.get("method_info") or {}
     external = info.get("external") or (info.get("weights_info") or {}).get("external")  # tm's, or under icl
     overlap = (external or {}).get("overlap") or {}
-    if overlap.get("on_overlap") == "warn" and overlap.get("pairs"):
-        return (f"{label}: its external TM held {overlap['pairs']} of the test stream's (source, reference) "
-                "pairs, kept (method.external.on_overlap=warn): look-ahead, its references were seen before "
-                "translating")
+    if overlap.get("on_overlap") == "warn" and overlap.get("leaks"):
+        return (f"{label}: its external TM held {overlap['leaks']} of the test stream's references as targets, kept "
+                "(method.external.on_overlap=warn): look-ahead, its references were seen before translating")
     return None
 
 
