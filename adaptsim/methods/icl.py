@@ -8,11 +8,13 @@ Before segment i is translated, `context` chooses up to k earlier (source, post-
   context is the previous sentences of the document, source and target);
 - `fuzzy`: the k pairs of the pool whose sources are most similar to segment i's with a score ≥ `threshold`, by
   rapidfuzz's `fuzz.ratio` as `tm` scores them, the best match last, next to the source. Moslem et al. 2023
-  (ymoslem/Adaptive-MT-LLM) retrieve by multilingual sentence embeddings (Semantic_Search_Faiss_Multilingual.ipynb)
-  and order the prompt the same way (MT/ChatGPT-BatchTranslation.ipynb, `create_prompt`: the matches, best first,
-  are reversed); Agrawal et al. 2022 retrieve by BM25 and re-rank by n-gram recall. adaptsim uses one
-  character-level fuzzy score, the one CAT tools show, and needs no embedding model. `threshold` 0 (every pair
-  is a candidate: "the k nearest") was chosen on held-out data (configs/method/icl.yaml has the table);
+  (ymoslem/Adaptive-MT-LLM) retrieve by sentence embeddings, a sentence-transformers model over the data set itself
+  (data/fuzzy_matches/ExtractSimilarTranslations.ipynb; the repository's multilingual Faiss notebook searches a
+  separate context set instead), and order the prompt the same way (MT/ChatGPT-BatchTranslation.ipynb,
+  `create_prompt`: the matches, best first, are reversed); Agrawal et al. 2022 retrieve by BM25 and re-rank by
+  n-gram recall. adaptsim uses one character-level fuzzy score, the one CAT tools show, and needs no embedding
+  model. `threshold` 0 (every pair is a candidate: "the k nearest") was chosen on held-out data (configs/method/icl.yaml
+  has the table);
 - `both`: the fuzzy matches that are not among the document's last k, then those k;
 - `random`: k pairs of the pool drawn uniformly without replacement, in the order drawn, whatever their score (no
   threshold): the control that tells "relevant examples" from "any examples" (Moslem et al. 2023 and Agrawal et
