@@ -173,9 +173,9 @@ def test_a_plain_prompts_hypothesis_ends_at_the_first_newline(causal_dirs):
     model = load(causal_dirs, "gpt2")
     newline = model.tokenizer.convert_tokens_to_ids("Ċ")
     body = model._target_body("Der Mann sieht den Hund.")
-    assert newline in model._ends and model.end in model._ends
+    assert newline in model._stops and model.end in model._ends and newline not in model._ends
     hyp = model._hypothesis(body + [newline] + model._target_body("en: The cat."))
-    assert hyp == ("Der Mann sieht den Hund.", model.tokenizer.convert_ids_to_tokens(body), False)
+    assert hyp == ("Der Mann sieht den Hund.", model.tokenizer.convert_ids_to_tokens(body), False, False)
     assert model._hypothesis(body).cut and model._hypothesis(body + [model.end]).text == "Der Mann sieht den Hund."
     chat = load(causal_dirs, "qwen2")  # a chat reply ends at its first line too (prompt.stop: line), or only at its end
     assert chat._hypothesis(body + [newline] + body).text == "Der Mann sieht den Hund."

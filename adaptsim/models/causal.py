@@ -20,7 +20,9 @@ a sequence of earlier (source, post-edit) pairs, oldest first, that the prompt q
   generate. The hypothesis is the text generated before the first end token, whitespace around it stripped (the
   target prefix's space, a chat reply's newline). `cut`: no end token within the new tokens.
 - The end tokens: the prompt's (`Prompt.end_id`: a chat template's end of turn, plain the end of sequence) and the
-  checkpoint's eos. With `model.prompt.stop: line` (the default) also every token whose text holds a newline: a base
+  checkpoint's eos. With `model.prompt.stop: line` (the default) a line's end ends it too (a stop string, not more end
+  tokens, which would widen the beam: `_line_stop`), and a hypothesis read from generated ids ends at the first token
+  whose text holds a newline: a base
   LM ends a line with a newline rather than with its end of sequence, and what follows is its next example
   ("en: …"); an instruct model may add a note ("Note: …") or its reasoning after the translation's line, in the same
   reply. The text is cut at the first newline (`stop: end`: only the end tokens end it). Generation stops there rather
@@ -110,8 +112,8 @@ class CausalModel(Model):
             setattr(config, key, None)
         eos = config.eos_token_id
         self._newlines = newline_ids(tokenizer) if self.prompt.stop == "line" else frozenset()
-        self._ends = sorted({self.end, *(eos if isinstance(eos, list) else [] if eos is None else [eos]),
-                             *self._newlines})
+        self._ends = sorted({self.end, *(eos if isinstance(eos, list) else [] if eos is None else [eos])})
+        self._stops = frozenset(self._ends) | self._newlines  # what ends a hypothesis read from generated ids
         self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.end
         self._positions = int(self.arch.max_positions or tokenizer.model_max_length)
         self.reuse_prompt = True  # keep prompts' keys and values for scoring with context (scripts/bench_prompt.py)
@@ -138,6 +140,13 @@ class CausalModel(Model):
         return CausalModel(net, self.tokenizer, self.device, self.prompt)
 
     # -- tokens -------------------------------------------------------------------------------------
+    @property
+    def _line_stop(self) -> dict:
+        """`stop: line`'s stopping rule for `generate`: a stop string, matched on the decoded text of each beam's last
+        token (transformers' StopStringCriteria), rather than every token whose text holds a newline as an end token:
+        beam search keeps (1 + end tokens) × beams candidates, thousands on an LLM's vocabulary."""
+        return {"stop_strings": ["\n"], "tokenizer": self.tokenizer} if self._newlines else {}
+
     @property
     def max_tokens(self) -> int:
         """The most tokens a prompt may take, and a side of a pair with the prompt around it (`count_tokens`): the
@@ -381,7 +390,7 @@ class CausalModel(Model):
         with torch.inference_mode():
             out = net.generate(input_ids=ids, attention_mask=mask, num_beams=beam_size, max_new_tokens=max_new_tokens,
                                length_penalty=length_penalty, do_sample=False, early_stopping=True,
-                               eos_token_id=self._ends, pad_token_id=self._pad,
+                               eos_token_id=self._ends, pad_token_id=self._pad, **self._line_stop,
                                logits_processor=LogitsProcessorList(processors), return_dict_in_generate=keep)
         sequences = out.sequences if keep else out
         generated = [row[width:].tolist() for row in sequences]
@@ -399,7 +408,7 @@ class CausalModel(Model):
 
     def _hypothesis(self, generated: list[int]) -> Translation:
         """The translation in what was generated after the prompt (see the module docstring)."""
-        end = next((j for j, t in enumerate(generated) if t in self._ends), None)
+        end = next((j for j, t in enumerate(generated) if t in self._stops), None)
         special = self._special_ids()
         body = [t for t in (generated if end is None else generated[:end]) if t not in special]
         text = self.tokenizer.decode(body, skip_special_tokens=True).strip()
@@ -450,7 +459,7 @@ class PromptSearch(PrefixSearch):
     def __init__(self, model: CausalModel, *, beam_size: int, max_length: int, length_penalty: float):
         super().__init__(model.net, None, None, beam_size=beam_size, max_length=max_length,
                          length_penalty=length_penalty, search="generate")
-        self.model, self.ends = model, set(model._ends)
+        self.model, self.ends = model, set(model._stops)
 
     def _generate(self, forced: list[int], constraint) -> list[int]:
         return self.model._generate(self.net, forced, self.beam_size, self.max_length - len(forced),
