@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import logging
 import os
 import re
@@ -289,6 +290,29 @@ def test_a_given_tokenizer_is_reused_with_its_exact_vocabulary(text_files, tmp_p
         with pytest.raises(UserError, match="^" + re.escape(f"train.tokenizer={where}: {message}")):
             train(config(text_files, out, "train.max_steps=1", "train.overwrite=true", f"train.tokenizer={where}"))
     assert (out / "model.safetensors").exists()  # refused before overwrite=true removed anything
+
+
+def test_a_training_goes_on_from_another_models_weights_with_its_schedule_rewarmed(text_files, tmp_path,
+                                                                                   tiny_model_dir):
+    """train.init_from (base-ende-e1.4 from base-ende): the model's weights and tokenizer, a fresh Adam, the schedule
+    counted from train.start_step and reached after train.rewarmup linear steps."""
+    from adaptsim.basemodel.trainer import inverse_sqrt
+
+    factor = inverse_sqrt(1000, start=2440, rewarmup=150)
+    assert factor(0) == pytest.approx(math.sqrt(1000 / 2441) / 150)
+    assert factor(149) == pytest.approx(math.sqrt(1000 / 2590))
+    assert factor(1419) == pytest.approx(math.sqrt(1000 / 3860))
+    assert inverse_sqrt(5)(3) == inverse_sqrt(5, 0, 0)(3) == 4 / 5  # without init_from: the schedule as before
+    out = tmp_path / "m"
+    train(config(text_files, out, "train.max_steps=2", "train.valid_every=2", "train.lr=1e-4",
+                 f"train.init_from={tiny_model_dir}", "train.start_step=100", "train.rewarmup=10"))
+    before, after = (MarianMTModel.from_pretrained(str(p)).state_dict() for p in (tiny_model_dir, out / "last"))
+    assert before.keys() == after.keys() and all(before[k].shape == after[k].shape for k in before)
+    moved = max((after[k] - before[k]).abs().max().item() for k in before)
+    assert 0 < moved < 1e-2  # two small steps from its weights, not a new model
+    assert (out / "source.spm").read_bytes() == (tiny_model_dir / "source.spm").read_bytes()
+    with pytest.raises(UserError, match=r"^train.init_from=.*nowhere: cannot load a Marian model there"):
+        train(config(text_files, tmp_path / "n", "train.max_steps=1", f"train.init_from={tmp_path / 'nowhere'}"))
 
 
 def test_cuda_random_states_are_saved_and_restored(tmp_path, monkeypatch):

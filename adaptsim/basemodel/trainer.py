@@ -123,10 +123,12 @@ def batch_loss(model, batch: dict, label_smoothing: float) -> tuple[torch.Tensor
     return loss.sum(), nll.sum().item(), int(mask.sum())
 
 
-def inverse_sqrt(warmup: int):
-    """LR factor: linear warm-up to 1 at step `warmup`, then sqrt(warmup / step)."""
-    w = max(1, int(warmup))
-    return lambda step: min((step + 1) / w, math.sqrt(w / (step + 1)))
+def inverse_sqrt(warmup: int, start: int = 0, rewarmup: int = 0):
+    """LR factor: linear warm-up to 1 at step `warmup`, then sqrt(warmup / step). A training that goes on from another
+    one's weights (`train.init_from`) counts the schedule from that training's `start` steps, reached after a linear
+    re-warm-up of `rewarmup` steps (a fresh Adam's first steps are large)."""
+    w, r = max(1, int(warmup)), max(1, int(rewarmup))
+    return lambda step: min((start + step + 1) / w, math.sqrt(w / (start + step + 1))) * min(1.0, (step + 1) / r)
 
 
 # -- validation -------------------------------------------------------------------------------------
@@ -251,7 +253,9 @@ def train(cfg: DictConfig, began: Callable[[], None] = lambda: None) -> dict:
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     try:
-        tokenizer, model = resume_model(out) if resume else new_model(cfg, pairs, out, reused)
+        tokenizer, model = (resume_model(out) if resume else
+                            initial_model(cfg.train.init_from) if cfg.train.init_from else
+                            new_model(cfg, pairs, out, reused))
     except UserError:
         if fresh_dir and not any(out.iterdir()):  # a refused vocabulary leaves no empty model directory behind
             out.rmdir()
@@ -276,6 +280,7 @@ SETTINGS: dict[str, Rule] = {
     "train.max_minutes": Number(above=0, null="no time limit"),
     "train.checkpoint_minutes": Number(above=0, null="no timed checkpoints"),
     "train.dtype": Choice(DTYPES),
+    "train.start_step": Integer(0), "train.rewarmup": Integer(0),
     **{key: RUN_SETTINGS[key] for key in ("allocator", "threads")},  # run's rules, one copy
 }
 
@@ -293,6 +298,9 @@ def check_settings(cfg: DictConfig) -> None:
                             "(train.source=FILE train.target=FILE)")
     for key, rule in SETTINGS.items():
         rule.check(key, OmegaConf.select(cfg, key))
+    if cfg.train.init_from and cfg.train.tokenizer:
+        raise UserError(f"train.tokenizer={cfg.train.tokenizer}: not with train.init_from (its model's tokenizer "
+                        "comes with its weights)")
     if not cfg.train.max_steps and not cfg.train.max_epochs and not cfg.train.max_minutes:
         raise UserError("set train.max_steps, train.max_epochs or train.max_minutes")
     log.info("%s", allocator.describe(cfg.allocator))
@@ -378,6 +386,20 @@ def new_model(cfg: DictConfig, pairs: list[tuple[str, str]], out: Path, tokenize
     return tokenizer, build_model(OmegaConf.to_container(arch, resolve=True), tokenizer, seed=cfg.seed)
 
 
+def initial_model(path: str):
+    """The tokenizer and weights a training goes on from (`train.init_from`: a model directory, e.g. a shipped base
+    model), with a fresh optimiser and its own data order: what base-ende-e1.4 was trained from base-ende with."""
+    from transformers import MarianMTModel, MarianTokenizer
+
+    where = Path(str(path)).expanduser()
+    try:
+        return MarianTokenizer.from_pretrained(str(where)), MarianMTModel.from_pretrained(str(where))
+    except Exception as e:  # (a missing directory, a file cut short: the libraries' own kinds)
+        reason = " ".join(str(e).split())[:200]
+        raise UserError(f"train.init_from={path}: cannot load a Marian model there ({type(e).__name__}: {reason})") \
+            from None
+
+
 def resume_model(out: Path):
     """The tokenizer and model of the last checkpoint; one that cannot be read (a file cut short): one line."""
     from transformers import MarianMTModel, MarianTokenizer
@@ -430,7 +452,8 @@ class Trainer:
                              cache_enabled=False)
         self.optimizer = torch.optim.Adam(model.parameters(), lr=float(tc.lr), betas=tuple(tc.betas),
                                           eps=float(tc.eps), weight_decay=float(tc.weight_decay))
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(int(tc.warmup)))
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, inverse_sqrt(int(tc.warmup), int(tc.start_step), int(tc.rewarmup)))
         self.state = {"step": 0, "epoch": 0, "batch": 0, "best": None, "best_step": None, "bad_validations": 0,
                       "elapsed": 0.0, "tokens": 0}
         self.max_steps, self.max_epochs = int(tc.max_steps or 0) or None, int(tc.max_epochs or 0) or None

@@ -11,8 +11,7 @@
 #                     with base-ende's joint 16k vocabulary on data/base-train (616,582 pairs of ≤ 128 tokens):
 #                     2,440 steps (0.90 epoch, 12.9M target tokens), 1.8 h on 2 CPU cores by its README
 #   base-ende-e1.4    base-ende trained on to step 3,860 (1,420 more steps, 1.42 epochs in all): 2.2 h more on 2 CPU
-#                     cores by its README; a copy of $OUT/base-ende (it needs base-ende's last/) resumed with
-#                     train.resume=true — NOT the shipped continuation, see below
+#                     cores by its README; from $OUT/base-ende/last's weights (train.init_from), see below
 #   small-ende-probe  3/3 layers, 4 heads, d_model 256, FFN 1024, GELU, tied embeddings, joint 8k vocabulary, on
 #                     data/general/train (54,218 pairs) for 5 epochs: 75 minutes on 2 CPU cores by its README
 # Run it again after an interruption: every training runs with train.resume=true, so it goes on from its last/
@@ -35,12 +34,10 @@
 #   steps = 1.42 epochs (2,709 batches an epoch; the default gives 3,028: 0.81 epoch, 11.5M tokens), on the
 #   616,582 pairs base-ende's vocabulary keeps at train.max_length=128, its README's count. Validation (BLEU of
 #   500 greedy lines of newstest2018, every 1,000 steps: the README quotes it at step 2,000) changes no weight.
-# - base-ende-e1.4 cannot be trained as shipped: it started from base-ende's weights with a fresh Adam, base-ende's
-#   schedule counting its 2,440 steps reached after a 150-step linear re-warm-up, and the first epoch's order again
-#   (its 1,420 steps saw base-ende's first 1,420 batches a second time). The current trainer starts a model only
-#   from random weights or from its own last/ checkpoint, so the nearest it has is this continuation: the same
-#   schedule without the re-warm-up, Adam's moments and the random states kept, and the data going on where
-#   base-ende stopped (the rest of the first epoch, then the second's order).
+# - base-ende-e1.4 as shipped: base-ende's last weights with a fresh Adam (train.init_from), base-ende's schedule
+#   counting its 2,440 steps (train.start_step) reached after a 150-step linear re-warm-up (train.rewarmup), and the
+#   first epoch's order again (a new training's own data order, seed 1: its 1,420 steps see base-ende's first 1,420
+#   batches a second time).
 # - small-ende-probe: recorded are the architecture (its config.json), the vocabulary (8k joint unigram
 #   sentencepiece on at most 200,000 sentences), Adam with an inverse-square-root schedule, label smoothing 0.1,
 #   5 epochs, the data. Not recorded, here the project's choices: lr 1e-3 and 1,000 warm-up steps (realistic_ende.sh's
@@ -97,9 +94,9 @@ train() {  # model directory name, overrides…
 }
 last_step() { python -c "import json, sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])['step'])" "$1"; }
 
-# base-ende's recipe (../shared/models/base-ende/README.md), base-ende-e1.4's too: every setting but the step bound
-# and the directory must be the same for train.resume to go on.
-BASE=(model=base-ende-gpu model.name=base-ende "${BASE_TOKENIZER[@]}" seed=1
+# base-ende's recipe (../shared/models/base-ende/README.md), base-ende-e1.4's too (whose vocabulary comes with
+# base-ende's weights); a resume goes on only with every setting but the step bound the same.
+RECIPE=(model=base-ende-gpu seed=1
       "train.source=$WORK/base-train/train.en" "train.target=$WORK/base-train/train.de"
       "train.valid_source=$GENERAL/dev.en" "train.valid_target=$GENERAL/dev.de"
       train.batch_tokens=6000 train.bucket_size=70000 train.max_length=128 train.max_epochs=null
@@ -118,20 +115,15 @@ for model in "${MODELS[@]}"; do
         fi
       done ;;&
     base-ende)
-      train base-ende "${BASE[@]}" train.max_steps="$BASE_STEPS" ;;
+      train base-ende "${RECIPE[@]}" model.name=base-ende "${BASE_TOKENIZER[@]}" train.max_steps="$BASE_STEPS" ;;
     base-ende-e1.4)
-      if [ ! -f "$OUT/base-ende-e1.4/last/trainer_state.pt" ]; then
-        if [ ! -f "$OUT/base-ende/last/trainer_state.pt" ] \
-           || [ "$(last_step "$OUT/base-ende/train_log.jsonl")" -lt "$BASE_STEPS" ]; then
-          echo "train_base_models.sh: base-ende-e1.4 goes on from base-ende's step $BASE_STEPS:" \
-            "train base-ende first" >&2
-          exit 1
-        fi
-        rm -rf "$OUT/base-ende-e1.4.tmp"
-        cp -a "$OUT/base-ende" "$OUT/base-ende-e1.4.tmp"
-        mv "$OUT/base-ende-e1.4.tmp" "$OUT/base-ende-e1.4"
+      if [ ! -f "$OUT/base-ende/last/trainer_state.pt" ] \
+         || [ "$(last_step "$OUT/base-ende/train_log.jsonl")" -lt "$BASE_STEPS" ]; then
+        echo "train_base_models.sh: base-ende-e1.4 goes on from base-ende's step $BASE_STEPS: train base-ende first" >&2
+        exit 1
       fi
-      train base-ende-e1.4 "${BASE[@]}" train.max_steps="$E14_STEPS" ;;
+      train base-ende-e1.4 "${RECIPE[@]}" model.name=base-ende-e1.4 "train.init_from=$OUT/base-ende/last" \
+        train.start_step="$BASE_STEPS" train.rewarmup=150 train.max_steps=$((E14_STEPS - BASE_STEPS)) ;;
     small-ende-probe)
       train small-ende-probe model=paper-transformer model.name=small-ende-probe "${PROBE_TOKENIZER[@]}" seed=1 \
         model.arch.encoder_layers=3 model.arch.decoder_layers=3 model.arch.heads=4 model.arch.ffn_dim=1024 \
