@@ -1,5 +1,5 @@
-"""The type and allowed values of a setting, declared once: `validate.SETTINGS` for the run's own keys, each
-method's `settings` for its parameters. Defaults are not here: they live in configs/ (their one home).
+"""The type and allowed values of a setting, declared once: SETTINGS in adaptsim/loop/settings.py for the run's own
+keys, each method's `settings` for its parameters. Defaults are not here: they live in configs/ (their one home).
 
 A rule checks one value and refuses it with one line naming the key, the value and what is allowed
 ("update.clip_norm=-1: must be a number > 0"). Rules that relate two keys (min_updates ≤ max_updates) or

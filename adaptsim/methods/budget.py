@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 def resolve_budget(count, fraction, total: int) -> int:
     """min(count, fraction · total): the paper's absolute budget, capped at a fraction of a small model. (Both are
-    checked before: lasso's by its settings, select-fixed's by validate.SETTINGS.)"""
+    checked before: lasso's by its settings, select-fixed's by adaptsim/loop/settings.py SETTINGS.)"""
     return int(min(float(count), float(fraction) * total))
 
 
