@@ -165,7 +165,7 @@ def test_a_resume_after_a_file_it_read_changed_is_refused_and_changes_nothing(tm
 
     tm, stopwords, truecase, novel = (tmp_path / n for n in ("tm.tsv", "stop.txt", "truecase.txt", "novel.txt"))
     tm.write_text("source\treference\nA driver uses four firewalls.\tEin Fahrer benutzt vier Firewalls.\n"
-                  "Does a developer edit a character?\tBearbeitet ein Entwickler ein Zeichen?\n")
+                  "Does a tester open a window?\tÖffnet ein Tester ein Fenster?\n")  # (no reference of the stream)
     stopwords.write_text("der\ndie\n")
     truecase.write_text("Ein Treiber benutzt vier Firewalls.\n")
     novel.write_text("Treiber Zeichen\n")
