@@ -5,5 +5,8 @@
   and the effort the page measured;
 - `state`: the session — the loop of adaptsim/loop/simulation.py cut at the translator: show θ_{i−1}'s translation,
   complete prefixes, and on validation adapt and record exactly as a simulation does;
-- `app`: the web server (Starlette), the page (page.html, no build step), and the checks every request passes.
+- `app`: the web server (Starlette), the page (page.html, no build step), and the checks every request passes;
+- `client`: the session of serve.api=modernmt, whose documents a CAT tool or ModernMT client sends (memories as
+  documents, any source translated, each confirmed pair a step, as `state`'s validation);
+- `modernmt`: ModernMT's API on it (paths, parameters, envelope, errors), with the same checks as the page's.
 """

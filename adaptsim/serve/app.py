@@ -98,7 +98,7 @@ class TokenRequired:
 
     def __init__(self, app, token: str, header: str = TOKEN_HEADER, query: bool = True, refuse=error,
                  where: str = "the address the server printed"):
-        self.app, self.token, self.header, self.query = app, token.encode(), header.lower(), query
+        self.app, self.token, self.header, self.shown, self.query = app, token.encode(), header.lower(), header, query
         self.refuse, self.where = refuse, where
 
     async def __call__(self, scope, receive, send):
@@ -107,7 +107,7 @@ class TokenRequired:
             if given is None and self.query and scope["method"] in SAFE_METHODS:
                 given = (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token") or [""])[0].encode()
             if not hmac.compare_digest(given or b"", self.token):
-                where = "" if self.query and scope["method"] in SAFE_METHODS else f" in the {self.header} header"
+                where = "" if self.query and scope["method"] in SAFE_METHODS else f" in the {self.shown} header"
                 await self.refuse(scope, f"a valid session token is required{where} ({self.where})", 403,
                                   "token")(scope, receive, send)
                 return

@@ -26,9 +26,10 @@ What the protocol leaves open, decided here:
 - Texts' whitespace is collapsed to single spaces (references.tsv, the run's data for `run`, holds them so) and a text
   longer than the model accepts is refused (`run` would skip it), so that `adaptsim run dataset=tsv
   dataset.path=<run>/references.tsv` simulates the same steps.
-- Translations not yet added are kept in memory only (the last TRANSLATIONS_KEPT sentences): after a kill, a sentence
-  translated before it is translated again when added — by the same θ where nothing was added in between, so to the
-  same hypothesis — and recorded as `add`.
+- Every translation given is recorded, in order, before it is answered (translations.jsonl: what the client was
+  shown, added or not, and after how many steps), and the last one of each sentence (of the last TRANSLATIONS_KEPT
+  sentences) waits there for its addition, so a resume after a kill at any point gives the steps to come the
+  hypotheses they would have had: the records are those of the session never killed (timings aside).
 - Nothing a client sends ends the session: stopping the server leaves its run `interrupted` (resume=true goes on);
   `resume=true serve.finish=true` replays it and finishes it on what was added (every step scored, summary.json,
   curves.csv, references.tsv), without serving; a finished session cannot be resumed.
@@ -37,6 +38,7 @@ What the protocol leaves open, decided here:
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections import OrderedDict
@@ -54,12 +56,13 @@ from adaptsim.loop.learner import Learner, prepare
 from adaptsim.loop.settings import validate
 from adaptsim.loop.simulation import Simulation
 from adaptsim.models import Translation, load_model
-from adaptsim.records import read_summary, write_json_atomic
+from adaptsim.records import read_summary, write_json_atomic, written_records
 from adaptsim.serve import study
-from adaptsim.serve.human import HUMAN_FILE, HumanSimulation
+from adaptsim.serve.human import HUMAN_FILE, HumanSimulation, append_lines
 from adaptsim.serve.state import COMMAND, NOT_TEXT, MethodRun, Refused, ServeSession, _records, run_part
 
 MEMORIES_FILE = "memories.json"  # <serve.dir>/memories.json: the memories, and the current document's
+TRANSLATIONS_FILE = "translations.jsonl"  # <run>/translations.jsonl: every translation given, in order
 DATASET = "modernmt"  # the run's dataset.name: the documents a ModernMT client sent
 TRANSLATIONS_KEPT = 10_000  # the sentences whose last translation is kept for their addition
 DESIGN = "documents sent by a client of serve's ModernMT API: a memory's pairs in a row are a document"
@@ -245,8 +248,10 @@ class ClientSession(ServeSession):
         self.jobs: dict[str, tuple[int, int]] = {}  # import job id → (memory, step)
         try:
             self._open_run(run, part, learner, self.resume)
-            for line in _lines(run_dir / HUMAN_FILE):
+            human = _lines(run_dir / HUMAN_FILE)
+            for line in human:
                 self.jobs[line["import_job"]] = (line["memory"], line["index"])
+            self._recall_translations(run_dir, human)
             current = self.memories.document
             if current is not None and (run.sim.current is None or run.sim.current.doc_id != str(current)):
                 run.sim.begin_document(str(current))  # begun before the kill, with no pair yet
@@ -285,8 +290,8 @@ class ClientSession(ServeSession):
                               f"{self.languages['target_lang']} only", 400, "language")
 
     def text(self, text, what: str, empty: bool = False) -> str:
-        """A text the client sent, its whitespace collapsed (module docstring); one line if it is not one, too long
-        (serve.max_chars, or more tokens than the model accepts) or, unless `empty`, empty."""
+        """A text the client sent, its whitespace collapsed (module docstring); one line if it is not one, longer than
+        serve.max_chars or, unless `empty`, empty. (Its tokens are counted under the lock: `_fits`.)"""
         if not isinstance(text, str):
             raise Refused(f"{what}: a string")
         if len(text) > self.max_chars:
@@ -297,9 +302,13 @@ class ClientSession(ServeSession):
         text = " ".join(text.split())
         if not text and not empty:
             raise Refused(f"{what}: empty")
-        if text and (n := self.count_tokens(text)) > self.max_tokens:
-            raise Refused(f"{what}: {n} tokens, more than the model accepts ({self.max_tokens})")
         return text
+
+    def _fits(self, texts: dict[str, str]) -> None:
+        """One line for the first text ({what: text}) longer than the model accepts (`run` would skip its pair)."""
+        for what, text in texts.items():
+            if text and (n := self.count_tokens(text)) > self.max_tokens:
+                raise Refused(f"{what}: {n} tokens, more than the model accepts ({self.max_tokens})")
 
     def languages_offered(self) -> tuple[str | None, str | None]:
         return self.languages["source_lang"], self.languages["target_lang"]
@@ -309,32 +318,36 @@ class ClientSession(ServeSession):
         the `hints` name begun first where it must be (module docstring); "" for an empty one."""
         with self.lock:
             self._live()
+            self._fits({f"q[{i}]" if len(sources) > 1 else "q": s for i, s in enumerate(sources)})
             self._hinted(hints)
-            run, out = self.run, []
-            for source in sources:
-                if not source:
-                    out.append("")
-                    continue
-                seg = run.sim.append(source)
-                try:
-                    with run.sim.begin() as turn:
-                        shown = self._translated(turn)
-                except Exception as e:  # (the turn is left, θ as it was: but a model that failed is not trusted)
-                    raise self._stopped(e, run, "translating", f"; resume=true serve.dir={self.dir} goes on") from None
-                finally:
-                    run.sim.remove(seg)
-                self.translations.pop(source, None)
-                self.translations[source] = shown
-                if len(self.translations) > TRANSLATIONS_KEPT:
-                    self.translations.popitem(last=False)
-                out.append(shown.translation.text)
-            return out
+            run, given = self.run, {}
+            try:
+                for source in dict.fromkeys(s for s in sources if s):  # (a source given twice: translated once)
+                    seg = run.sim.append(source)
+                    try:
+                        with run.sim.begin() as turn:
+                            given[source] = self._translated(turn)
+                    finally:
+                        run.sim.remove(seg)
+                doc = run.sim.current.doc_id if run.sim.current is not None else ""
+                if given:
+                    append_lines(self.dir / run.method / TRANSLATIONS_FILE, [
+                        {"after": shown.after, "doc_id": doc, "source": source, "hypothesis": shown.translation.text,
+                         "pieces": shown.translation.pieces, "cut": shown.translation.cut,
+                         **({"reasoning": True} if shown.translation.reasoning else {}), "translate_s": shown.seconds}
+                        for source, shown in given.items()])
+            except Exception as e:  # (θ is as it was, but a model or a disk that failed is not trusted)
+                raise self._stopped(e, run, "translating", f"; resume=true serve.dir={self.dir} goes on") from None
+            for source, shown in given.items():
+                self._keep(source, shown)
+            return [given[s].translation.text if s else "" for s in sources]
 
     def add(self, memory: int, sentence: str, translation: str, sent: dict) -> dict:
         """The confirmed pair (already `text`) added to `memory`: the session's next step (module docstring), on disk
         before the answer; ModernMT's ImportJob of it. `sent`: what human.jsonl records of the request besides."""
         with self.lock:
             self._live()
+            self._fits({"sentence": sentence, "translation": translation})
             self._memory(memory)
             if self._ended(memory):
                 raise self._ended_refusal(memory)
@@ -391,6 +404,32 @@ class ClientSession(ServeSession):
 
     # -- its parts -----------------------------------------------------------------------------------------------
 
+    def _keep(self, source: str, shown: Shown) -> None:
+        """The sentence's last translation, waiting for its addition (module docstring)."""
+        self.translations.pop(source, None)
+        self.translations[source] = shown
+        if len(self.translations) > TRANSLATIONS_KEPT:
+            self.translations.popitem(last=False)
+
+    def _recall_translations(self, run_dir: Path, human: list[dict]) -> None:
+        """The translations waiting for their additions as the killed process had them: translations.jsonl's lines
+        kept in order, each step taking its sentence's where it took a translation (a line with `after` ≤ i was
+        given before step i); a last line a kill cut short is cut off."""
+        path = run_dir / TRANSLATIONS_FILE
+        lines, whole = written_records(path, "translation")
+        if path.is_file() and path.stat().st_size > whole:
+            os.truncate(path, whole)
+        steps = _records(run_dir)
+        at = 0
+        for i, (step, line) in enumerate(zip(steps, human)):
+            while at < len(lines) and lines[at]["after"] <= i:
+                self._keep(lines[at]["source"], _shown(lines[at]))
+                at += 1
+            if line.get("hypothesis_from") == "translate":
+                self.translations.pop(step["source"], None)
+        for line in lines[at:]:
+            self._keep(line["source"], _shown(line))
+
     def _live(self) -> None:
         if self.failed:
             raise Refused(f"the session stopped: {self.failed}", 409, "stopped")
@@ -440,6 +479,11 @@ class ClientSession(ServeSession):
         if not fresh:
             raise self._ended_refusal(hints[0])
         self._begin(fresh[0])
+
+
+def _shown(line: dict) -> Shown:
+    translation = Translation(line["hypothesis"], line["pieces"], line["cut"], line.get("reasoning", False))
+    return Shown(translation, line["translate_s"], line["after"])
 
 
 def _primary(code: str) -> str:

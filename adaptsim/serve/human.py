@@ -114,8 +114,8 @@ class HumanSimulation(Simulation):
 
     def scored(self, i: int, translation, effort: Effort) -> tuple[dict, None]:
         """No scores before the run ends (module docstring): the line holds the page's effort, which a resume
-        replays."""
-        return {"effort": effort.record()}, None
+        replays (none from serve's API)."""
+        return ({"effort": effort.record()} if effort is not None else {}), None
 
     def finish(self, **timing) -> dict:
         """Every step scored once, over all the validated references (steps.jsonl written again with the scores, each
@@ -156,9 +156,14 @@ def write_references(path: Path, segments: list) -> None:
 
 def append_line(path: Path, record: dict) -> None:
     """One line appended and on disk; a failure (a full disk) is one line naming the file."""
+    append_lines(path, [record])
+
+
+def append_lines(path: Path, records: list[dict]) -> None:
+    """Lines appended and on disk (one fsync); a failure (a full disk) is one line naming the file."""
     try:
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            f.write("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
             f.flush()
             os.fsync(f.fileno())
     except OSError as e:

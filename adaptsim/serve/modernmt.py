@@ -52,7 +52,7 @@ from adaptsim.serve.client import ClientSession
 from adaptsim.serve.state import Refused
 
 log = logging.getLogger("adaptsim")
-KEY_HEADER = "mmt-apikey"
+KEY_HEADER = "MMT-ApiKey"
 # ModernMT's error type of each refusal's code (adaptsim/serve/state.py CODES, and the API's own); the status is the
 # refusal's, but a missing or wrong key is 401 as ModernMT's
 TYPES = {"token": "AuthenticationException", "host": "InvalidHostException", "origin": "ForbiddenException",
@@ -60,7 +60,9 @@ TYPES = {"token": "AuthenticationException", "host": "InvalidHostException", "or
          "language": "UnsupportedLanguageException", "unsupported": "UnsupportedOptionException",
          "not_offered": "NotImplementedException", "not_found": "ApiNotFoundException",
          "no_resource": "NotFoundException", "memory_ended": "ConflictException",
-         "stopped": "ServiceUnavailableException", "finished": "ServiceUnavailableException"}
+         "stopped": "ServiceUnavailableException", "finished": "ServiceUnavailableException",
+         "internal": "InternalServerException"}
+PLATFORM = {"mmt-platform": "platform", "mmt-platformversion": "platform_version"}  # human.jsonl's names of them
 METHODS = ("get", "post", "put", "delete")
 CHANGES = ("post", "put", "delete")
 TRANSLATE_KEYS = {"source", "target", "q", "hints", "priority", "project_id", "multiline", "format"}
@@ -99,16 +101,17 @@ def refusal(scope, message: str, status: int, code: str) -> JSONResponse:
 
 
 def create_api_app(session: ClientSession, token: str, hosts: list[str], max_request_bytes: int) -> Starlette:
-    """The app of a `ClientSession` (module docstring)."""
+    """The app of a `ClientSession` (module docstring); each endpoint takes the parameters, its path's match and the
+    headers, and returns the answer's `data`."""
     source_lang, target_lang = session.languages_offered()
 
-    def languages(params: dict, _):
+    def languages(params: dict, match, headers: Headers):
         return [code for code in (source_lang, target_lang) if code is not None]
 
-    def pairs(params: dict, _):
+    def pairs(params: dict, match, headers: Headers):
         return {source_lang: [target_lang]} if source_lang and target_lang else {}
 
-    def translate(params: dict, _):
+    def translate(params: dict, match, headers: Headers):
         _only(params, TRANSLATE_KEYS, REFUSED_OPTIONS, "/translate")
         session.check_languages(params.get("source"), params.get("target"))
         q = params.get("q")
@@ -129,10 +132,10 @@ def create_api_app(session: ClientSession, token: str, hosts: list[str], max_req
                for given, text in zip(texts, done)]
         return out if isinstance(q, list) else out[0]
 
-    def memories(params: dict, _):
+    def memories(params: dict, match, headers: Headers):
         return session.memory_list()
 
-    def create(params: dict, _):
+    def create(params: dict, match, headers: Headers):
         _only(params, MEMORY_KEYS, {}, "/memories")
         name = params.get("name")
         if not isinstance(name, str) or not name.strip() or len(name) > session.max_chars:
@@ -143,7 +146,7 @@ def create_api_app(session: ClientSession, token: str, hosts: list[str], max_req
                 raise Refused(f"{key}: a string of at most serve.max_chars")
         return session.create_memory(name, description, external)
 
-    def memory(params: dict, match):
+    def memory(params: dict, match, headers: Headers):
         return session.memory(int(match.group(1)))
 
     def add(params: dict, match, headers: Headers):
@@ -155,12 +158,11 @@ def create_api_app(session: ClientSession, token: str, hosts: list[str], max_req
         texts = {key: session.text(params.get(key), key) for key in ("sentence", "translation")}
         sent = {"source_lang": params["source"], "target_lang": params["target"],
                 **({"tuid": tuid} if tuid is not None else {}),
-                **{f"platform{suffix}": headers[f"mmt-platform{suffix}"][:200]
-                   for suffix in ("", "version") if f"mmt-platform{suffix}" in headers},
+                **{key: headers[header][:200] for header, key in PLATFORM.items() if header in headers},
                 **{f"sent_{key}": params[key] for key in texts if texts[key] != params[key]}}
         return session.add(int(match.group(1)), texts["sentence"], texts["translation"], sent)
 
-    def job(params: dict, match):
+    def job(params: dict, match, headers: Headers):
         return session.import_job(match.group(1))
 
     routes = [("get", r"/translate", translate), ("get", r"/translate/languages", languages),
@@ -192,19 +194,19 @@ def create_api_app(session: ClientSession, token: str, hosts: list[str], max_req
                 raise Refused(f"{method.upper()} {path[:100]}: no such endpoint", 404, "not_found")
             params = await _params(request, method, max_request_bytes)
             match, endpoint = work
-            args = (params, match, request.headers) if endpoint is add else (params, match)
-            data = await run_in_threadpool(endpoint, *args)
+            data = await run_in_threadpool(endpoint, params, match, request.headers)
         except Refused as e:
             return refusal(scope, str(e), e.status, e.code)
         except UserError as e:
             return refusal(scope, str(e), 400, "bad_request")
         except Exception as e:  # (a bug: still ModernMT's envelope, which its clients read)
             log.exception("serve: %s %s failed", method.upper(), path[:100])
-            return refusal(scope, f"{type(e).__name__}: {' '.join(str(e).split())[:300]}", 500, "stopped")
+            return refusal(scope, f"{type(e).__name__}: {' '.join(str(e).split())[:300]}", 500, "internal")
         return JSONResponse({"status": 200, "data": data}, headers=HEADERS)
 
-    async def not_found(request: Request, exc) -> JSONResponse:  # (a path Starlette's router does not take)
-        return refusal(request.scope, f"{request.url.path[:100]}: no such endpoint", 404, "not_found")
+    async def not_found(request: Request, exc) -> JSONResponse:  # (what Starlette's router does not take)
+        return refusal(request.scope, f"{request.method[:20]} {request.url.path[:100]}: not answered here",
+                       exc.status_code, "not_found")
 
     return Starlette(routes=[Route("/{path:path}", dispatch, methods=["GET", "POST", "PUT", "DELETE", "PATCH"])],
                      exception_handlers={404: not_found, 405: not_found},
