@@ -236,12 +236,12 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> t
 
 
 def check_same_sweep(path: Path, overrides: list[str]) -> None:
-    """Refuse a resumed sweep whose command line sweeps other jobs than the sweep in `path` (its multirun.yaml): its
-    new jobs would run into the old sweep's directory and Hydra would rewrite the sweep's record. Only the overrides
-    of settings a resume may change (`resume.FREE`) and Hydra's own may differ."""
+    """Refuse a resumed sweep that would leave out jobs of the sweep in `path` (its multirun.yaml): a value a recorded
+    sweep override swept that the command line no longer sweeps, or a setting swept now that was not, would run other
+    jobs into the old sweep's directory and Hydra would rewrite its record. A sweep may grow (more values: the new
+    jobs run beside the finished ones); a changed setting of the recorded jobs is each job's own check's."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
-
-    from adaptsim.launch.resume import FREE
 
     record = path / "multirun.yaml"
     if not record.is_file():
@@ -251,15 +251,17 @@ def check_same_sweep(path: Path, overrides: list[str]) -> None:
     except Exception:  # not Hydra's record: the jobs' own checks decide
         return
 
-    def swept(items) -> list[str]:
-        return sorted(o for o in items if not o.lstrip("+~").startswith(("hydra", *FREE)))
+    def swept(items) -> dict[str, list[str]]:
+        parsed = OverridesParser.create().parse_overrides([o for o in items if not o.lstrip("+~").startswith("hydra")])
+        return {o.get_key_element(): list(o.sweep_string_iterator()) for o in parsed if o.is_sweep_override()}
 
-    old, new = swept(recorded), swept(overrides)
-    if old != new:  # (the overrides both have left out)
-        was, now = [o for o in old if o not in new], [o for o in new if o not in old]
-        raise UserError(f"{path}: the sweep was started with {' '.join(was) or '(not them)'}, resumed with "
-                        f"{' '.join(now) or '(not them)'}; resume it with its own command line, or start the other "
-                        "sweep in another hydra.sweep.dir")
+    was, now = swept(recorded), swept(overrides)
+    left_out = [f"{key}={value}" for key, values in was.items() for value in values if value not in now.get(key, ())]
+    added = [key for key in now if key not in was]
+    if left_out or added:
+        what = f"leaves out {', '.join(left_out)}" if left_out else f"sweeps {', '.join(added)}, which it did not"
+        raise UserError(f"{path}: the resumed sweep {what} (its record: {' '.join(recorded)}); resume it with its own "
+                        "sweep (more values may be added), or start the other sweep in another hydra.sweep.dir")
 
 
 def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None, found: dict | None = None) -> None:
