@@ -183,19 +183,21 @@ def test_a_killed_run_whose_pid_another_process_has_now_is_resumed(interrupted, 
 
 
 # -- 7. a sweep resumed with another command line ------------------------------------------------------------------
-def test_a_sweep_resumed_without_some_of_its_jobs_is_refused_before_hydra_writes(tmp_path, tiny_model_dir, stream,
-                                                                                 common, capsys):
+def test_a_sweep_resumed_with_other_jobs_is_refused_before_hydra_writes(tmp_path, tiny_model_dir, stream, common,
+                                                                        capsys):
     from test_resume import sweep
 
     args = common(tiny_model_dir, stream)
     out = sweep(tmp_path / "sweep", *args, "method=none,bias")
     before = files(out)
-    sweep(out, *args, "method=none,full", "resume=true", code=1)  # bias's job left out, full's run into the sweep
-    error = last_error(capsys)
-    assert f"{out}: the resumed sweep leaves out method=bias (its record: " in error
-    assert error.endswith("resume it with its own sweep (more values may be added), or start the other sweep in "
-                          "another hydra.sweep.dir")
+    sweep(out, *args, "method=none,full", "resume=true", code=1)  # bias's job replaced by full's
+    assert last_error(capsys).endswith(f"{out}: the resumed sweep replaces method=bias with full; resume it with its "
+                                       "own jobs (more values, or some of them), or start the other sweep in another "
+                                       "hydra.sweep.dir")
     sweep(out, *args, "method=none,bias", "seed=1,2", "resume=true", code=1)  # a new dimension: every job another
     assert "the resumed sweep sweeps seed, which it did not" in last_error(capsys)
     assert files(out) == before
     sweep(out, *args, "method=none,bias", "resume=true", "threads=2")  # a setting a resume may change: not refused
+    record = (out / "multirun.yaml").read_bytes()
+    sweep(out, *args, "method=none", "resume=true")  # some of its jobs: allowed, and its record keeps them all
+    assert (out / "multirun.yaml").read_bytes() == record

@@ -249,7 +249,7 @@ def test_bad_requests_get_one_line_and_change_nothing(tmp_path, caplog):
              ({**good, "text": "  "}, 400, "bad_request"),
              ({**good, "effort": {**EFFORT, "keystrokes": -1}}, 400, "bad_request"),
              ({**good, "effort": "many"}, 400, "bad_request"), ({**good, "text": 5}, 400, "bad_request"),
-             ({**good, "path": "/etc/passwd", "position": "1"}, 409, "stale"),
+             ({**good, "path": "/etc/passwd", "position": "1"}, 400, "bad_request"),
              ({**good, "text": "Ihr \ud800 Treiber"}, 400, "bad_request"),
              ({**good, "text": "Ihr \x00 Treiber"}, 400, "bad_request")]
     json_body = {"Content-Type": "application/json"}  # (json.dumps escapes a lone surrogate as the page's JSON would)
@@ -615,6 +615,30 @@ def test_a_session_s_timing_spans_every_process(tmp_path):
 
 def reopen(client: TestClient, position: int):
     return client.post("/api/reopen", json={"position": position})
+
+
+def test_a_position_of_another_type_is_a_malformed_request_not_a_stale_page(tmp_path):
+    session, client = open_session(tmp_path / "s")
+    validate(client)
+    for position in ("1", True, 1.0, None, [1]):
+        for path in ("/api/validate", "/api/complete", "/api/reopen", "/api/finish"):
+            refused = client.post(path, json={"position": position, "text": "Ja.", "prefix": "", "effort": EFFORT})
+            assert coded(refused) == (400, "bad_request"), (path, position)
+            assert refused.json()["error"] == f"position {position!r}: an integer (the segments validated so far)"
+    assert client.get("/api/state").json()["position"] == 1
+    session.close()
+
+
+def test_the_reopen_count_survives_a_kill_before_the_segment_is_validated_again(tmp_path):
+    session, client = open_session(tmp_path / "s")
+    validate(client)
+    assert reopen(client, 1).status_code == 200
+    session.close()  # (a kill: nothing more is written before the resume)
+    resumed, client = open_session(tmp_path / "s", "resume=true")
+    validate(client)
+    resumed.close()
+    method = resumed.order[0].method
+    assert json.loads((tmp_path / "s" / method / "human.jsonl").read_text().splitlines()[0])["reopened"] == 1
 
 
 @pytest.mark.parametrize("methods, at", [([], 1), (["serve.methods=[full,lasso]"], 0)], ids=["one method", "a study"])

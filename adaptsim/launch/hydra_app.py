@@ -235,33 +235,52 @@ def check_sweep_resume(path: Path, cfg, command: str, overrides: list[str]) -> t
     return (finished if len(finished) == len(composed) else []), found
 
 
-def check_same_sweep(path: Path, overrides: list[str]) -> None:
-    """Refuse a resumed sweep that would leave out jobs of the sweep in `path` (its multirun.yaml): a value a recorded
-    sweep override swept that the command line no longer sweeps, or a setting swept now that was not, would run other
-    jobs into the old sweep's directory and Hydra would rewrite its record. A sweep may grow (more values: the new
-    jobs run beside the finished ones); a changed setting of the recorded jobs is each job's own check's."""
+def _swept(overrides) -> dict[str, set[str]]:
+    """The values each swept setting of a command line takes (Hydra's own parser; Hydra's settings left out)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides([o for o in overrides if not o.lstrip("+~").startswith("hydra")])
+    return {o.get_key_element(): set(o.sweep_string_iterator()) for o in parsed if o.is_sweep_override()}
+
+
+def _recorded_overrides(record: bytes) -> list[str] | None:
+    """The command line's overrides a sweep's multirun.yaml records (None where it is not Hydra's record)."""
     from omegaconf import OmegaConf
 
-    record = path / "multirun.yaml"
-    if not record.is_file():
-        return
     try:
-        recorded = [str(o) for o in OmegaConf.load(record).hydra.overrides.task]
-    except Exception:  # not Hydra's record: the jobs' own checks decide
+        return [str(o) for o in OmegaConf.create(record.decode("utf-8")).hydra.overrides.task]
+    except Exception:
+        return None
+
+
+def check_same_sweep(path: Path, overrides: list[str]) -> None:
+    """Refuse a resumed sweep that would run other jobs into the sweep in `path` than its multirun.yaml records: one
+    that replaces a swept setting's values (method=none,full resumed with method=none,lasso) or sweeps a setting the
+    sweep did not. A sweep may grow (more values: the new jobs run beside the finished ones) or be resumed in part (a
+    subset of its jobs; its record is kept: `launch`); a changed setting of the recorded jobs is each job's own
+    check's."""
+    record = path / "multirun.yaml"
+    recorded = _recorded_overrides(record.read_bytes()) if record.is_file() else None
+    if recorded is None:
         return
+    was, now = _swept(recorded), _swept(overrides)
+    replaced = [key for key in was.keys() & now.keys() if was[key] - now[key] and now[key] - was[key]]
+    added = sorted(now.keys() - was.keys())
+    if replaced or added:
+        swaps = [f"{k}={','.join(sorted(was[k] - now[k]))} with {','.join(sorted(now[k] - was[k]))}"
+                 for k in sorted(replaced)]
+        what = "replaces " + "; ".join(swaps) if replaced else f"sweeps {', '.join(added)}, which it did not"
+        raise UserError(f"{path}: the resumed sweep {what}; resume it with its own jobs (more values, or some of them),"
+                        " or start the other sweep in another hydra.sweep.dir")
 
-    def swept(items) -> dict[str, list[str]]:
-        parsed = OverridesParser.create().parse_overrides([o for o in items if not o.lstrip("+~").startswith("hydra")])
-        return {o.get_key_element(): list(o.sweep_string_iterator()) for o in parsed if o.is_sweep_override()}
 
-    was, now = swept(recorded), swept(overrides)
-    left_out = [f"{key}={value}" for key, values in was.items() for value in values if value not in now.get(key, ())]
-    added = [key for key in now if key not in was]
-    if left_out or added:
-        what = f"leaves out {', '.join(left_out)}" if left_out else f"sweeps {', '.join(added)}, which it did not"
-        raise UserError(f"{path}: the resumed sweep {what} (its record: {' '.join(recorded)}); resume it with its own "
-                        "sweep (more values may be added), or start the other sweep in another hydra.sweep.dir")
+def _in_part(record: bytes, overrides: list[str]) -> bool:
+    """Whether a resumed sweep ran only some of the jobs `record` (its multirun.yaml as it was) holds."""
+    recorded = _recorded_overrides(record)
+    if recorded is None:
+        return False
+    was, now = _swept(recorded), _swept(overrides)
+    return all(values <= was.get(key, set()) for key, values in now.items()) and now != was
 
 
 def run_task(task: Callable, cfg, command: str, job: JobSummary | None = None, found: dict | None = None) -> None:
@@ -347,8 +366,8 @@ def launch(task: Callable, config_name: str, argv: list[str], command: str) -> i
         if multirun and out_dir is not None:  # the sweep's claim says it ended (a resume may take it over)
             write_json_atomic(out_dir / SWEEP_CLAIM, {"status": "ended"})
     failed = failed_jobs(out_dir, multirun, since)
-    if failed and resumed is not None:
-        write_bytes_atomic(record, resumed)
+    if resumed is not None and (failed or _in_part(resumed, list(args.overrides))):
+        write_bytes_atomic(record, resumed)  # (a sweep resumed in part keeps the record of all its jobs)
     if multirun and out_dir is not None:
         _say_outputs(command, out_dir)
     return 1 if failed or (refused and not multirun) else 0

@@ -62,7 +62,8 @@ from adaptsim.loop.learner import Learner, cloned_learners, load
 from adaptsim.loop.settings import validate
 from adaptsim.loop.simulation import ReplayRefused, Turn
 from adaptsim.models import Translation
-from adaptsim.records import JobSummary, RecordWriter, job_fields, read_records, read_summary, write_bytes_atomic
+from adaptsim.records import (JobSummary, RecordWriter, job_fields, read_records, read_summary, write_bytes_atomic,
+                              write_json_atomic)
 from adaptsim.serve import study
 from adaptsim.serve.human import COUNTS, HUMAN_FILE, HumanSimulation, effort_of
 
@@ -89,6 +90,20 @@ CODES = {
     "not_found": "no such address (404), or not with that method (405)",
     "not_reopenable": "api/reopen: not the segment validated last by this server, or its run is finished",
 }
+
+
+REOPENS_FILE = "reopens.json"  # <serve.dir>/reopens.json: position → the times its segment was reopened
+
+
+def _read_reopens(path) -> dict:
+    """reopens.json as written at each reopening ({} where there is none yet)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: unreadable ({type(e).__name__}: {e}); restore it, or remove it to count no "
+                        "reopening") from None
 
 
 class Refused(UserError):
@@ -171,7 +186,9 @@ class ServeSession:
         self.ended_early = False
         self.overrides = list(overrides)
         self.last: Validation | None = None  # the validation `reopen` may take back
-        self.reopens: dict[int, int] = {}  # position → the times its segment was reopened (human.jsonl `reopened`)
+        # position → the times its segment was reopened (human.jsonl `reopened`), kept on disk at each reopening, so
+        # that a kill between a reopening and the segment's validation again does not lose the count
+        self.reopens = {int(k): int(v) for k, v in _read_reopens(self.dir / REOPENS_FILE).items()}
         self.base = None  # a study's base model, never trained (its runs adapt clones): `reopen` clones it again
         self._open(cfgs)
 
@@ -344,12 +361,14 @@ class ServeSession:
     # -- requests ------------------------------------------------------------------------------------------------
 
     def _check(self, position) -> Pending:
+        if not isinstance(position, int) or isinstance(position, bool):  # a malformed request, not a stale page
+            raise Refused(f"position {position!r}: an integer (the segments validated so far)")
         if self.failed:
             raise Refused(f"the session stopped: {self.failed}", 409, "stopped")
         if self.pending is None:
             raise Refused("the session is finished: " + ("the translator finished it" if self.ended_early
                                                          else "every segment is validated"), 409, "finished")
-        if not isinstance(position, int) or isinstance(position, bool) or position != self.position:
+        if position != self.position:
             raise Refused(f"position {position!r}: the session is at position {self.position} (segments validated "
                           "so far; reload the page)", 409, "stale")
         return self.pending
@@ -445,6 +464,7 @@ class ServeSession:
                 del pending  # (its completions hold the model, which one method's take-back loads again)
                 self._take_back(last.run)
                 self.reopens[last.position] = self.reopens.get(last.position, 0) + 1
+                write_json_atomic(self.dir / REOPENS_FILE, {str(k): v for k, v in self.reopens.items()})
                 self._show_next()
             except Exception as e:
                 raise self._stopped(e, last.run, f"reopening segment {position}",
