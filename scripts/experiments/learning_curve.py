@@ -146,7 +146,7 @@ def figure(curve: dict, path: Path) -> None:
                         hi.append(c[2] - c[0] if np.isfinite(c[2]) else 0)
                 if xs:
                     ax.errorbar(xs, ys, yerr=[lo, hi], color=colours.get(stream), marker=marker, ls=style, capsize=2,
-                                lw=1, ms=4, label=f"{m}, {STREAM_NAMES.get(stream, stream).split(' (')[0]}")
+                                lw=1, ms=4, label=f"{m}, {STREAM_NAMES.get(stream, stream)}")
             if panel in METRICS:
                 set_name = PAPER_SET.get(stream, paper.MEAN)
                 for m, marker in (("full", "*"), ("lasso", "P")):
